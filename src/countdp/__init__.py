@@ -1,0 +1,44 @@
+"""countdp: constrained differentially private mechanisms for count queries.
+
+Conventions used throughout the package:
+
+* A mechanism for a group of ``n`` people is an ``(n+1) x (n+1)`` column-stochastic
+  float array ``P`` with ``P[i, j] = Pr[output i | true count j]`` (rows are outputs,
+  columns are inputs).
+* Privacy is given as ``alpha = exp(-epsilon)`` in (0, 1); alpha close to 1 is *more*
+  private.  ``alpha * P[i, j+1] <= P[i, j]`` and ``alpha * P[i, j] <= P[i, j+1]``.
+
+Reproduces Cormode, Kulkarni, Srivastava, "Constrained Differential Privacy for Count
+Data", ICDE 2018.
+"""
+
+from countdp.certify import Certificate, certify, is_alpha_dp
+from countdp.design import NAMED_DESIGNS, Design, DesignError, design_lp, design_named
+from countdp.mechanisms import explicit_fair, geometric, uniform
+from countdp.metrics import empirical_error, expected_error, objective_value
+from countdp.properties import PROPERTIES, check_all, check_dp, check_property
+from countdp.sampling import release
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NAMED_DESIGNS",
+    "PROPERTIES",
+    "Certificate",
+    "Design",
+    "DesignError",
+    "certify",
+    "check_all",
+    "check_dp",
+    "check_property",
+    "design_lp",
+    "design_named",
+    "empirical_error",
+    "expected_error",
+    "explicit_fair",
+    "geometric",
+    "is_alpha_dp",
+    "objective_value",
+    "release",
+    "uniform",
+]

@@ -1,0 +1,169 @@
+"""Every constraint of the design LP as a sparse linear operator on the flattened matrix.
+
+A mechanism ``P`` of size ``N = n+1`` is flattened row-major, ``x = P.ravel()``, so entry
+``P[i, j]`` is ``x[i*N + j]``.  A :class:`LinearSystem` means ``A_ub @ x >= b_ub`` and
+``A_eq @ x == b_eq``.  The same operators drive the property checkers, the cvxpy model and
+the direct HiGHS model, so a property is defined exactly once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+PROPERTIES = ("RH", "RM", "CH", "CM", "F", "WH", "S")
+"""The seven structural properties of Section IV-A, in the paper's order."""
+
+PROPERTY_NAMES = {
+    "RH": "row honesty",
+    "RM": "row monotonicity",
+    "CH": "column honesty",
+    "CM": "column monotonicity",
+    "F": "fairness",
+    "WH": "weak honesty",
+    "S": "symmetry",
+}
+
+
+@dataclass(frozen=True)
+class LinearSystem:
+    """``A_ub @ x >= b_ub`` and ``A_eq @ x == b_eq`` over ``x = P.ravel()``."""
+
+    A_ub: sp.csr_matrix
+    b_ub: np.ndarray
+    A_eq: sp.csr_matrix
+    b_eq: np.ndarray
+
+    @staticmethod
+    def empty(size: int) -> LinearSystem:
+        return LinearSystem(sp.csr_matrix((0, size)), np.zeros(0), sp.csr_matrix((0, size)), np.zeros(0))
+
+    def __add__(self, other: LinearSystem) -> LinearSystem:
+        return LinearSystem(
+            sp.vstack([self.A_ub, other.A_ub], format="csr"),
+            np.concatenate([self.b_ub, other.b_ub]),
+            sp.vstack([self.A_eq, other.A_eq], format="csr"),
+            np.concatenate([self.b_eq, other.b_eq]),
+        )
+
+    def violation(self, x: np.ndarray) -> float:
+        """Largest amount by which ``x`` breaks any row (0.0 when all hold exactly)."""
+        worst = 0.0
+        if self.A_ub.shape[0]:
+            worst = max(worst, float(np.max(self.b_ub - self.A_ub @ x)))
+        if self.A_eq.shape[0]:
+            worst = max(worst, float(np.max(np.abs(self.A_eq @ x - self.b_eq))))
+        return worst
+
+
+def _difference(size: int, plus: np.ndarray, minus: np.ndarray, coef: float = 1.0) -> sp.csr_matrix:
+    """Rows ``x[plus[k]] - coef * x[minus[k]]``, one per pair."""
+    plus, minus = np.ravel(plus), np.ravel(minus)
+    rows = np.arange(plus.size)
+    data = np.concatenate([np.ones(plus.size), np.full(minus.size, -coef)])
+    return sp.csr_matrix(
+        (data, (np.concatenate([rows, rows]), np.concatenate([plus, minus]))), shape=(plus.size, size)
+    )
+
+
+def _inequalities(A: sp.csr_matrix, b: np.ndarray | float = 0.0) -> LinearSystem:
+    size = A.shape[1]
+    return LinearSystem(A, np.broadcast_to(np.asarray(b, float), (A.shape[0],)).copy(),
+                        sp.csr_matrix((0, size)), np.zeros(0))
+
+
+def _equalities(A: sp.csr_matrix, b: np.ndarray | float = 0.0) -> LinearSystem:
+    size = A.shape[1]
+    return LinearSystem(sp.csr_matrix((0, size)), np.zeros(0),
+                        A, np.broadcast_to(np.asarray(b, float), (A.shape[0],)).copy())
+
+
+def _grid(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    N = n + 1
+    idx = np.arange(N * N).reshape(N, N)
+    i, j = np.indices((N, N))
+    return idx, i, j
+
+
+def stochastic(n: int) -> LinearSystem:
+    """Entries non-negative and every column summing to one."""
+    N = n + 1
+    idx, _, j = _grid(n)
+    cols = sp.csr_matrix((np.ones(N * N), (j.ravel(), idx.ravel())), shape=(N, N * N))
+    return _inequalities(sp.identity(N * N, format="csr"), 0.0) + _equalities(cols, 1.0)
+
+
+def dp(n: int, alpha: float) -> LinearSystem:
+    """Row-wise alpha-DP: ``P[i, j] >= alpha P[i, j+1]`` and ``P[i, j+1] >= alpha P[i, j]``."""
+    idx, _, _ = _grid(n)
+    left, right = idx[:, :-1], idx[:, 1:]
+    A = sp.vstack([_difference(idx.size, left, right, alpha), _difference(idx.size, right, left, alpha)])
+    return _inequalities(A.tocsr())
+
+
+def basic_dp(n: int, alpha: float) -> LinearSystem:
+    """BasicDP: a column-stochastic matrix satisfying alpha-DP (constraints (4)-(6))."""
+    return stochastic(n) + dp(n, alpha)
+
+
+def _diagonal_of(idx: np.ndarray, axis: int) -> np.ndarray:
+    """For every entry, the index of the diagonal entry in its row (axis=1) or column (axis=0)."""
+    d = np.diag(idx)
+    return np.broadcast_to(d[:, None] if axis == 1 else d[None, :], idx.shape)
+
+
+def property_system(name: str, n: int) -> LinearSystem:
+    """The linear constraints that define property ``name`` for group size ``n``."""
+    idx, i, j = _grid(n)
+    size = idx.size
+    off = i != j
+    if name == "RH":  # P[i, i] >= P[i, j]
+        return _inequalities(_difference(size, _diagonal_of(idx, 1)[off], idx[off]))
+    if name == "CH":  # P[j, j] >= P[i, j]
+        return _inequalities(_difference(size, _diagonal_of(idx, 0)[off], idx[off]))
+    if name == "RM":  # entries grow towards the diagonal along each row
+        below = j < i  # P[i, j+1] >= P[i, j]
+        above = j > i  # P[i, j-1] >= P[i, j]
+        plus = np.concatenate([idx[below] + 1, idx[above] - 1])
+        return _inequalities(_difference(size, plus, np.concatenate([idx[below], idx[above]])))
+    if name == "CM":  # entries grow towards the diagonal along each column
+        N = n + 1
+        below = i > j  # P[i-1, j] >= P[i, j]
+        above = i < j  # P[i+1, j] >= P[i, j]
+        plus = np.concatenate([idx[below] - N, idx[above] + N])
+        return _inequalities(_difference(size, plus, np.concatenate([idx[below], idx[above]])))
+    if name == "F":  # all diagonal entries equal
+        d = np.diag(idx)
+        return _equalities(_difference(size, d[1:], np.full(n, d[0])))
+    if name == "WH":  # P[i, i] >= 1/(n+1)
+        A = sp.csr_matrix((np.ones(n + 1), (np.arange(n + 1), np.diag(idx))), shape=(n + 1, size))
+        return _inequalities(A, 1.0 / (n + 1))
+    if name == "S":  # P[i, j] == P[n-i, n-j]
+        flat = idx.ravel()
+        mirror = flat[::-1]
+        half = flat < mirror
+        return _equalities(_difference(size, flat[half], mirror[half]))
+    raise ValueError(f"unknown property {name!r}; allowed: {', '.join(PROPERTIES)}")
+
+
+def parse_properties(props: object) -> tuple[str, ...]:
+    """Normalise a property list ('WH,RM', ['wh', 'rm'], ...) to canonical order, or raise."""
+    if props is None:
+        return ()
+    items = props.split(",") if isinstance(props, str) else list(props)
+    names = {str(p).strip().upper() for p in items if str(p).strip()}
+    unknown = sorted(names - set(PROPERTIES))
+    if unknown:
+        raise ValueError(f"unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
+                         f"allowed: {', '.join(PROPERTIES)}")
+    return tuple(p for p in PROPERTIES if p in names)
+
+
+def constraint_system(n: int, alpha: float, properties: tuple[str, ...] = ()) -> LinearSystem:
+    """BasicDP plus every property named (Theorem 2: still a linear program)."""
+    system = basic_dp(n, alpha)
+    for name in properties:
+        system = system + property_system(name, n)
+    return system

@@ -1,0 +1,121 @@
+"""Error measures of a mechanism: design objectives, exact expectations and empirical values.
+
+Three related families, all for ``P[i, j] = Pr[output i | input j]``:
+
+* :func:`objective_value`: the paper's design objective (Definitions 3 and 5) for a prior
+  ``w`` over inputs; ``L0`` and ``L0d:D`` carry the ``(n+1)/n`` rescaling that gives UM a
+  score of 1, ``L1`` and ``L2`` do not.  ``aggregate="max"`` is the minimax variant.
+* :func:`expected_error`: the exact expectation of a *release* error measure when the true
+  count follows a distribution ``q`` (no rescaling): ``L0`` = Pr[out != in],
+  ``L0d:D`` = Pr[|out - in| > D], ``L1`` = E|out - in|, ``L2`` = E(out - in)^2,
+  ``RMSE`` = sqrt(L2).
+* :func:`empirical_error`: the same measures on arrays of true and released counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from countdp.validation import check_distribution, check_matrix
+
+MEASURES = ("L0", "L0d", "L1", "L2", "RMSE")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """A loss ``name`` in {L0, L0d, L1, L2} (with threshold ``d`` for L0d: ``|i - j| > d``)."""
+
+    name: str
+    d: int = 0
+
+    def __str__(self) -> str:
+        return f"L0d:{self.d}" if self.name == "L0d" else self.name
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe spelling, e.g. ``L0d1``."""
+        return f"L0d{self.d}" if self.name == "L0d" else self.name
+
+
+def parse_objective(spec: object) -> Objective:
+    """Parse ``L0``, ``L0d:D`` (or ``L0dD``), ``L1``, ``L2`` (case-insensitive), or raise."""
+    if isinstance(spec, Objective):
+        return spec
+    text = str(spec).strip().upper().replace(",", "")
+    if text in ("L0", "L1", "L2"):
+        return Objective(text)
+    if text.startswith("L0D"):
+        rest = text[3:].lstrip(":=")
+        if rest.isdigit():
+            return Objective("L0d", int(rest))
+        raise ValueError(f"objective {spec!r}: L0d needs a threshold d >= 0, as L0d:1")
+    raise ValueError(f"unknown objective {spec!r}; allowed: L0, L0d:D (D >= 0), L1, L2")
+
+
+def loss_matrix(n: int, objective: object) -> np.ndarray:
+    """``C[i, j]``: the loss of reporting ``i`` when the truth is ``j`` under ``objective``."""
+    obj = parse_objective(objective)
+    i = np.arange(n + 1)
+    dist = np.abs(i[:, None] - i[None, :]).astype(float)
+    if obj.name == "L0":
+        return (dist > 0) * (n + 1) / n
+    if obj.name == "L0d":
+        return (dist > obj.d) * (n + 1) / n
+    return dist if obj.name == "L1" else dist**2
+
+
+def objective_value(P: np.ndarray, objective: object = "L0", weights: object = None,
+                    aggregate: str = "sum") -> float:
+    """The design objective of ``P``: ``sum_j w_j sum_i C[i,j] P[i,j]`` (or ``max_j`` column loss)."""
+    M = check_matrix(P)
+    n = M.shape[0] - 1
+    column_loss = (loss_matrix(n, objective) * M).sum(axis=0)
+    if aggregate == "max":
+        return float(column_loss.max())
+    if aggregate != "sum":
+        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
+    w = np.full(n + 1, 1.0 / (n + 1)) if weights is None else check_distribution(weights, n)
+    return float(w @ column_loss)
+
+
+def _release_loss(measure: str, diff: np.ndarray) -> np.ndarray:
+    m = measure.upper()
+    if m == "L0":
+        return (diff != 0).astype(float)
+    if m.startswith("L0D"):
+        return (np.abs(diff) > int(m[3:].lstrip(":="))).astype(float)
+    if m == "L1":
+        return np.abs(diff).astype(float)
+    if m in ("L2", "RMSE"):
+        return diff.astype(float) ** 2
+    raise ValueError(f"unknown measure {measure!r}; allowed: L0, L0d:D, L1, L2, RMSE")
+
+
+def expected_error(P: np.ndarray, input_distribution: object, measure: str = "L0") -> float:
+    """Exact expected release error of ``P`` when the true count ``j ~ input_distribution``."""
+    M = check_matrix(P)
+    n = M.shape[0] - 1
+    q = check_distribution(input_distribution, n, "input_distribution")
+    i = np.arange(n + 1)
+    value = float(((_release_loss(measure, i[:, None] - i[None, :]) * M) @ q).sum())
+    return float(np.sqrt(value)) if measure.upper() == "RMSE" else value
+
+
+def empirical_error(true_counts: np.ndarray, released: np.ndarray, measure: str = "L0") -> float:
+    """The measure on arrays of true and released counts (e.g. a fraction of groups)."""
+    t, r = np.asarray(true_counts), np.asarray(released)
+    if t.shape != r.shape or t.size == 0:
+        raise ValueError(f"true and released counts must be non-empty, same shape: {t.shape}, {r.shape}")
+    value = float(_release_loss(measure, r.astype(np.int64) - t.astype(np.int64)).mean())
+    return float(np.sqrt(value)) if measure.upper() == "RMSE" else value
+
+
+def binomial_distribution(n: int, p: float) -> np.ndarray:
+    """Binomial(n, p) probabilities of the counts 0..n."""
+    from scipy.stats import binom
+
+    if not (0.0 <= p <= 1.0):
+        raise ValueError(f"p must lie in [0, 1], got {p!r}")
+    return binom.pmf(np.arange(n + 1), n, p)

@@ -1,0 +1,77 @@
+"""Checkers for the seven structural properties and for alpha-DP.
+
+Every checker takes a mechanism ``P`` (``P[i, j] = Pr[output i | input j]``) and an explicit
+tolerance, and returns a :class:`Check`: whether the property holds within the tolerance
+and the worst violation (0.0 when every defining inequality holds exactly).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from countdp.constraints import PROPERTIES, dp, parse_properties, property_system, stochastic
+from countdp.validation import check_alpha, check_matrix
+
+DEFAULT_TOL = 1e-9
+"""Default tolerance for *structural* properties of solver output.  DP uses tolerance 0."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """Outcome of a property check: ``holds`` iff ``worst_violation <= tol``."""
+
+    name: str
+    holds: bool
+    worst_violation: float
+    tol: float
+
+    def __bool__(self) -> bool:
+        return self.holds
+
+
+def check_property(P: np.ndarray, name: str, tol: float = DEFAULT_TOL) -> Check:
+    """Check one of RH, RM, CH, CM, F, WH, S on ``P``."""
+    M = check_matrix(P)
+    (prop,) = parse_properties([name]) or (name,)
+    worst = property_system(prop, M.shape[0] - 1).violation(M.ravel())
+    return Check(prop, worst <= tol, worst, tol)
+
+
+def check_all(P: np.ndarray, tol: float = DEFAULT_TOL) -> dict[str, Check]:
+    """Check all seven properties; keys in the paper's order."""
+    return {name: check_property(P, name, tol) for name in PROPERTIES}
+
+
+def check_dp(P: np.ndarray, alpha: float, tol: float = 0.0) -> Check:
+    """Check that ``P`` is a column-stochastic alpha-DP mechanism within ``tol``.
+
+    The violation is the largest of: ``alpha*P[i, j+/-1] - P[i, j]``, ``-P[i, j]``, and
+    ``|column sum - 1|`` (columns are allowed a 1e-12 slack that is not counted here;
+    :func:`countdp.certify.is_alpha_dp` is the exact floating-point test).
+    """
+    M = check_matrix(P)
+    a = check_alpha(alpha)
+    n = M.shape[0] - 1
+    x = M.ravel()
+    worst = max(dp(n, a).violation(x), stochastic(n).violation(x))
+    return Check("DP", worst <= tol, worst, tol)
+
+
+def gupte_sundararajan_violation(P: np.ndarray, alpha: float) -> float:
+    """Worst violation of the Gupte-Sundararajan derivability condition (0.0 if derivable).
+
+    ``P`` is derivable from GM by post-processing iff for every row ``i`` and interior
+    column ``j``: ``P[i, j] - a P[i, j-1] >= a (P[i, j+1] - a P[i, j])``.
+    """
+    M = check_matrix(P)
+    a = check_alpha(alpha)
+    left, mid, right = M[:, :-2], M[:, 1:-1], M[:, 2:]
+    slack = (mid - a * left) - a * (right - a * mid)
+    return float(max(0.0, -slack.min())) if slack.size else 0.0
+
+
+def is_gm_derivable(P: np.ndarray, alpha: float, tol: float = DEFAULT_TOL) -> bool:
+    """Whether ``P`` passes the Gupte-Sundararajan test within ``tol``."""
+    return gupte_sundararajan_violation(P, alpha) <= tol

@@ -1,0 +1,51 @@
+"""Validation of the parameters every mechanism shares: group size n and privacy alpha."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def check_n(n: object) -> int:
+    """Return ``n`` as an int, or raise ``ValueError`` unless it is an integer >= 1."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        if isinstance(n, float) and n.is_integer():
+            return check_n(int(n))
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    return int(n)
+
+
+def check_alpha(alpha: object) -> float:
+    """Return ``alpha`` as a float, or raise ``ValueError`` unless 0 < alpha < 1."""
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise ValueError(f"alpha must be a number with 0 < alpha < 1, got {alpha!r}")
+    value = float(alpha)
+    if not (0.0 < value < 1.0):
+        raise ValueError(f"alpha must satisfy 0 < alpha < 1 (alpha = exp(-epsilon)), got {alpha!r}")
+    return value
+
+
+def check_distribution(weights: object, n: int, name: str = "weights") -> np.ndarray:
+    """Return ``weights`` as a length-(n+1) probability vector, or raise ``ValueError``."""
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (n + 1,):
+        raise ValueError(f"{name} must have n+1 = {n + 1} entries, got shape {w.shape}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"{name} must be finite and non-negative")
+    total = w.sum()
+    if not np.isclose(total, 1.0, rtol=0, atol=1e-9):
+        raise ValueError(f"{name} must sum to 1, got {total!r}")
+    return w / total
+
+
+def check_matrix(P: object) -> np.ndarray:
+    """Return ``P`` as a square float array with at least 2 rows, or raise ``ValueError``."""
+    M = np.asarray(P, dtype=float)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
+        raise ValueError(f"a mechanism must be a square (n+1)x(n+1) matrix with n >= 1, got shape {M.shape}")
+    if not np.all(np.isfinite(M)):
+        raise ValueError("a mechanism must have finite entries")
+    return M
