@@ -1,0 +1,25 @@
+# countdp: reproduce "Constrained Differential Privacy for Count Data" (Cormode, Kulkarni,
+# Srivastava, ICDE 2018).  `snakemake --cores all` builds every figure, table and the claims.
+from snakemake.utils import min_version
+
+min_version("8.10")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/design.smk"
+include: "workflow/rules/figures_intrinsic.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/figures_extrinsic.smk"
+include: "workflow/rules/claims.smk"
+
+
+rule all:
+    input:
+        intrinsic_targets(),
+        extrinsic_targets(),
+        claims_targets(),
+    default_target: True

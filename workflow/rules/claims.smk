@@ -1,0 +1,5 @@
+# claims table and report (issue 5)
+
+
+def claims_targets():
+    return []

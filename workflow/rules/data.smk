@@ -1,0 +1,1 @@
+# owned by the data/extrinsic work (issue 4)

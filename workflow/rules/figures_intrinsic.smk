@@ -1,0 +1,1 @@
+# owned by the intrinsic-pipeline work (issue 3)
