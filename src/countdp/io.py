@@ -77,6 +77,16 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
     }
 
 
+def to_json(record: dict) -> str:
+    """Indented JSON with each matrix row on one line (readable, and diff-friendly)."""
+    rows = record.get("matrix")
+    if rows is None:
+        return json.dumps(record, indent=1) + "\n"
+    body = json.dumps({**record, "matrix": "@MATRIX@"}, indent=1)
+    matrix = "[\n  " + ",\n  ".join(json.dumps(list(map(float, row))) for row in np.asarray(rows)) + "\n ]"
+    return body.replace('"@MATRIX@"', matrix) + "\n"
+
+
 def save_design(design: Design, path: str | os.PathLike) -> None:
     """Write ``design`` as JSON (``.json``) or as its bare matrix (``.csv``), atomically."""
     path = Path(path)
@@ -84,7 +94,7 @@ def save_design(design: Design, path: str | os.PathLike) -> None:
         with atomic_path(path) as tmp:
             np.savetxt(tmp, design.matrix, delimiter=",", fmt="%.17g")
         return
-    write_text_atomic(path, json.dumps(design_to_dict(design), indent=1) + "\n")
+    write_text_atomic(path, to_json(design_to_dict(design)))
 
 
 def load_record(path: str | os.PathLike) -> dict:
@@ -96,7 +106,10 @@ def load_record(path: str | os.PathLike) -> dict:
         raise ValueError(f"{path}: not a readable mechanism JSON ({exc})") from exc
     if not isinstance(record, dict) or "matrix" not in record:
         raise ValueError(f"{path}: a mechanism JSON needs a 'matrix' key")
-    record["matrix"] = check_matrix(record["matrix"])
+    try:
+        record["matrix"] = check_matrix(record["matrix"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     return record
 
 
@@ -120,4 +133,4 @@ def load_certified(path: str | os.PathLike) -> dict:
 
 
 __all__ = ["Certificate", "atomic_path", "design_to_dict", "load_certified", "load_matrix", "load_record",
-           "save_design", "write_text_atomic"]
+           "save_design", "to_json", "write_text_atomic"]

@@ -43,7 +43,10 @@ def check_distribution(weights: object, n: int, name: str = "weights") -> np.nda
 
 def check_matrix(P: object) -> np.ndarray:
     """Return ``P`` as a square float array with at least 2 rows, or raise ``ValueError``."""
-    M = np.asarray(P, dtype=float)
+    try:
+        M = np.asarray(P, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("a mechanism must be a square numeric (n+1)x(n+1) matrix") from None
     if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
         raise ValueError(f"a mechanism must be a square (n+1)x(n+1) matrix with n >= 1, got shape {M.shape}")
     if not np.all(np.isfinite(M)):
