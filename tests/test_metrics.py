@@ -61,7 +61,7 @@ def test_empirical_measures_on_arrays():
 
 def test_binomial_distribution():
     np.testing.assert_allclose(binomial_distribution(3, 0.5), [1 / 8, 3 / 8, 3 / 8, 1 / 8])
-    with pytest.raises(ValueError, match="p must"):
+    with pytest.raises(ValueError, match="p must be"):
         binomial_distribution(3, 1.2)
 
 

@@ -93,8 +93,8 @@ def certify(P: np.ndarray, alpha: float) -> tuple[np.ndarray, Certificate]:
     """Return a certified copy of ``P`` and its :class:`Certificate`.
 
     Columns are renormalised, then the smallest UM mixture that passes :func:`is_alpha_dp`
-    in floating point is applied (the exact-arithmetic lambda, doubled until the float test
-    passes; ``lam = 1`` is UM itself).  Raises ``ValueError`` if ``P`` is not a finite square
+    in floating point is applied (the exact-arithmetic lambda, nudged up by tiny growing steps
+    until the float test passes; ``lam = 1`` is UM itself).  Raises ``ValueError`` if ``P`` is not a finite square
     matrix.
     """
     M = check_matrix(P)
@@ -108,9 +108,10 @@ def certify(P: np.ndarray, alpha: float) -> tuple[np.ndarray, Certificate]:
     M = M / sums
     lam = _required_lambda(M, a)
     candidate = _mix(M, lam)
-    floor = 4 * np.finfo(float).eps
-    while not is_alpha_dp(candidate, a):
-        lam = min(1.0, max(2.0 * lam, floor))
+    step = 4 * np.finfo(float).eps
+    while not is_alpha_dp(candidate, a):  # rounding: nudge lam up by a growing, tiny step
+        lam = min(1.0, lam + max(step, lam * 1e-12))
+        step *= 2
         candidate = _mix(M, lam)
         if lam == 1.0:
             candidate = np.full_like(M, 1.0 / M.shape[0])

@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binom
 
-from countdp.validation import check_distribution, check_matrix
+from countdp.validation import check_distribution, check_matrix, check_n, check_probability
 
 MEASURES = ("L0", "L0d", "L1", "L2", "RMSE")
 
@@ -71,26 +72,30 @@ def objective_value(P: np.ndarray, objective: object = "L0", weights: object = N
     """The design objective of ``P``: ``sum_j w_j sum_i C[i,j] P[i,j]`` (or ``max_j`` column loss)."""
     M = check_matrix(P)
     n = M.shape[0] - 1
-    column_loss = (loss_matrix(n, objective) * M).sum(axis=0)
-    if aggregate == "max":
-        return float(column_loss.max())
-    if aggregate != "sum":
+    if aggregate not in ("sum", "max"):
         raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
     w = np.full(n + 1, 1.0 / (n + 1)) if weights is None else check_distribution(weights, n)
-    return float(w @ column_loss)
+    column_loss = (loss_matrix(n, objective) * M).sum(axis=0)
+    return float(column_loss.max()) if aggregate == "max" else float(w @ column_loss)
+
+
+def _is_rmse(measure: object) -> bool:
+    if not isinstance(measure, str):
+        raise ValueError(f"unknown measure {measure!r}; allowed: L0, L0d:D, L1, L2, RMSE")
+    return measure.strip().upper() == "RMSE"
 
 
 def _release_loss(measure: str, diff: np.ndarray) -> np.ndarray:
-    m = measure.upper()
-    if m == "L0":
+    """Per-release loss for a difference ``out - in`` (RMSE uses the squared error)."""
+    try:
+        obj = Objective("L2") if _is_rmse(measure) else parse_objective(measure)
+    except ValueError:
+        raise ValueError(f"unknown measure {measure!r}; allowed: L0, L0d:D (D >= 0), L1, L2, RMSE") from None
+    if obj.name == "L0":
         return (diff != 0).astype(float)
-    if m.startswith("L0D"):
-        return (np.abs(diff) > int(m[3:].lstrip(":="))).astype(float)
-    if m == "L1":
-        return np.abs(diff).astype(float)
-    if m in ("L2", "RMSE"):
-        return diff.astype(float) ** 2
-    raise ValueError(f"unknown measure {measure!r}; allowed: L0, L0d:D, L1, L2, RMSE")
+    if obj.name == "L0d":
+        return (np.abs(diff) > obj.d).astype(float)
+    return np.abs(diff).astype(float) if obj.name == "L1" else diff.astype(float) ** 2
 
 
 def expected_error(P: np.ndarray, input_distribution: object, measure: str = "L0") -> float:
@@ -100,22 +105,22 @@ def expected_error(P: np.ndarray, input_distribution: object, measure: str = "L0
     q = check_distribution(input_distribution, n, "input_distribution")
     i = np.arange(n + 1)
     value = float(((_release_loss(measure, i[:, None] - i[None, :]) * M) @ q).sum())
-    return float(np.sqrt(value)) if measure.upper() == "RMSE" else value
+    return float(np.sqrt(value)) if _is_rmse(measure) else value
 
 
 def empirical_error(true_counts: np.ndarray, released: np.ndarray, measure: str = "L0") -> float:
     """The measure on arrays of true and released counts (e.g. a fraction of groups)."""
     t, r = np.asarray(true_counts), np.asarray(released)
+    for name, arr in (("true", t), ("released", r)):
+        if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
+            raise ValueError(f"{name} counts must be integers")
     if t.shape != r.shape or t.size == 0:
         raise ValueError(f"true and released counts must be non-empty, same shape: {t.shape}, {r.shape}")
     value = float(_release_loss(measure, r.astype(np.int64) - t.astype(np.int64)).mean())
-    return float(np.sqrt(value)) if measure.upper() == "RMSE" else value
+    return float(np.sqrt(value)) if _is_rmse(measure) else value
 
 
 def binomial_distribution(n: int, p: float) -> np.ndarray:
     """Binomial(n, p) probabilities of the counts 0..n."""
-    from scipy.stats import binom
-
-    if not (0.0 <= p <= 1.0):
-        raise ValueError(f"p must lie in [0, 1], got {p!r}")
+    n, p = check_n(n), check_probability(p)
     return binom.pmf(np.arange(n + 1), n, p)

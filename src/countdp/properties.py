@@ -13,7 +13,7 @@ import numpy as np
 
 from countdp.certify import COLUMN_SUM_TOL, dp_slack
 from countdp.constraints import PROPERTIES, parse_properties, property_system
-from countdp.validation import check_alpha, check_matrix
+from countdp.validation import check_alpha, check_matrix, check_tol
 
 DEFAULT_TOL = 1e-9
 """Default tolerance for *structural* properties of solver output.  DP uses tolerance 0."""
@@ -35,6 +35,7 @@ class Check:
 def check_property(P: np.ndarray, name: str, tol: float = DEFAULT_TOL) -> Check:
     """Check one of RH, RM, CH, CM, F, WH, S on ``P``."""
     M = check_matrix(P)
+    tol = check_tol(tol)
     (prop,) = parse_properties([name]) or (name,)
     worst = property_system(prop, M.shape[0] - 1).violation(M.ravel())
     return Check(prop, worst <= tol, worst, tol)
@@ -54,6 +55,7 @@ def check_dp(P: np.ndarray, alpha: float, tol: float = 0.0) -> Check:
     """
     M = check_matrix(P)
     a = check_alpha(alpha)
+    tol = check_tol(tol)
     dp_breach = max(0.0, -dp_slack(M, a))
     column_breach = max(0.0, float(np.max(np.abs(M.sum(axis=0) - 1.0))) - COLUMN_SUM_TOL)
     worst = max(dp_breach, column_breach, float(np.max(M)) - 1.0)

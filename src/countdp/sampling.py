@@ -17,6 +17,10 @@ def release(P: np.ndarray, true_counts: np.ndarray, rng: np.random.Generator) ->
     :class:`numpy.random.Generator`; use :func:`secure_generator` for real releases.
     """
     M = check_matrix(P)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    if np.any(M < 0) or np.any(np.abs(M.sum(axis=0) - 1.0) > 1e-9):
+        raise ValueError("a mechanism must be column-stochastic (non-negative columns summing to 1)")
     N = M.shape[0]
     counts = np.asarray(true_counts)
     if counts.size and (counts.min() < 0 or counts.max() >= N or not np.issubdtype(counts.dtype, np.integer)):

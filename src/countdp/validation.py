@@ -30,7 +30,12 @@ def check_alpha(alpha: object) -> float:
 
 def check_distribution(weights: object, n: int, name: str = "weights") -> np.ndarray:
     """Return ``weights`` as a length-(n+1) probability vector, or raise ``ValueError``."""
-    w = np.asarray(weights, dtype=float)
+    if np.iscomplexobj(np.asarray(weights)):
+        raise ValueError(f"{name} must be real, got complex entries")
+    try:
+        w = np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a vector of n+1 = {n + 1} numbers") from None
     if w.shape != (n + 1,):
         raise ValueError(f"{name} must have n+1 = {n + 1} entries, got shape {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
@@ -43,6 +48,8 @@ def check_distribution(weights: object, n: int, name: str = "weights") -> np.nda
 
 def check_matrix(P: object) -> np.ndarray:
     """Return ``P`` as a square float array with at least 2 rows, or raise ``ValueError``."""
+    if np.iscomplexobj(np.asarray(P)):
+        raise ValueError("a mechanism must be a real matrix, got complex entries")
     try:
         M = np.asarray(P, dtype=float)
     except (TypeError, ValueError):
@@ -52,3 +59,17 @@ def check_matrix(P: object) -> np.ndarray:
     if not np.all(np.isfinite(M)):
         raise ValueError("a mechanism must have finite entries")
     return M
+
+
+def check_tol(tol: object) -> float:
+    """Return a tolerance as a float, or raise ``ValueError`` unless it is finite and >= 0."""
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+    return float(tol)
+
+
+def check_probability(p: object, name: str = "p") -> float:
+    """Return ``p`` as a float, or raise ``ValueError`` unless it is a number in [0, 1]."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not (0.0 <= float(p) <= 1.0):
+        raise ValueError(f"{name} must be a number in [0, 1], got {p!r}")
+    return float(p)
