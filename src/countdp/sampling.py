@@ -9,12 +9,29 @@ import numpy as np
 from countdp.validation import check_matrix
 
 
+def _column_cdfs(M: np.ndarray) -> np.ndarray:
+    """``cdf[j, i] = Pr[output <= i | input j]``, with the last entry exactly 1 (row per input)."""
+    cdf = np.cumsum(M, axis=0).T.copy()
+    cdf[:, -1] = 1.0  # guard against a column sum that rounds below 1
+    return cdf
+
+
+def _guide_table(cdf: np.ndarray) -> np.ndarray:
+    """``guide[j, b]`` = the smallest output i with ``cdf[j, i] > b/N``: where the search for a
+    uniform draw ``u`` in bucket ``b = floor(u N)`` may start (it never overshoots)."""
+    N = cdf.shape[0]
+    edges = np.arange(N) / N
+    return np.stack([np.searchsorted(row, edges, side="right") for row in cdf]).astype(np.int64)
+
+
 def release(P: np.ndarray, true_counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Draw one output per true count: ``out[k] ~ P[:, true_counts[k]]``.
 
-    All columns' CDFs are laid end to end, column ``j`` shifted by ``j`` so the whole array
-    is increasing, and one ``searchsorted`` finds every output at once.  ``rng`` is a
-    :class:`numpy.random.Generator`; use :func:`secure_generator` for real releases.
+    Exact inverse-CDF sampling, vectorised: ``out`` is the smallest ``i`` with
+    ``u < cdf[i, j]`` for a uniform ``u``.  A guide table (Chen and Asau's indexed search)
+    gives every draw a start point in its column's CDF, so the forward scan takes O(1)
+    expected steps.  ``rng`` is a :class:`numpy.random.Generator`; use
+    :func:`secure_generator` for releases of real data.
     """
     M = check_matrix(P)
     if not isinstance(rng, np.random.Generator):
@@ -23,14 +40,20 @@ def release(P: np.ndarray, true_counts: np.ndarray, rng: np.random.Generator) ->
         raise ValueError("a mechanism must be column-stochastic (non-negative columns summing to 1)")
     N = M.shape[0]
     counts = np.asarray(true_counts)
-    if counts.size and (counts.min() < 0 or counts.max() >= N or not np.issubdtype(counts.dtype, np.integer)):
+    if counts.size and (not np.issubdtype(counts.dtype, np.integer) or counts.min() < 0 or counts.max() >= N):
         raise ValueError(f"true counts must be integers in 0..{N - 1}")
-    cdf = np.cumsum(M, axis=0)
-    cdf[-1, :] = 1.0  # guard against a column sum that rounds below 1
-    shifted = (cdf + np.arange(N)[None, :]).T.ravel()
-    u = rng.random(counts.shape)
-    index = np.searchsorted(shifted, counts + u, side="right")
-    return np.minimum(index - counts * N, N - 1).astype(np.int64)
+    cdf = _column_cdfs(M)
+    flat_cdf = cdf.ravel()
+    shape = counts.shape
+    columns = counts.ravel().astype(np.int64)
+    u = rng.random(columns.size)
+    start = columns * N
+    out = _guide_table(cdf).ravel()[start + (u * N).astype(np.int64)]
+    active = np.flatnonzero(flat_cdf[start + out] <= u)
+    while active.size:  # advance the few draws whose bucket holds more than one output
+        out[active] += 1
+        active = active[flat_cdf[start[active] + out[active]] <= u[active]]
+    return out.reshape(shape)
 
 
 def secure_generator() -> np.random.Generator:
