@@ -1,0 +1,194 @@
+"""Repeated evaluations of mechanisms on data (the paper's Section V-B and V-C).
+
+One call of :func:`simulate` runs a whole sweep (a list of parameter points) for several
+mechanisms.  For every point and repetition it draws the true group counts once (shared by
+all mechanisms: common random numbers), releases noisy counts with each mechanism, and
+records the empirical error together with its exact expectation given the drawn counts.
+:func:`summarise` turns the repetitions into mean, standard deviation, standard error and
+the exact expectation under the model (Binomial(n, p) for synthetic data; for Adult the
+mean over repetitions of the exact expectation given that repetition's group counts).
+
+Seeds: every random stream comes from :func:`rng_for`, which hashes the config seed and a
+canonical string of the stream's parameters into a :class:`numpy.random.SeedSequence`.
+The data stream's parameters exclude the mechanism and alpha, the noise stream's include
+them, so a result never depends on job order, core count, or which other mechanisms or
+points were evaluated in the same job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from countdp.data import POPULATION, binomial_groups, empirical_distribution, group_counts
+from countdp.metrics import binomial_distribution, empirical_error, expected_error
+from countdp.sampling import release
+
+NOISE_ONLY_KEYS = ("alpha", "mechanism")
+"""Parameters that change the released noise but not the drawn data."""
+
+
+def canonical(params: Mapping) -> str:
+    """A stable text form of a parameter mapping (sorted keys, floats as shortest repr)."""
+    return json.dumps({str(k): params[k] for k in params}, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def seed_sequence(seed: int, **params) -> np.random.SeedSequence:
+    """``SeedSequence`` from the config ``seed`` and the SHA-256 of the canonical parameter text."""
+    digest = hashlib.sha256(canonical(params).encode()).digest()
+    words = np.frombuffer(digest, dtype="<u4").tolist()
+    return np.random.SeedSequence([int(seed), *words])
+
+
+def rng_for(seed: int, **params) -> np.random.Generator:
+    """An independent generator for the stream named by ``params``."""
+    return np.random.Generator(np.random.PCG64(seed_sequence(seed, **params)))
+
+
+def measure_d(measure: str) -> int | None:
+    """The threshold ``d`` of ``L0d:d`` (0 for ``L0``), or None for other measures."""
+    m = measure.upper()
+    if m == "L0":
+        return 0
+    if m.startswith("L0D"):
+        return int(m[3:].lstrip(":="))
+    return None
+
+
+MatrixFor = Callable[[str, Mapping], np.ndarray]
+DrawFor = Callable[[Mapping, np.random.Generator], np.ndarray]
+
+
+def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Sequence[str],
+             matrix_for: MatrixFor, draw: DrawFor, measures: Sequence[str], repetitions: int) -> pd.DataFrame:
+    """Run ``repetitions`` of every point for every mechanism; one row per (point, rep, mechanism, measure).
+
+    ``points``: dicts with at least ``n`` (and ``alpha``); ``matrix_for(mechanism, point)``
+    returns the mechanism's matrix; ``draw(point, rng)`` returns the true group counts.
+    Columns: the point's keys, ``mechanism``, ``rep``, ``measure``, ``d``, ``groups``,
+    ``value`` (empirical) and ``exact_given_data`` (exact expectation given the counts).
+    """
+    if repetitions < 1:
+        raise ValueError(f"repetitions must be >= 1, got {repetitions}")
+    rows = []
+    for point in points:
+        n = int(point["n"])
+        data_params = {k: v for k, v in point.items() if k not in NOISE_ONLY_KEYS}
+        matrices = {m: matrix_for(m, point) for m in mechanisms}
+        for m, P in matrices.items():
+            if P.shape != (n + 1, n + 1):
+                raise ValueError(f"{m} at {dict(point)}: matrix has shape {P.shape}, expected {(n + 1, n + 1)}")
+        for rep in range(repetitions):
+            counts = draw(point, rng_for(seed, study=study, stream="data", rep=rep, **data_params))
+            q = empirical_distribution(counts, n)
+            for m, P in matrices.items():
+                noise = rng_for(seed, study=study, stream="noise", rep=rep, mechanism=m, **point)
+                released = release(P, counts, noise)
+                for measure in measures:
+                    rows.append({
+                        **point, "mechanism": m, "rep": rep, "measure": measure, "d": measure_d(measure),
+                        "groups": int(counts.size),
+                        "value": empirical_error(counts, released, measure),
+                        "exact_given_data": expected_error(P, q, measure),
+                    })
+    return pd.DataFrame(rows)
+
+
+def summarise(raw: pd.DataFrame, keys: Sequence[str],
+              exact: Callable[[Mapping], float] | None = None) -> pd.DataFrame:
+    """Mean, sd (ddof=1), se = sd/sqrt(reps) of ``value`` per ``keys``; ``exact`` per group.
+
+    ``exact(row)`` gives the model's exact expectation (e.g. under Binomial(n, p)); without
+    it, ``exact`` is the mean of ``exact_given_data``.  ``z`` = (mean - exact) / se.
+    """
+    grouped = raw.groupby(list(keys), sort=False, dropna=False)
+    out = grouped.agg(
+        repetitions=("value", "size"), groups=("groups", "mean"), mean=("value", "mean"),
+        sd=("value", "std"), exact_given_data=("exact_given_data", "mean"),
+    ).reset_index()
+    out["sd"] = out["sd"].fillna(0.0)
+    out["se"] = out["sd"] / np.sqrt(out["repetitions"])
+    out["exact"] = [exact(r) for r in out.to_dict("records")] if exact else out["exact_given_data"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["z"] = np.where(out["se"] > 0, (out["mean"] - out["exact"]) / out["se"], 0.0)
+    cols = [*keys, "repetitions", "groups", "mean", "sd", "se", "exact", "exact_given_data", "z"]
+    return out[cols]
+
+
+# --------------------------------------------------------------------------- the studies
+
+
+def adult_sweep(bits: np.ndarray, target: str, alpha: float, ns: Sequence[int], mechanisms: Sequence[str],
+                matrix_for: MatrixFor, repetitions: int, seed: int, measure: str = "L0",
+                study: str = "fig10") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figure 10: one Adult target, error vs group size; each repetition a fresh random grouping."""
+    bits = np.asarray(bits, dtype=np.int64)
+    points = [{"dataset": "adult", "target": target, "n": int(n), "alpha": float(alpha)} for n in ns]
+
+    def draw(point, rng):
+        return group_counts(bits, point["n"], rng)
+
+    raw = simulate(study, seed, points, mechanisms, matrix_for, draw, [measure], repetitions)
+    keys = ["dataset", "target", "alpha", "n", "mechanism", "measure", "d"]
+    return raw, summarise(raw, keys)
+
+
+def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], matrix_for: MatrixFor,
+                   measures: Sequence[str], repetitions: int, seed: int, study: str,
+                   population: int = POPULATION) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figures 11-13: synthetic populations of ``population`` Bernoulli(p) bits in groups of n.
+
+    ``points``: dicts with ``n``, ``p`` and ``alpha``.  The exact column is the expectation
+    under Binomial(n, p); ``exact_given_data`` is the one given the drawn populations.
+    """
+    pts = [{"dataset": "binomial", "n": int(pt["n"]), "p": float(pt["p"]), "alpha": float(pt["alpha"])}
+           for pt in points]
+
+    def draw(point, rng):
+        return binomial_groups(point["n"], point["p"], rng, population)
+
+    raw = simulate(study, seed, pts, mechanisms, matrix_for, draw, measures, repetitions)
+    matrices: dict = {}
+
+    def exact(row):
+        key = (row["mechanism"], row["n"], row["alpha"])
+        if key not in matrices:
+            matrices[key] = matrix_for(row["mechanism"], {"n": row["n"], "alpha": row["alpha"], "p": row["p"]})
+        return expected_error(matrices[key], binomial_distribution(row["n"], row["p"]), row["measure"])
+
+    keys = ["dataset", "alpha", "n", "p", "mechanism", "measure", "d"]
+    return raw, summarise(raw, keys, exact)
+
+
+def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, int], np.ndarray]:
+    """``{(mechanism, n): matrix}`` from ``[mechanism, n, path]`` triples of design artifacts.
+
+    Every file is read with :func:`countdp.io.load_certified` (the DP certificate is
+    re-verified on the stored floats) and must hold the stated ``n`` and ``alpha``.
+    """
+    from countdp.io import load_certified
+
+    out = {}
+    for mechanism, n, path in files:
+        record = load_certified(path)
+        if int(record["n"]) != int(n) or abs(float(record["alpha"]) - float(alpha)) > 1e-12:
+            raise ValueError(f"{path}: holds n={record['n']}, alpha={record['alpha']}; expected n={n}, alpha={alpha}")
+        out[(str(mechanism), int(n))] = record["matrix"]
+    return out
+
+
+def write_csv_atomic(frame: pd.DataFrame, path) -> None:
+    """Write ``frame`` as CSV (floats at full precision) so a killed job leaves no partial file."""
+    from countdp.io import write_text_atomic
+
+    write_text_atomic(path, frame.to_csv(index=False, lineterminator="\n", float_format="%.12g"))
+
+
+__all__ = [
+    "adult_sweep", "binomial_sweep", "canonical", "load_mechanisms", "rng_for", "seed_sequence", "simulate",
+    "summarise", "write_csv_atomic",
+]
