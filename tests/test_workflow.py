@@ -1,0 +1,109 @@
+"""The intrinsic workflow (Figures 1-4, 6-9) end to end on config/quick.yaml.
+
+Runs Snakemake in a temporary copy of the repository (Snakefile, workflow/, config/,
+profiles/, resources/, environment.yml), so results/ of the checkout is never touched.  Checks that every
+intrinsic table and figure appears, that a second run has nothing to do, that changing one
+alpha reruns only what depends on it, and that ``snakemake --lint`` is clean.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+COPY = ("Snakefile", "workflow", "config", "profiles", "resources", "environment.yml", "pyproject.toml")
+TARGET_RULES = ["fig01_figure", "fig02_figure", "fig03_figure", "fig04_figure", "fig06_figure",
+                "fig07_figure", "fig08_figure", "fig09_figure", "intrinsic_checks"]
+TABLES = ["fig01_claims", "fig01_l2_search", "fig02_claims", "fig03_gm_exponents", "fig04_em_exponents",
+          "fig06_properties_grid", "fig06_properties", "fig07_truthful", "fig08_l0", "fig09_l0",
+          "fig09_convergence", "intrinsic_checks"]
+FIGURES = ["fig01_unconstrained_heatmaps", "fig02_constrained_heatmaps", "fig03_gm_structure",
+           "fig04_em_structure", "fig06_properties", "fig07_gm_em_wm_heatmaps", "fig08_wh_combinations",
+           "fig09_named_mechanisms_l0"]
+
+pytestmark = pytest.mark.workflow
+
+
+def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(SNAKEMAKE), *args, "--configfile", "config/quick.yaml"], cwd=workdir,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("intrinsic") / "repo"
+    work.mkdir()
+    for name in COPY:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.exists():
+            shutil.copy2(source, work / name)
+    done = _snakemake(work, *TARGET_RULES, "--cores", "2")
+    assert done.returncode == 0, done.stderr[-4000:]
+    return work
+
+
+def test_every_intrinsic_file_appears(quick_run):
+    missing = [f"results/tables/{t}.csv" for t in TABLES if not (quick_run / f"results/tables/{t}.csv").is_file()]
+    missing += [f"results/figures/{f}.{ext}" for f in FIGURES for ext in ("pdf", "png")
+                if not (quick_run / f"results/figures/{f}.{ext}").stat().st_size]
+    assert not missing
+    checks = pd.read_csv(quick_run / "results/tables/intrinsic_checks.csv")
+    assert list(checks.columns) == ["figure", "claim", "paper_value", "our_value", "holds", "note"]
+    assert set(checks["figure"].astype(str)) >= {"1", "2", "3", "4", "6", "7", "8", "9"}
+
+
+def test_artifact_paths_name_their_parameters(quick_run):
+    paths = sorted((quick_run / "results/mechanisms").rglob("*.json"))
+    assert paths
+    pattern = re.compile(r"results/mechanisms/(GM|EM|UM|WM|WH|LP-[A-Za-z+]+)/(L0|L1|L2|L0d\d+)/"
+                         r"n=(\d+)/alpha=([0-9.e-]+)\.json$")
+    for path in paths:
+        match = pattern.search(path.as_posix())
+        assert match, path
+        assert repr(float(match.group(4))) == match.group(4)
+    assert (quick_run / "results/mechanisms/WM/L0/n=4/alpha=0.91.json").is_file()
+    assert (quick_run / "results/mechanisms/WH/L0/n=20/alpha=0.9090909090909091.json").is_file()
+
+
+def test_second_run_has_nothing_to_do(quick_run):
+    dry = _snakemake(quick_run, *TARGET_RULES, "--cores", "1", "-n")
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]
+
+
+def test_changing_one_alpha_reruns_only_its_dependents(quick_run, tmp_path):
+    config = (quick_run / "config/quick.yaml").read_text()
+    changed = config.replace("  n: 4\n  alpha: 0.91\n", "  n: 4\n  alpha: 0.92\n", 1)  # the fig07 block
+    assert changed != config
+    alt = quick_run / "config/quick_alt.yaml"
+    alt.write_text(changed)
+    dry = subprocess.run([str(SNAKEMAKE), *TARGET_RULES, "--cores", "1", "-n", "--configfile", str(alt)],
+                         cwd=quick_run, capture_output=True, text=True, timeout=300)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    out = dry.stdout + dry.stderr
+    stats = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M))
+    assert stats.get("design_mechanism") == "3"  # GM, EM, WM at the new alpha
+    assert set(stats) <= {"design_mechanism", "fig07_tables", "fig07_figure", "intrinsic_checks", "total"}
+
+
+OWN_RULE_FILES = ("common.smk", "design.smk", "figures_intrinsic.smk")
+OWN_RULES = ("design_mechanism", "intrinsic_checks", *(f"fig0{k}" for k in "12346789"))
+
+
+def test_lint_is_clean(quick_run):
+    """No lint for the intrinsic rule files (other files are linted by their own tests)."""
+    lint = _snakemake(quick_run, "--lint")
+    text = lint.stdout + lint.stderr
+    headers = re.findall(r"^Lints for (?:snakefile (\S+):|rule (\w+) )", text, flags=re.M)
+    ours = [f or r for f, r in headers if (f and f.endswith(OWN_RULE_FILES)) or (r and r.startswith(OWN_RULES))]
+    assert not ours, text[-4000:]
