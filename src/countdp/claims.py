@@ -262,26 +262,38 @@ def theory_claims() -> list[Claim]:
     return out
 
 
+FINDING_COLUMNS = ("figure", "finding", "scope", "criterion", "value", "holds")
+"""Columns of the extrinsic findings table (a qualitative finding, tested by a criterion)."""
+
+
+def _holds(value: object) -> bool | None:
+    return None if pd.isna(value) else str(value).strip().lower() in ("true", "1", "yes")
+
+
+def _source(figure: object) -> str:
+    text = str(figure).removeprefix("fig").lstrip("0")
+    return f"Figure {text}" if text[:1].isdigit() else str(figure)
+
+
 def claims_from_checks(table: pd.DataFrame, prefix: str) -> list[Claim]:
-    """Claims from a figure study's check table (columns :data:`CHECK_COLUMNS`)."""
-    missing = set(CHECK_COLUMNS) - set(table.columns)
-    if missing:
-        raise ValueError(f"check table lacks columns {sorted(missing)}")
-    out = []
-    for k, row in enumerate(table.itertuples(index=False), start=1):
-        holds = None if pd.isna(row.holds) else str(row.holds).strip().lower() in ("true", "1", "yes")
-        figure = str(row.figure)
-        source = f"Figure {figure}" if figure[:1].isdigit() else figure
-        out.append(Claim(f"{prefix}{k:02d}", source, str(row.claim), str(row.paper_value), str(row.our_value),
-                         "see the study's table", holds, "" if pd.isna(row.note) else str(row.note)))
-    return out
+    """Claims from a study's check table: :data:`CHECK_COLUMNS` or :data:`FINDING_COLUMNS`."""
+    if set(CHECK_COLUMNS) <= set(table.columns):
+        return [Claim(f"{prefix}{k:02d}", _source(r.figure), str(r.claim), str(r.paper_value), str(r.our_value),
+                      "see the study's table", _holds(r.holds), "" if pd.isna(r.note) else str(r.note))
+                for k, r in enumerate(table.itertuples(index=False), start=1)]
+    if set(FINDING_COLUMNS) <= set(table.columns):
+        return [Claim(f"{prefix}{k:02d}", _source(r.figure), f"{r.finding} ({r.scope})", "holds (paper's text)",
+                      str(r.value), str(r.criterion), _holds(r.holds), f"criterion not met: {r.value}")
+                for k, r in enumerate(table.itertuples(index=False), start=1)]
+    raise ValueError(f"check table lacks columns {sorted(set(CHECK_COLUMNS) - set(table.columns))} "
+                     f"(or {sorted(set(FINDING_COLUMNS) - set(table.columns))})")
 
 
 def claims_table(check_tables: Iterable[str | Path] = (), theory: list[Claim] | None = None) -> pd.DataFrame:
     """The full claims table: theory rows, then each check table's rows."""
     claims = list(theory_claims() if theory is None else theory)
-    for k, path in enumerate(check_tables, start=1):
-        claims += claims_from_checks(pd.read_csv(path), prefix=f"{Path(path).stem.split('_')[0][:3]}{k}-")
+    for path in check_tables:
+        claims += claims_from_checks(pd.read_csv(path), prefix=f"{Path(path).stem.split('_')[0][:3]}-")
     return pd.DataFrame([c.row() for c in claims], columns=list(CLAIM_COLUMNS))
 
 
