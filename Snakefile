@@ -14,6 +14,7 @@ include: "workflow/rules/figures_intrinsic.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures_extrinsic.smk"
+include: "workflow/rules/extensions.smk"
 include: "workflow/rules/claims.smk"
 
 
@@ -21,5 +22,6 @@ rule all:
     input:
         intrinsic_targets(),
         extrinsic_targets(),
+        extensions_targets(),
         claims_targets(),
     default_target: True

@@ -4,6 +4,7 @@
 CHECK_TABLES = [
     "results/tables/intrinsic_checks.csv",
     "results/tables/extrinsic_findings.csv",
+    "results/tables/ext_checks.csv",
 ]
 
 

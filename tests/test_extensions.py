@@ -1,0 +1,157 @@
+"""Beyond-the-paper studies (countdp.extensions) against independent facts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import reference_lp, uniform_l0_loss
+
+from countdp import extensions as ex
+from countdp.certify import is_alpha_dp
+from countdp.constraints import PROPERTIES
+from countdp.mechanisms import explicit_fair, geometric
+from countdp.metrics import binomial_distribution, expected_error, loss_matrix, objective_value
+from countdp.properties import is_gm_derivable
+
+
+@pytest.fixture(scope="module")
+def subset_detail():
+    return ex.subset_map([4], [0.4, 0.76])
+
+
+def test_all_subsets_are_128_distinct():
+    subsets = ex.all_subsets()
+    assert len(subsets) == 128 and len({frozenset(s) for s in subsets}) == 128
+    assert ex.subset_name(()) == "none" and ex.subset_name(["S", "rh", "RM"]) == "RH+RM+S"
+
+
+@pytest.mark.parametrize("props", [(), ("WH",), ("CM", "WH"), ("CH",), ("F",), ("RH", "CH", "S")])
+def test_design_model_matches_independent_lp(props):
+    n, alpha = 4, 0.76
+    model = ex.DesignModel(n, alpha, props)
+    _, value = model.minimise(model.cost("sum"))
+    ref, _ = reference_lp(n, alpha, set(props), uniform_l0_loss(n))
+    assert value == pytest.approx(ref, abs=1e-8)
+
+
+def test_flowchart_prediction():
+    assert ex.flowchart_prediction(("F", "CM"), 4, 0.76) == "EM"
+    assert ex.flowchart_prediction(("CH",), 20, 0.76) == "WH+CM"
+    assert ex.flowchart_prediction(("WH", "RM"), 4, 0.76) == "WH"  # 4 < 2a/(1-a) = 6.33
+    assert ex.flowchart_prediction(("WH", "RM"), 7, 0.76) == "GM"
+    assert ex.flowchart_prediction(("RH", "S"), 4, 0.76) == "GM"
+    assert ex.flowchart_prediction(("CM", "WH"), 4, 0.4) == "GM"
+
+
+def test_theorem_3_and_4_on_every_subset(subset_detail):
+    d = subset_detail
+    for _, r in d.iterrows():
+        props = set(r.subset.split("+")) - {"none"}
+        if "F" in props:  # Theorem 4: EM's L0, closed form
+            assert r.value == pytest.approx(objective_value(explicit_fair(r.n, r.alpha)), abs=1e-8)
+        if props <= {"RH", "RM", "S"}:  # Theorem 3: GM's 2a/(1+a)
+            assert r.value == pytest.approx(2 * r.alpha / (1 + r.alpha), abs=1e-8)
+    gm_row = d[(d.subset == "none")]
+    assert (gm_row.gm_distance < 1e-6).all()  # the canonical BasicDP optimum is GM itself
+    assert d.symmetric.all()  # the min-norm optimum is centrosymmetric (S is free)
+
+
+def test_behaviour_counts_follow_from_the_flowchart(subset_detail):
+    # n = 4 < 2a/(1-a) = 6.33 at alpha = 0.76: 64 subsets with F -> EM; of the 64 without F,
+    # the 16 subsets of {RH, RM, WH, S} have no column property: 8 with WH -> WH, 8 without -> GM.
+    d = subset_detail[subset_detail.alpha == 0.76]
+    assert d.behaviour.value_counts().to_dict() == {"EM": 64, "WH+CM": 48, "GM": 8, "WH": 8}
+    low = subset_detail[subset_detail.alpha == 0.4]
+    assert low.behaviour.value_counts().to_dict() == {"GM": 64, "EM": 64}
+    summary = ex.subset_summary(subset_detail)
+    assert summary.holds.all() and (summary.exceptions == 0).all()
+    assert summary.set_index("alpha").distinct_values.to_dict() == {0.4: 2, 0.76: 4}
+    assert (summary.distinct_matrices >= summary.distinct_values).all()
+    assert ex.subset_checks(subset_detail, summary).holds.all()
+
+
+def test_lexicographic_design_is_optimal_in_both_orders():
+    n, alpha = 5, 0.76
+    P_b, rec_b = ex.lexicographic_design(n, alpha, (), "L0", "sum")
+    P_m, rec_m = ex.lexicographic_design(n, alpha, (), "L0", "max")
+    assert is_alpha_dp(P_b, alpha) and is_alpha_dp(P_m, alpha)
+    assert objective_value(P_b, "L0") == pytest.approx(2 * alpha / (1 + alpha), abs=1e-8)
+    assert objective_value(P_m, "L0", aggregate="max") <= objective_value(P_b, "L0", aggregate="max") + 1e-9
+
+
+def test_minimax_worst_column_is_smallest():
+    t = ex.minimax_study([3, 6], [0.62, 0.91])
+    for (n, a), g in t.groupby(["n", "alpha"]):
+        mm = g[(g.properties == "BasicDP") & (g.design == "minimax")].worst_L0.iloc[0]
+        # every design here is BasicDP-feasible (1e-8: the optimal-face slack and certification)
+        assert mm <= g.worst_L0.min() + 1e-8
+        gm_worst = objective_value(geometric(n, a), "L0", aggregate="max")
+        assert mm <= gm_worst + 1e-8
+        bayes = g[(g.properties == "BasicDP") & (g.design == "bayes")].avg_L0.iloc[0]
+        assert bayes == pytest.approx(2 * a / (1 + a), abs=1e-8)
+    assert ex.minimax_checks(t).holds.all()
+
+
+def test_prior_study_gains_and_fairness():
+    n, alpha = 6, 0.91
+    dists = ex.binomial_distributions(n, [0.2, 0.5])
+    table, gains = ex.prior_study(n, alpha, dists)
+    assert (gains.gain >= -1e-9).all()
+    # under F every column has the same L0, so the prior cannot help L0 (Theorem 4: EM)
+    f = gains[(gains.family == "F") & (gains.objective == "L0")]
+    assert np.allclose(f.gain, 0, atol=1e-8)
+    assert (table[table.family == "F"].diag_spread < 1e-9).all()
+    # the unconstrained prior-aware L0 optimum equals an independent LP with those weights
+    q = dists["Binomial(p=0.2)"]
+    ref, _ = reference_lp(n, alpha, set(), loss_matrix(n, "L0") * q[None, :] * n / (n + 1))
+    row = table[(table.distribution == "Binomial(p=0.2)") & (table.mechanism == "prior[none]/L0")].iloc[0]
+    assert row.expected_L0 == pytest.approx(ref, abs=1e-8)
+    assert row.diag_spread > 0.5  # the price: some inputs are (almost) never reported truthfully
+    assert ex.prior_checks(gains).holds.all()
+
+
+def test_prior_study_with_uniform_prior_reproduces_gm():
+    n, alpha = 5, 0.76
+    table, _ = ex.prior_study(n, alpha, {"uniform": np.full(n + 1, 1 / (n + 1))}, objectives=("L0",),
+                              property_sets={"none": ()})
+    row = table[table.mechanism == "prior[none]/L0"].iloc[0]
+    assert row.expected_L0 == pytest.approx(n / (n + 1) * 2 * alpha / (1 + alpha), abs=1e-8)
+
+
+def test_objective_study():
+    n, alpha = 5, 0.62
+    sets = {"none": (), "WH+S": ("WH", "S"), "all": PROPERTIES}
+    table, mats = ex.objective_study(n, alpha, [0.5, 0.1], property_sets=sets)
+    assert ex.objective_checks(table).holds.all()
+    assert len(table) == 3 * 3 * 2 and set(mats) == {(s, o) for s in sets for o in ("L0", "L1", "L2")}
+    for (s, o), P in mats.items():
+        assert is_alpha_dp(P, alpha)
+        r = table[(table.properties == s) & (table.objective == o) & (table.p == 0.1)].iloc[0]
+        q = binomial_distribution(n, 0.1)
+        i = np.arange(n + 1)
+        msq = sum(q[j] * P[k, j] * (k - j) ** 2 for j in i for k in i)
+        assert r.expected_RMSE == pytest.approx(np.sqrt(msq), rel=1e-12)
+    frame = ex.matrices_frame(mats, n, alpha)
+    assert len(frame) == len(mats) * (n + 1) ** 2
+
+
+def test_derivability():
+    t = ex.derivability_table([1, 3, 5], [0.62, 0.91], mechanisms=("GM", "UM", "EM", "RR"))
+    s = ex.derivability_summary(t).set_index("mechanism").verdict
+    assert s["GM"] == "always" and s["UM"] == "always" and s["EM"] == "never"
+    assert t[t.n == 1].derivable.all()  # no interior column: nothing to test
+    # independent fact (Gupte-Sundararajan): any post-processing of GM is derivable
+    rng = np.random.default_rng(0)
+    T = rng.random((6, 6))
+    T /= T.sum(axis=0)
+    assert is_gm_derivable(T @ geometric(5, 0.76), 0.76)
+
+
+def test_baseline_table():
+    t = ex.baseline_table([4], [0.76])
+    assert ex.baseline_checks(t).holds.all()
+    rr = t[t.mechanism == "RR"].iloc[0]
+    assert rr.L0 == pytest.approx(0.76 * 5 / (1 + 0.76 * 4), rel=1e-12)
+    y = 1 / (1 + 0.76 * 4)  # RR's truthful probability; the rest spread evenly over 4 outputs
+    P = np.eye(5) * y + (1 - np.eye(5)) * (1 - y) / 4
+    assert rr.RMSE_uniform == pytest.approx(expected_error(P, np.full(5, 0.2), "RMSE"), rel=1e-9)
