@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from countdp.certify import is_alpha_dp
+from countdp.checks import CHECK_COLUMNS
 from countdp.design import design_lp, design_named
 from countdp.mechanisms import explicit_fair, explicit_fair_diagonal, geometric
 from countdp.metrics import objective_value
 from countdp.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 
-CHECK_COLUMNS = ("figure", "claim", "paper_value", "our_value", "holds", "note")
 CLAIM_COLUMNS = ("id", "source", "statement", "paper_value", "our_value", "test", "verdict", "explanation")
 VERDICTS = ("reproduced", "differs", "not checkable")
 

@@ -48,6 +48,8 @@ from countdp.baselines import (
     rr_keep_probability,
 )
 from countdp.certify import certify
+from countdp.checks import CHECK_COLUMNS
+from countdp.checks import check_row as check
 from countdp.constraints import PROPERTIES, constraint_system, parse_properties
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import expected_error, loss_matrix, objective_value, parse_objective
@@ -85,7 +87,6 @@ PRIOR_SETS: dict[str, tuple[str, ...]] = {
 PRIOR_COUNTERPART = {"none": "GM", "WH": "WH", "WM": "WM", "F": "EM"}
 """The uniform-prior named mechanism each prior-aware property set is compared with."""
 
-CHECK_COLUMNS = ("study", "claim", "expected", "observed", "holds", "note")
 
 
 def subset_name(properties: Sequence[str]) -> str:
@@ -96,11 +97,6 @@ def subset_name(properties: Sequence[str]) -> str:
 def all_subsets() -> list[tuple[str, ...]]:
     """The 128 subsets of the seven properties, by size then in the paper's order."""
     return [s for k in range(len(PROPERTIES) + 1) for s in itertools.combinations(PROPERTIES, k)]
-
-
-def check(study: str, claim: str, expected: object, observed: object, holds: bool, note: str = "") -> dict:
-    """One row of a checks table (columns :data:`CHECK_COLUMNS`)."""
-    return dict(zip(CHECK_COLUMNS, (study, claim, expected, observed, bool(holds), note), strict=True))
 
 
 # ----------------------------------------------------------------------- a small LP model

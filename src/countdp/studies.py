@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from countdp.checks import CHECK_COLUMNS, check_row
 from countdp.constraints import PROPERTIES
 from countdp.io import load_certified, save_design, write_text_atomic
 from countdp.mechanisms import (
@@ -29,7 +30,6 @@ from countdp.mechanisms import (
 )
 from countdp.metrics import objective_value, parse_objective
 
-CHECK_COLUMNS = ("figure", "claim", "paper_value", "our_value", "holds", "note")
 CLOSED_FORM_MECHANISMS = ("GM", "EM", "UM")
 LP_NAMED = ("WM", "WH")
 VISUAL_TOL = 1e-3
@@ -128,10 +128,6 @@ def find_record(records: Sequence[dict], mechanism: str, n: int, alpha: float, o
                 and r["objective"] == obj:
             return r
     raise KeyError(f"no artifact for {mechanism} n={n} alpha={alpha} objective={obj}")
-
-
-def check_row(figure: str, claim: str, paper_value: object, our_value: object, holds: bool, note: str = "") -> dict:
-    return dict(zip(CHECK_COLUMNS, (figure, claim, paper_value, our_value, bool(holds), note), strict=True))
 
 
 def mass_on(P: np.ndarray, outputs: Sequence[int]) -> np.ndarray:
