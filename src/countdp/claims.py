@@ -11,6 +11,7 @@ value could not be computed.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,9 +248,35 @@ def _certified() -> Claim:
                  "exact float test, tolerance 0", not uncertified)
 
 
+def _figure_1_alpha_scan() -> list[Claim]:
+    """At which alpha do Figure 1's quoted numbers hold?  (The caption says alpha = 0.62.)"""
+    alphas = (0.6, 0.62, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.91, 0.95)
+    l1 = {a: float(design_lp(7, a, (), "L1").matrix[[2, 5]].sum(axis=0).min()) for a in alphas}
+    l01 = {a: float(design_lp(5, a, (), "L0d:1").matrix[[1, 4]].sum(axis=0).min()) for a in alphas}
+    l1_ok = [a for a in alphas if l1[a] >= 0.7]
+    l01_ok = [a for a in alphas if l01[a] > 0.9]
+    tracks = max(abs(l01[a] - a) for a in alphas)
+    both = sorted(set(l1_ok) & set(l01_ok))
+    return [
+        Claim("fig1-scan-l1", "Figure 1 (text)", "L1, n = 7: Pr[output ∈ {2, 5}] ≥ 0.7 for every input, at some α",
+              "≥ 0.7 (α = 0.62)", "holds at α ∈ {" + ", ".join(f"{a:g}" for a in l1_ok) + "}; "
+              f"{l1[0.62]:.3f} at 0.62", "min over inputs ≥ 0.7, α scanned 0.6..0.95", bool(l1_ok)),
+        Claim("fig1-scan-l01", "Figure 1 (text)", "L0,1, n = 5: Pr[output ∈ {1, 4}] > 0.9 for every input, at some α",
+              "> 0.9 (α = 0.62)", f"the minimum equals α (max |min − α| = {tracks:.1e}), so > 0.9 iff α > 0.9",
+              "min over inputs > 0.9, α scanned 0.6..0.95", bool(l01_ok)),
+        Claim("fig1-scan-both", "Figure 1 (caption)", "both quoted numbers hold at the caption's α = 0.62",
+              "α = 0.62", "common α where both hold: " + (", ".join(f"{a:g}" for a in both) or "none"),
+              "both statements at one α", 0.62 in both,
+              f"at α = 0.62 the L1 optimum gives Pr[{{2,5}}] only {l1[0.62]:.3f} for its worst input and the L0,1 "
+              f"optimum reports 1 or 4 with probability {l01[0.62]:.3f} = α; the text's numbers need larger α "
+              f"(L1: {', '.join(f'{a:g}' for a in l1_ok) or 'none'}; L0,1: > 0.9), and no scanned α satisfies both"),
+    ]
+
+
 THEORY: tuple[Callable[[], Claim | list[Claim]], ...] = (
     _example_1, _gm_noise_misprint, _l0d_misprint, _gm_l0_closed_form, _theorem_3, _lemma_2, _lemma_3, _lemma_4,
     _em_normaliser, _em_properties, _theorem_4, _theorem_1, _gupte_sundararajan, _wm_between, _certified,
+    _figure_1_alpha_scan,
 )
 
 
@@ -279,7 +306,9 @@ def claims_from_checks(table: pd.DataFrame, prefix: str) -> list[Claim]:
     """Claims from a study's check table: :data:`CHECK_COLUMNS` or :data:`FINDING_COLUMNS`."""
     if set(CHECK_COLUMNS) <= set(table.columns):
         return [Claim(f"{prefix}{k:02d}", _source(r.figure), str(r.claim), str(r.paper_value), str(r.our_value),
-                      "see the study's table", _holds(r.holds), "" if pd.isna(r.note) else str(r.note))
+                      "see the study's table", _holds(r.holds),
+                      str(r.note) if not pd.isna(r.note) and str(r.note).strip()
+                      else f"we measure {r.our_value} where the paper states {r.paper_value}")
                 for k, r in enumerate(table.itertuples(index=False), start=1)]
     if set(FINDING_COLUMNS) <= set(table.columns):
         return [Claim(f"{prefix}{k:02d}", _source(r.figure), f"{r.finding} ({r.scope})", "holds (paper's text)",
@@ -311,3 +340,69 @@ def claims_markdown(table: pd.DataFrame) -> str:
              "| " + " | ".join(CLAIM_COLUMNS) + " |", "|" + "---|" * len(CLAIM_COLUMNS)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
     return "\n".join(lines) + "\n"
+
+
+_HTML_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 13px; margin: 1.2em;
+       color: #1f2937; }
+h1 { font-size: 1.3em; margin: 0 0 .4em; }
+p { max-width: 70em; }
+.counts span { display: inline-block; padding: .25em .7em; margin-right: .5em; border-radius: 1em; font-weight: 600; }
+table { border-collapse: collapse; width: 100%; }
+th, td { border: 1px solid #d1d5db; padding: .3em .45em; vertical-align: top; text-align: left; }
+th { background: #f3f4f6; position: sticky; top: 0; }
+td.id { white-space: nowrap; font-family: ui-monospace, monospace; }
+.reproduced { background: #dcfce7; }
+.differs { background: #fef3c7; }
+.not-checkable { background: #e5e7eb; }
+tr.differs td { background: #fffbeb; }
+tr.not-checkable td { background: #f3f4f6; }
+td.verdict span { padding: .1em .5em; border-radius: .8em; white-space: nowrap; font-weight: 600; }
+"""
+
+
+def claims_html(table: pd.DataFrame) -> str:
+    """``results/claims.html``: a standalone page with the verdict counts and the whole table.
+
+    Shown in the Snakemake report (category "Claims"); ``differs`` rows are highlighted and
+    listed at the top with links to their rows.
+    """
+    counts = table["verdict"].value_counts()
+
+    def text(value: object) -> str:
+        return "" if pd.isna(value) else html.escape(str(value))
+
+    def css(verdict: object) -> str:
+        return str(verdict).replace(" ", "-")
+
+    badges = "".join(f'<span class="{css(v)}">{counts.get(v, 0)} {html.escape(v)}</span>' for v in VERDICTS)
+    differs = table[table["verdict"] != "reproduced"]
+    links = ", ".join(f'<a href="#{text(i)}">{text(i)}</a>' for i in differs["id"]) or "none"
+    head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in CLAIM_COLUMNS)
+    rows = []
+    for row in table.itertuples(index=False):
+        record = dict(zip(CLAIM_COLUMNS, row, strict=True))
+        cells = []
+        for column in CLAIM_COLUMNS:
+            value = text(record[column])
+            if column == "id":
+                cells.append(f'<td class="id">{value}</td>')
+            elif column == "verdict":
+                cells.append(f'<td class="verdict"><span class="{css(record[column])}">{value}</span></td>')
+            else:
+                cells.append(f"<td>{value}</td>")
+        rows.append(f'<tr id="{text(record["id"])}" class="{css(record["verdict"])}">{"".join(cells)}</tr>')
+    return "\n".join([
+        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        "<title>Claims of Cormode, Kulkarni, Srivastava (ICDE 2018)</title>",
+        f"<style>{_HTML_STYLE}</style>", "</head>", "<body>",
+        "<h1>Claims of Cormode, Kulkarni, Srivastava (ICDE 2018): what we measured</h1>",
+        f'<p class="counts"><b>{len(table)} claims:</b> {badges}</p>',
+        "<p>One row per statement of the paper: the paper's value, the value this pipeline measured, the test "
+        "used, and a verdict computed from the results by <code>countdp.claims</code>. Rows <code>int-*</code> "
+        "come from the intrinsic studies (Figures 1-9), rows <code>ext-*</code> from the extrinsic findings "
+        "(Figures 10-13); the others are recomputed from the library. <code>differs</code> rows explain the "
+        "difference.</p>",
+        f"<p><b>Not reproduced ({len(differs)}):</b> {links}</p>",
+        f"<table><thead><tr>{head}</tr></thead><tbody>", *rows, "</tbody></table>",
+        "</body>", "</html>", ""])
