@@ -294,7 +294,10 @@ FINDING_COLUMNS = ("figure", "finding", "scope", "criterion", "value", "holds")
 
 
 def _holds(value: object) -> bool | None:
-    return None if pd.isna(value) else str(value).strip().lower() in ("true", "1", "yes")
+    """A check table's ``holds`` cell: True/False, or None when it could not be checked."""
+    if pd.isna(value) or str(value).strip().lower() in ("", "none", "nan"):
+        return None
+    return str(value).strip().lower() in ("true", "1", "yes")
 
 
 def _source(figure: object) -> str:
@@ -312,7 +315,7 @@ def claims_from_checks(table: pd.DataFrame, prefix: str) -> list[Claim]:
                 for k, r in enumerate(table.itertuples(index=False), start=1)]
     if set(FINDING_COLUMNS) <= set(table.columns):
         return [Claim(f"{prefix}{k:02d}", _source(r.figure), f"{r.finding} ({r.scope})", "holds (paper's text)",
-                      str(r.value), str(r.criterion), _holds(r.holds), f"criterion not met: {r.value}")
+                      str(r.value), str(r.criterion), _holds(r.holds), f"not met: {r.criterion}")
                 for k, r in enumerate(table.itertuples(index=False), start=1)]
     raise ValueError(f"check table lacks columns {sorted(set(CHECK_COLUMNS) - set(table.columns))} "
                      f"(or {sorted(set(FINDING_COLUMNS) - set(table.columns))})")
