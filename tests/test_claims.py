@@ -40,7 +40,7 @@ def test_check_tables_merge(tmp_path, theory):
     path = tmp_path / "intrinsic_checks.csv"
     checks.to_csv(path, index=False)
     table = claims_table([path], theory=theory[:2])
-    assert list(table.columns) == list(CLAIM_COLUMNS)
+    assert list(table.columns) == list(CLAIM_COLUMNS) and table["id"].iloc[-1] == "fig-02"
     assert list(table["verdict"].iloc[-2:]) == ["reproduced", "differs"]
     assert table["explanation"].iloc[-1] == "GM beats UM"
     text = claims_markdown(table)

@@ -289,6 +289,9 @@ def theory_claims() -> list[Claim]:
     return out
 
 
+CHECK_TABLE_PREFIXES = {"intrinsic_checks": "fig", "extrinsic_findings": "data", "ext_checks": "beyond"}
+"""Claim-id prefix for each study's check table (by file stem)."""
+
 FINDING_COLUMNS = ("figure", "finding", "scope", "criterion", "value", "holds")
 """Columns of the extrinsic findings table (a qualitative finding, tested by a criterion)."""
 
@@ -325,7 +328,12 @@ def claims_table(check_tables: Iterable[str | Path] = (), theory: list[Claim] | 
     """The full claims table: theory rows, then each check table's rows."""
     claims = list(theory_claims() if theory is None else theory)
     for path in check_tables:
-        claims += claims_from_checks(pd.read_csv(path), prefix=f"{Path(path).stem.split('_')[0][:3]}-")
+        stem = Path(path).stem
+        claims += claims_from_checks(pd.read_csv(path), prefix=f"{CHECK_TABLE_PREFIXES.get(stem, stem)}-")
+    ids = [c.id for c in claims]
+    duplicated = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicated:
+        raise ValueError(f"claim ids must be unique; repeated: {duplicated}")
     return pd.DataFrame([c.row() for c in claims], columns=list(CLAIM_COLUMNS))
 
 
