@@ -14,6 +14,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from countdp import fast_design
 from countdp.certify import Certificate, certify
 from countdp.constraints import constraint_system, parse_properties
 from countdp.mechanisms import CLOSED_FORMS
@@ -88,20 +89,44 @@ def check_solver(solver: str, method: str | None) -> tuple[str, str]:
 
 def design_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
               weights: object = None, solver: str = "HIGHS", method: str | None = None,
-              aggregate: str = "sum", mechanism: str = "LP") -> Design:
+              aggregate: str = "sum", mechanism: str = "LP", backend: str = "auto") -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
 
     ``weights`` is a prior over inputs (default uniform); ``aggregate="max"`` minimises the
-    worst input's loss instead of the weighted sum (minimax).  Raises ``ValueError`` for
-    bad parameters and :class:`DesignError` when the solver does not return an optimum.
+    worst input's loss instead of the weighted sum (minimax).  ``backend``: ``"cvxpy"`` the
+    plain dense model; ``"highs"`` the reduced model of :mod:`countdp.fast_design` (same
+    optimal value; solver HIGHS; with ``method=None`` large models go to Clarabel, recorded in
+    ``Design.solver``); ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and
+    ``n >= fast_design.AUTO_MIN_N``.  ``Design.extra["backend"]`` records which one ran.
+    Raises ``ValueError`` for bad parameters and :class:`DesignError` when the solver does
+    not return an optimum.
     """
     n, a = check_n(n), check_alpha(alpha)
     props = parse_properties(properties)
     obj = parse_objective(objective)
+    method_given = method is not None
     solver, method = check_solver(solver, method)
     if aggregate not in ("sum", "max"):
         raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
     w = np.full(n + 1, 1.0 / (n + 1)) if weights is None else check_distribution(weights, n)
+    if backend not in ("auto", "cvxpy", "highs"):
+        raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
+    if backend == "highs" and solver != "HIGHS":
+        raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
+    if backend == "highs" or (backend == "auto" and solver == "HIGHS" and n >= fast_design.AUTO_MIN_N):
+        try:
+            fast = fast_design.fast_design(n, a, props, obj, None if weights is None else w, aggregate,
+                                           method=method if method_given else "auto")
+        except RuntimeError as exc:
+            raise DesignError(f"fast design failed for {_label(n, a, props, obj)}: {exc}") from exc
+        matrix, certificate = certify(fast.matrix, a)
+        return Design(
+            mechanism=mechanism, n=n, alpha=a, matrix=matrix, objective=str(obj),
+            properties_requested=props, objective_value=objective_value(matrix, obj, w, aggregate),
+            certificate=certificate, solver=fast.solver, method=fast.method, status=fast.status,
+            solve_time=fast.solve_time, solver_objective=fast.solver_objective, aggregate=aggregate,
+            weights=None if weights is None else w.tolist(), extra=fast.extra,
+        )
     N = n + 1
     system = constraint_system(n, a, props)
     x = cp.Variable(N * N)
@@ -131,7 +156,7 @@ def design_lp(n: int, alpha: float, properties: object = (), objective: object =
         objective_value=objective_value(matrix, obj, w, aggregate),
         certificate=certificate, solver=solver, method=method, status=problem.status,
         solve_time=elapsed, solver_objective=float(problem.value), aggregate=aggregate,
-        weights=None if weights is None else w.tolist(),
+        weights=None if weights is None else w.tolist(), extra={"backend": "cvxpy"},
     )
 
 

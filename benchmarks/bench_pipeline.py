@@ -1,0 +1,84 @@
+"""Whole-pipeline wall time: ``snakemake --cores 2`` from a clean results/, then a no-op rerun.
+
+The repository is copied to a temporary directory (without ``results/``, ``.snakemake/``,
+``.git/`` and caches), so the working tree is never touched and every run starts clean.  The
+copy imports ``countdp`` from wherever the interpreter finds it (the editable install points
+at the original ``src/``, which is the same code).
+
+    /tmp/venv/bin/python benchmarks/bench_pipeline.py                        # config/config.yaml
+    /tmp/venv/bin/python benchmarks/bench_pipeline.py --configfile config/quick.yaml
+    /tmp/venv/bin/python benchmarks/bench_pipeline.py --keep --extra "--profile profiles/default"
+
+Prints the clean-run time, the no-op rerun time (which should be seconds: nothing to do),
+the number of files produced, and snakemake's exit codes; the log tail on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+IGNORE = shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", "*.egg-info",
+                                ".pytest_cache", ".ruff_cache", "logs")
+
+
+def snakemake_command(cores: int, configfile: str, extra: str) -> list[str]:
+    exe = Path(sys.executable).with_name("snakemake")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "snakemake"]
+    cmd += ["--cores", str(cores)]
+    if configfile:
+        cmd += ["--configfile", configfile]
+    return cmd + shlex.split(extra)
+
+
+def timed(cmd: list[str], cwd: Path, timeout: float) -> tuple[float, int, str]:
+    start = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+        code, log = out.returncode, out.stdout + out.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, log = -1, f"TIMEOUT after {timeout:.0f} s\n{exc.stdout or ''}{exc.stderr or ''}"
+    return time.perf_counter() - start, code, log
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--configfile", default="", help="passed to snakemake (relative to the repo)")
+    parser.add_argument("--extra", default="", help="further snakemake arguments, one string")
+    parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per snakemake run")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copy and print its path")
+    args = parser.parse_args(argv)
+
+    tmp = Path(tempfile.mkdtemp(prefix="countdp-bench-"))
+    work = tmp / "repo"
+    shutil.copytree(REPO, work, ignore=IGNORE, symlinks=True)
+    cmd = snakemake_command(args.cores, args.configfile, args.extra)
+    print(f"# pipeline benchmark in {work}\n# command: {' '.join(cmd)}\n# cpus={os.cpu_count()}, "
+          f"load={os.getloadavg()[0]:.1f}", flush=True)
+    rows = []
+    for label in ("clean", "no-op rerun"):
+        seconds, code, log = timed(cmd, work, args.timeout)
+        files = sum(1 for p in (work / "results").rglob("*") if p.is_file()) if (work / "results").exists() else 0
+        rows.append((label, seconds, code, files))
+        print(f"{label:>12}: {seconds:9.1f} s  exit {code}  files in results/: {files}", flush=True)
+        if code != 0:
+            print("---- log tail ----\n" + "\n".join(log.splitlines()[-40:]))
+            break
+    if args.keep:
+        print(f"# kept {work}")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0 if all(code == 0 for _, _, code, _ in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,28 @@
+"""Run the design and sampling benchmarks one after the other (the pipeline one is separate).
+
+    /tmp/venv/bin/python benchmarks/run_all.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="n <= 128 and short timeouts")
+    args = parser.parse_args(argv)
+    design = ["--ns", "16,32,64,128", "--timeout", "60"] if args.quick else []
+    sampling = ["--samples", "500000"] if args.quick else []
+    codes = [subprocess.call([sys.executable, str(HERE / "bench_design.py"), *design]),
+             subprocess.call([sys.executable, str(HERE / "bench_sampling.py"), *sampling])]
+    return max(codes)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,406 @@
+"""Fast LP mechanism design: the same optimum as :func:`countdp.design.design_lp`, a smaller model.
+
+The plain formulation (``design_lp(..., backend="cvxpy")``) hands cvxpy one variable per entry
+of ``P`` and every constraint of :func:`countdp.constraints.constraint_system`.  This module
+builds an *equivalent* LP directly as a sparse matrix and passes it to HiGHS (``highspy``)
+without a modelling layer.  Every step below either keeps the feasible set exactly, or is an
+exact change of variables, so the optimal value is unchanged (tests compare against the cvxpy
+formulation to 1e-7 on a grid of ``n``, ``alpha``, property sets and objectives).
+
+Reductions (each recorded in ``Design.extra["reductions"]``):
+
+1. **Closed forms** (no LP at all), only where a theorem gives the optimum:
+
+   * ``GM``: objective L0 (= L0d:0), uniform weights, ``aggregate="sum"`` and GM satisfies
+     every requested property (checked numerically on GM's matrix with the same operators as
+     the LP, tolerance 1e-12).  Theorem 3: GM is an L0-optimal BasicDP mechanism, so the LP
+     optimum with extra properties is >= L0(GM); GM is feasible, so it is optimal.  This covers
+     BasicDP alone, and WH (+S, +RM, +RH) when ``n >= 2a/(1-a)`` (Lemma 2).
+   * ``EM``: objective L0 and ``F`` requested, any weights and either aggregate.  Under F
+     every column's L0 loss is ``(n+1)/n (1 - y)``, independent of the weights, so the sum and
+     the max are both that value; Theorem 4: EM maximises ``y`` among fair BasicDP mechanisms,
+     and EM has all seven properties, so it is feasible for any property subset.
+
+2. **Implied constraints dropped** (the feasible set is unchanged; ``x >= 0`` is a bound):
+
+   * RM => RH: ``P[i,i] - P[i,j]`` is a telescoping sum of RM rows, so every RH row is a
+     non-negative combination of RM rows.  Likewise CM => CH.
+   * CH => WH: summing ``P[j,j] >= P[i,j]`` over ``i`` gives ``(n+1) P[j,j] >= 1``.
+   * RM halves the DP rows.  Left of the diagonal (``j+1 <= i``) RM gives
+     ``P[i,j+1] >= P[i,j]``, hence ``P[i,j+1] >= P[i,j] >= alpha P[i,j]`` (``P >= 0``,
+     ``alpha < 1``): the DP row ``P[i,j+1] >= alpha P[i,j]`` is implied.  Right of the diagonal
+     (``j >= i``) RM gives ``P[i,j] >= P[i,j+1] >= alpha P[i,j+1]``: the DP row
+     ``P[i,j] >= alpha P[i,j+1]`` is implied.  Only the rows bounding the entry *farther* from
+     the diagonal from below (``far >= alpha near``) remain.
+
+3. **Symmetry folded** (only when ``S`` is requested): the feasible set lies in
+   ``{x : P[i,j] = P[n-i,n-j]}``, parametrised exactly by one variable per orbit
+   ``{k, N*N-1-k}``: ``x = E y``.  Substituting gives ``(A E) y >= b`` and cost ``E^T c``,
+   for *any* objective and weights (it is a change of variables on the feasible set, not the
+   Theorem 1 argument, so it needs S requested but not a symmetric objective).  A row and its
+   mirror image become identical and are dropped, and the S equalities become ``0 = 0``.
+
+4. **Clean-up**: rows with one non-zero become variable bounds (WH's ``P[i,i] >= 1/N``, the
+   DP rows whose two entries fold into one orbit), empty rows are dropped after checking
+   them, exact duplicate rows are dropped.
+
+The algorithm is chosen by size (``method="auto"``): HiGHS dual simplex (a vertex) for small
+models, Clarabel's interior point method (tolerances 1e-10; an optimal point, not necessarily a
+vertex) from :data:`IPM_MIN_NNZ` non-zeros, which measured several times faster than HiGHS
+simplex or HiGHS IPX + crossover on these models from n ~ 64 (benchmarks/).  An explicit
+``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
+that need vertex solutions keep them.  The final matrix is certified alpha-DP with
+:func:`countdp.certify.certify` like every other design.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from countdp.constraints import LinearSystem, dp, parse_properties, property_system
+from countdp.metrics import loss_matrix, parse_objective
+
+METHODS = ("auto", "simplex", "ipm", "clarabel")
+"""Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover
+(both vertices), or Clarabel's interior point (not a vertex); ``auto`` picks by model size
+(see :func:`choose_method`)."""
+
+IPM_MIN_NNZ = 8_000
+"""``method="auto"`` uses an interior point method from this many constraint non-zeros (n ~ 48)."""
+
+LARGE_METHOD = "clarabel"
+"""The interior point method ``auto`` uses on large models (measured fastest: benchmarks/)."""
+
+CLARABEL_TOL = 1e-10
+"""Clarabel's gap and feasibility tolerances on the reduced model (default 1e-8 is too loose
+for agreement to 1e-7 at large n)."""
+
+AUTO_MIN_N = 16
+"""``design_lp(backend="auto")`` uses the fast path from this ``n`` (smaller models go to cvxpy,
+whose vertex choice the small-n figures were made with; both give the same optimal value)."""
+
+GM_TOL = 1e-12
+"""Largest property violation of GM's matrix accepted by the GM closed-form shortcut."""
+
+
+@dataclass
+class ReducedLP:
+    """``min cost @ y`` s.t. ``row_lower <= A y <= row_upper``, ``col_lower <= y <= col_upper``.
+
+    ``expand`` maps ``y`` back to ``x = P.ravel()`` (plus the minimax variable, if any, as the
+    last entry), so ``x = expand @ y``.
+    """
+
+    cost: np.ndarray
+    A: sp.csr_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    expand: sp.csr_matrix
+    n: int
+    reductions: list[str] = field(default_factory=list)
+    full_rows: int = 0
+    full_cols: int = 0
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.A.shape
+
+
+@dataclass
+class FastResult:
+    """What the fast path found: ``matrix`` (uncertified), how, and the LP's size."""
+
+    matrix: np.ndarray
+    solver: str
+    method: str
+    status: str
+    solve_time: float
+    build_time: float
+    solver_objective: float
+    extra: dict
+
+
+def _is_uniform(weights: np.ndarray | None, n: int) -> bool:
+    return weights is None or bool(np.allclose(weights, 1.0 / (n + 1), rtol=0, atol=1e-15))
+
+
+def _pruned_dp(n: int, alpha: float, row_monotone: bool) -> LinearSystem:
+    """The DP rows, without those implied by RM (module docstring, item 2)."""
+    system = dp(n, alpha)
+    if not row_monotone:
+        return system
+    N = n + 1
+    i, j = np.divmod(np.arange(N * n), n)  # rows of each block: row i, pair (j, j+1)
+    keep_forward = j < i  # P[i,j] >= a P[i,j+1]: implied by RM when j >= i
+    keep_backward = j >= i  # P[i,j+1] >= a P[i,j]: implied by RM when j+1 <= i
+    keep = np.concatenate([keep_forward, keep_backward])
+    return LinearSystem(system.A_ub[keep], system.b_ub[keep], system.A_eq, system.b_eq)
+
+
+def implied_drops(properties: tuple[str, ...]) -> tuple[str, ...]:
+    """Requested properties whose rows are implied by other requested ones (RH, CH, WH)."""
+    props = set(properties)
+    drops = []
+    if "RH" in props and "RM" in props:
+        drops.append("RH")
+    if "CH" in props and "CM" in props:
+        drops.append("CH")
+    if "WH" in props and ({"CH", "CM"} & props):
+        drops.append("WH")
+    return tuple(drops)
+
+
+def _dedup_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``."""
+    A.sort_indices()
+    nnz = np.diff(A.indptr)
+    keep = []
+    for k in np.unique(nnz):
+        rows = np.flatnonzero(nnz == k)
+        if k == 0:
+            keep.append(rows[:1])
+            continue
+        pos = A.indptr[rows][:, None] + np.arange(k)[None, :]
+        key = np.hstack([A.indices[pos].astype(float), A.data[pos], lo[rows, None], hi[rows, None]])
+        _, first = np.unique(key, axis=0, return_index=True)
+        keep.append(rows[np.sort(first)])
+    return np.sort(np.concatenate(keep)) if keep else np.zeros(0, int)
+
+
+def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
+                     weights: np.ndarray | None = None, aggregate: str = "sum",
+                     fold_symmetry: bool = True, drop_implied: bool = True) -> ReducedLP:
+    """The design LP of :func:`countdp.design.design_lp`, reduced (module docstring, 2-4)."""
+    props = parse_properties(properties)
+    obj = parse_objective(objective)
+    N = n + 1
+    size = N * N
+    w = np.full(N, 1.0 / N) if weights is None else np.asarray(weights, float)
+    reductions: list[str] = []
+
+    drops = implied_drops(props) if drop_implied else ()
+    if drops:
+        reductions.append("implied:" + ",".join(drops))
+    rm = drop_implied and "RM" in props
+    if rm:
+        reductions.append("dp-halved-by-RM")
+    fold = fold_symmetry and "S" in props
+    pieces = [_pruned_dp(n, alpha, rm)]
+    idx = np.arange(size).reshape(N, N)
+    cols = sp.csr_matrix((np.ones(size), (np.tile(np.arange(N), N), idx.ravel())), shape=(N, size))
+    pieces.append(LinearSystem(sp.csr_matrix((0, size)), np.zeros(0), cols, np.ones(N)))
+    for name in props:
+        if name in drops or (fold and name == "S"):
+            continue
+        pieces.append(property_system(name, n))
+    system = pieces[0]
+    for piece in pieces[1:]:
+        system = system + piece
+    full_rows = sum(constraint_rows(n, props))
+
+    C = loss_matrix(n, obj)
+    A_ub, b_ub, A_eq, b_eq = system.A_ub, system.b_ub, system.A_eq, system.b_eq
+    if aggregate == "sum":
+        cost = (C * w[None, :]).ravel()
+        extra_cols = 0
+    elif aggregate == "max":  # t - sum_i C[i,j] P[i,j] >= 0 for every column j; minimise t
+        column_loss = sp.csr_matrix((C.ravel(), (np.tile(np.arange(N), N), np.arange(size))), shape=(N, size))
+        A_ub = sp.vstack([sp.hstack([A_ub, sp.csr_matrix((A_ub.shape[0], 1))]),
+                          sp.hstack([-column_loss, np.ones((N, 1))])], format="csr")
+        b_ub = np.concatenate([b_ub, np.zeros(N)])
+        A_eq = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
+        cost = np.concatenate([np.zeros(size), [1.0]])
+        extra_cols = 1
+    else:
+        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
+
+    if fold:
+        flat = np.arange(size)
+        rep = np.minimum(flat, size - 1 - flat)
+        _, orbit = np.unique(rep, return_inverse=True)
+        m = int(orbit.max()) + 1
+        E = sp.csr_matrix((np.ones(size), (flat, orbit)), shape=(size, m))
+        reductions.append("symmetry-folded")
+    else:
+        m = size
+        E = sp.identity(size, format="csr")
+    if extra_cols:
+        E = sp.block_diag([E, sp.identity(1)], format="csr")
+    A = sp.vstack([A_ub, A_eq], format="csr") @ E
+    A = A.tocsr()
+    A.sum_duplicates()
+    A.data[np.abs(A.data) < 1e-15] = 0.0
+    A.eliminate_zeros()
+    lo = np.concatenate([b_ub, b_eq])
+    hi = np.concatenate([np.full(b_ub.size, np.inf), b_eq])
+    cost = E.T @ cost
+    ncol = m + extra_cols
+    col_lo = np.concatenate([np.zeros(m), np.full(extra_cols, -np.inf)])
+    col_hi = np.full(ncol, np.inf)
+
+    nnz = np.diff(A.indptr)
+    empty = np.flatnonzero(nnz == 0)
+    if np.any(lo[empty] > 1e-12) or np.any(hi[empty] < -1e-12):
+        raise ValueError("reduced LP has an infeasible empty row")  # pragma: no cover - cannot happen
+    single = np.flatnonzero(nnz == 1)
+    if single.size:
+        var = A.indices[A.indptr[single]]
+        coef = A.data[A.indptr[single]]
+        low, high = lo[single] / coef, hi[single] / coef
+        low, high = np.where(coef > 0, low, high), np.where(coef > 0, high, low)
+        np.maximum.at(col_lo, var, low)
+        np.minimum.at(col_hi, var, high)
+        reductions.append("singletons-to-bounds")
+    multi = np.flatnonzero(nnz >= 2)
+    A, lo, hi = A[multi], lo[multi], hi[multi]
+    keep = _dedup_rows(A, lo, hi)
+    if keep.size < A.shape[0]:
+        reductions.append("duplicate-rows")
+    A, lo, hi = A[keep], lo[keep], hi[keep]
+    return ReducedLP(cost=np.asarray(cost, float), A=A.tocsr(), row_lower=lo, row_upper=hi,
+                     col_lower=col_lo, col_upper=col_hi, expand=E, n=n, reductions=reductions,
+                     full_rows=full_rows + (N if extra_cols else 0), full_cols=size + extra_cols)
+
+
+def constraint_rows(n: int, properties: tuple[str, ...]) -> list[int]:
+    """Rows of the plain formulation: non-negativity, column sums, DP, then each property."""
+    N = n + 1
+    rows = [N * N, N, 2 * N * n]
+    rows += [sum(s.shape[0] for s in (property_system(p, n).A_ub, property_system(p, n).A_eq))
+             for p in properties]
+    return rows
+
+
+def choose_method(lp: ReducedLP) -> str:
+    """``simplex`` below :data:`IPM_MIN_NNZ` constraint non-zeros, else :data:`LARGE_METHOD`."""
+    return "simplex" if lp.A.nnz < IPM_MIN_NNZ else LARGE_METHOD
+
+
+def _solve_clarabel(lp: ReducedLP) -> tuple[np.ndarray, str, float, float]:
+    import clarabel
+
+    A, lo, hi = lp.A, lp.row_lower, lp.row_upper
+    eq = np.isfinite(hi) & (hi == lo)
+    has_hi = np.isfinite(hi) & ~eq
+    has_lo = np.isfinite(lo) & ~eq
+    k = A.shape[1]
+    eye = sp.identity(k, format="csr")
+    fin_lo, fin_hi = np.isfinite(lp.col_lower), np.isfinite(lp.col_upper)
+    blocks = [A[eq], -A[has_lo], A[has_hi], -eye[fin_lo], eye[fin_hi]]
+    rhs = [lo[eq], -lo[has_lo], hi[has_hi], -lp.col_lower[fin_lo], lp.col_upper[fin_hi]]
+    M = sp.vstack(blocks, format="csc")
+    cones = [clarabel.ZeroConeT(int(eq.sum())), clarabel.NonnegativeConeT(M.shape[0] - int(eq.sum()))]
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL
+    start = time.perf_counter()
+    solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), lp.cost, M, np.concatenate(rhs), cones,
+                                      settings).solve()
+    elapsed = time.perf_counter() - start
+    status = str(solution.status)
+    if not status.endswith("Solved") or "Almost" in status:
+        raise RuntimeError(f"Clarabel returned {status!r}")
+    y = np.asarray(solution.x, float)
+    return y, status, float(solution.obj_val), elapsed
+
+
+def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = None,
+                  time_limit: float | None = None) -> tuple[np.ndarray, str, str, float, float]:
+    """Solve with highspy; return ``(x, method, status, objective, seconds)``; raise on failure."""
+    import highspy
+
+    chosen = choose_method(lp) if method == "auto" else method
+    if chosen not in METHODS[1:]:
+        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+    if chosen == "clarabel":
+        y, text, objective, elapsed = _solve_clarabel(lp)
+        return lp.expand @ y, chosen, text, objective, elapsed
+    A = lp.A.tocsc()
+    A.sort_indices()
+    model = highspy.HighsLp()
+    model.num_col_, model.num_row_ = A.shape[1], A.shape[0]
+    model.col_cost_ = lp.cost
+    model.col_lower_ = lp.col_lower
+    model.col_upper_ = np.where(np.isinf(lp.col_upper), highspy.kHighsInf, lp.col_upper)
+    model.col_lower_ = np.where(np.isinf(lp.col_lower), -highspy.kHighsInf, lp.col_lower)
+    model.row_lower_ = lp.row_lower
+    model.row_upper_ = np.where(np.isinf(lp.row_upper), highspy.kHighsInf, lp.row_upper)
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_ = A.indptr.astype(np.int32)
+    model.a_matrix_.index_ = A.indices.astype(np.int32)
+    model.a_matrix_.value_ = A.data
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("solver", chosen)
+    if chosen == "ipm":
+        h.setOptionValue("run_crossover", "on")
+    if threads is not None:
+        h.setOptionValue("threads", int(threads))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    h.passModel(model)
+    start = time.perf_counter()
+    h.run()
+    elapsed = time.perf_counter() - start
+    status = h.getModelStatus()
+    text = h.modelStatusToString(status)
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"HiGHS {chosen} returned {text!r}")
+    y = np.asarray(h.getSolution().col_value, float)
+    objective = float(h.getInfo().objective_function_value)
+    return lp.expand @ y, chosen, text, objective, elapsed
+
+
+def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: object,
+                weights: np.ndarray | None, aggregate: str) -> tuple[str, np.ndarray] | None:
+    """``("GM"|"EM", matrix)`` when a theorem says it is an optimum of this LP (docstring, 1)."""
+    from countdp.mechanisms import explicit_fair, geometric
+
+    obj = parse_objective(objective)
+    if not (obj.name == "L0" or (obj.name == "L0d" and obj.d == 0)):
+        return None
+    if "F" in properties:
+        return "EM", explicit_fair(n, alpha)
+    if aggregate != "sum" or not _is_uniform(weights, n):
+        return None
+    P = geometric(n, alpha)
+    x = P.ravel()
+    if all(property_system(p, n).violation(x) <= GM_TOL for p in properties):
+        return "GM", P
+    return None
+
+
+def fast_design(n: int, alpha: float, properties: object = (), objective: object = "L0",
+                weights: np.ndarray | None = None, aggregate: str = "sum", method: str = "auto",
+                use_closed_forms: bool = True, fold_symmetry: bool = True,
+                drop_implied: bool = True, threads: int | None = None) -> FastResult:
+    """Solve the design LP on the reduced model (or by a closed form); ``matrix`` is uncertified."""
+    props = parse_properties(properties)
+    start = time.perf_counter()
+    if use_closed_forms:
+        found = closed_form(n, alpha, props, objective, weights, aggregate)
+        if found is not None:
+            name, P = found
+            theorem = "Theorem 4" if name == "EM" else "Theorem 3"
+            from countdp.metrics import objective_value
+
+            value = objective_value(P, objective, weights, aggregate)
+            return FastResult(P, "closed-form", name, "optimal", time.perf_counter() - start, 0.0, value,
+                              {"backend": "highs", "reductions": [f"closed-form:{name} ({theorem})"]})
+    lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate, fold_symmetry, drop_implied)
+    build = time.perf_counter() - start
+    x, chosen, status, value, seconds = solve_reduced(lp, method, threads)
+    N = n + 1
+    P = x[: N * N].reshape(N, N)
+    extra = {"backend": "highs", "reductions": lp.reductions, "rows": int(lp.A.shape[0]),
+             "cols": int(lp.A.shape[1]), "nnz": int(lp.A.nnz), "full_rows": int(lp.full_rows),
+             "full_cols": int(lp.full_cols), "build_time": build}
+    solver, label = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"),
+                     "clarabel": ("CLARABEL", "ipm")}[chosen]
+    return FastResult(P, solver, label, status, seconds, build, value, extra)

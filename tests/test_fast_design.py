@@ -1,0 +1,142 @@
+"""The fast design path gives the plain cvxpy formulation's optimum, certified alpha-DP."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from countdp.certify import is_alpha_dp
+from countdp.constraints import constraint_system
+from countdp.design import design_lp, design_named
+from countdp.fast_design import build_reduced_lp, closed_form, fast_design, implied_drops
+from countdp.mechanisms import explicit_fair, geometric
+from countdp.metrics import objective_value
+
+TOL = 1e-7
+
+PROPERTY_SETS = [
+    (),
+    ("WH",),
+    ("WH", "S"),
+    ("RM", "CM", "WH", "S"),  # WM
+    ("RM", "CM", "WH"),  # WM without S: no folding, implied rows still dropped
+    ("RH", "RM", "CH", "CM", "F", "WH", "S"),  # all seven
+    ("RH", "CH", "WH"),
+    ("RM", "S"),
+    ("CM", "WH", "S"),
+    ("F", "S"),
+]
+
+
+def _agree(n, alpha, props, objective, weights=None, aggregate="sum"):
+    ref = design_lp(n, alpha, props, objective, weights=weights, aggregate=aggregate, backend="cvxpy")
+    fast = design_lp(n, alpha, props, objective, weights=weights, aggregate=aggregate, backend="highs")
+    assert fast.certificate.certified and is_alpha_dp(fast.matrix, alpha)
+    assert fast.extra["backend"] == "highs" and ref.extra["backend"] == "cvxpy"
+    assert fast.objective_value == pytest.approx(ref.objective_value, abs=TOL)
+    assert fast.solver_objective == pytest.approx(ref.solver_objective, abs=TOL)
+    # the answer is feasible for the *full* constraint system (every dropped row holds)
+    assert constraint_system(n, alpha, fast.properties_requested).violation(fast.matrix.ravel()) < 1e-7
+    return ref, fast
+
+
+@pytest.mark.parametrize("n, alpha", [(2, 0.5), (5, 0.62), (6, 0.91), (9, 0.76), (12, 0.91)])
+@pytest.mark.parametrize("props", PROPERTY_SETS, ids=lambda p: "+".join(p) or "none")
+def test_l0_matches_cvxpy(n, alpha, props):
+    _agree(n, alpha, props, "L0")
+
+
+@pytest.mark.parametrize("objective", ["L1", "L2", "L0d:1", "L0d:2"])
+@pytest.mark.parametrize("props", [(), ("WH", "S"), ("RM", "CM", "WH", "S"), ("F", "S"), ("RH", "CH")],
+                         ids=lambda p: "+".join(p) or "none")
+@pytest.mark.parametrize("n, alpha", [(5, 0.62), (8, 0.91)])
+def test_other_objectives_match_cvxpy(n, alpha, props, objective):
+    _agree(n, alpha, props, objective)
+
+
+@pytest.mark.parametrize("props", [(), ("WH", "S"), ("RM", "CM", "WH", "S"), ("F", "S"), ("F",)],
+                         ids=lambda p: "+".join(p) or "none")
+@pytest.mark.parametrize("objective", ["L0", "L1"])
+def test_weights_and_max_match_cvxpy(props, objective):
+    n, alpha = 7, 0.8
+    rng = np.random.default_rng(7)
+    skewed = rng.dirichlet(np.ones(n + 1))
+    _agree(n, alpha, props, objective, weights=skewed)  # S folding is exact for any weights
+    _agree(n, alpha, props, objective, aggregate="max")
+
+
+def test_gm_closed_form_where_theorem_3_applies():
+    alpha = 0.76  # WH threshold 2a/(1-a) = 6.33
+    for n in (7, 10):
+        found = closed_form(n, alpha, ("WH", "S"), "L0", None, "sum")
+        assert found is not None and found[0] == "GM"
+        np.testing.assert_array_equal(found[1], geometric(n, alpha))
+    assert closed_form(6, alpha, ("WH", "S"), "L0", None, "sum") is None  # below the threshold
+    assert closed_form(10, alpha, ("WH",), "L1", None, "sum") is None  # other objective
+    assert closed_form(10, alpha, ("CM",), "L0", None, "sum") is None  # GM not CM for a > 1/2
+    ref, fast = _agree(10, alpha, ("WH", "S"), "L0")
+    assert fast.method == "GM" and fast.objective_value == pytest.approx(2 * alpha / (1 + alpha), abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [4, 5, 8, 9])
+def test_em_closed_form_where_theorem_4_applies(n):
+    found = closed_form(n, 0.91, ("F", "RM"), "L0", None, "max")
+    assert found is not None and found[0] == "EM"
+    np.testing.assert_array_equal(found[1], explicit_fair(n, 0.91))
+    ref, fast = _agree(n, 0.91, ("F",), "L0")
+    assert fast.method == "EM"
+
+
+def test_reduction_shrinks_wm():
+    lp = build_reduced_lp(32, 0.91, ("RM", "CM", "WH", "S"))
+    assert lp.shape[1] == (33 * 33 + 1) // 2
+    assert lp.shape[0] < lp.full_rows / 3
+    assert {"implied:WH", "dp-halved-by-RM", "symmetry-folded"} <= set(lp.reductions)
+    assert implied_drops(("RH", "RM", "CH", "CM", "WH")) == ("RH", "CH", "WH")
+
+
+def test_unreduced_model_matches_reduced():
+    n, alpha, props = 9, 0.7, ("RH", "RM", "CM", "WH", "S")
+    a = fast_design(n, alpha, props, "L1", use_closed_forms=False)
+    b = fast_design(n, alpha, props, "L1", use_closed_forms=False, fold_symmetry=False, drop_implied=False)
+    assert a.solver_objective == pytest.approx(b.solver_objective, abs=TOL)
+    assert b.extra["reductions"] == [] or "symmetry-folded" not in b.extra["reductions"]
+
+
+@pytest.mark.parametrize("method", ["simplex", "ipm", "clarabel"])
+def test_methods_agree(method):
+    n, alpha = 20, 0.91
+    ref = design_named("WM", n, alpha, backend="cvxpy")
+    fast = fast_design(n, alpha, ("RM", "CM", "WH", "S"), method=method)
+    assert fast.solver_objective == pytest.approx(ref.solver_objective, abs=TOL)
+    assert {"simplex": "simplex", "ipm": "ipm+crossover", "clarabel": "ipm"}[method] == fast.method
+    if method != "clarabel":
+        assert design_named("WM", n, alpha, backend="highs", method=method).method == fast.method
+
+
+def test_auto_backend_dispatch():
+    small = design_named("WM", 4, 0.91)
+    assert small.extra["backend"] == "cvxpy"
+    big = design_named("WM", 16, 0.91)
+    assert big.extra["backend"] == "highs"
+    assert design_named("WM", 16, 0.91, solver="CLARABEL").extra["backend"] == "cvxpy"
+    with pytest.raises(ValueError, match="backend"):
+        design_lp(4, 0.5, backend="gurobi")
+    with pytest.raises(ValueError, match="HIGHS"):
+        design_lp(4, 0.5, backend="highs", solver="CLARABEL")
+
+
+def test_grid_of_all_subsets_small():
+    """Every property subset at one small size: same L0 optimum as the plain formulation."""
+    from countdp.constraints import PROPERTIES
+
+    n, alpha = 5, 0.76
+    for r in range(len(PROPERTIES) + 1):
+        for props in itertools.combinations(PROPERTIES, r):
+            ref = design_lp(n, alpha, props, "L0", backend="cvxpy")
+            fast = design_lp(n, alpha, props, "L0", backend="highs")
+            assert fast.certificate.certified
+            assert fast.objective_value == pytest.approx(ref.objective_value, abs=TOL), props
+            assert objective_value(fast.matrix, "L0") == pytest.approx(ref.solver_objective, abs=TOL)
