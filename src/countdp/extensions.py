@@ -51,6 +51,7 @@ from countdp.certify import certify
 from countdp.checks import CHECK_COLUMNS
 from countdp.checks import check_row as check
 from countdp.constraints import PROPERTIES, constraint_system, parse_properties
+from countdp.fast_design import highs_lp
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import expected_error, loss_matrix, objective_value, parse_objective
 from countdp.properties import check_all, gupte_sundararajan_violation
@@ -124,20 +125,10 @@ class DesignModel:
         A = sp.vstack([system.A_ub, system.A_eq, column_loss], format="csr")
         A = sp.hstack([A, sp.csr_matrix(np.concatenate(
             [np.zeros(system.A_ub.shape[0] + system.A_eq.shape[0]), -np.ones(self.N)])[:, None])], format="csc")
-        inf = highspy.kHighsInf
-        lo = np.concatenate([system.b_ub, system.b_eq, np.full(self.N, -inf)])
-        hi = np.concatenate([np.full(system.b_ub.size, inf), system.b_eq, np.zeros(self.N)])
-        A.sort_indices()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = self.size + 1, A.shape[0]
-        lp.col_cost_ = np.zeros(self.size + 1)
-        lp.col_lower_ = np.concatenate([np.zeros(self.size), [-inf]])
-        lp.col_upper_ = np.full(self.size + 1, inf)
-        lp.row_lower_, lp.row_upper_ = lo, hi
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = A.indptr.astype(np.int32)
-        lp.a_matrix_.index_ = A.indices.astype(np.int32)
-        lp.a_matrix_.value_ = A.data
+        lo = np.concatenate([system.b_ub, system.b_eq, np.full(self.N, -np.inf)])
+        hi = np.concatenate([np.full(system.b_ub.size, np.inf), system.b_eq, np.zeros(self.N)])
+        lp = highs_lp(A, np.zeros(self.size + 1), np.concatenate([np.zeros(self.size), [-np.inf]]),
+                      np.full(self.size + 1, np.inf), lo, hi)
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)

@@ -310,6 +310,29 @@ def _solve_clarabel(lp: ReducedLP) -> tuple[np.ndarray, str, float, float]:
     return y, status, float(solution.obj_val), elapsed
 
 
+def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
+             row_lower: np.ndarray, row_upper: np.ndarray):
+    """A ``highspy.HighsLp`` for ``min cost @ x`` s.t. ``row_lower <= A x <= row_upper`` and column
+    bounds; infinite bounds (numpy ``inf``) become HiGHS's infinity."""
+    import highspy
+
+    def finite(v: np.ndarray) -> np.ndarray:
+        return np.clip(np.asarray(v, float), -highspy.kHighsInf, highspy.kHighsInf)
+
+    A = sp.csc_matrix(A)
+    A.sort_indices()
+    model = highspy.HighsLp()
+    model.num_col_, model.num_row_ = A.shape[1], A.shape[0]
+    model.col_cost_ = np.asarray(cost, float)
+    model.col_lower_, model.col_upper_ = finite(col_lower), finite(col_upper)
+    model.row_lower_, model.row_upper_ = finite(row_lower), finite(row_upper)
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_ = A.indptr.astype(np.int32)
+    model.a_matrix_.index_ = A.indices.astype(np.int32)
+    model.a_matrix_.value_ = A.data
+    return model
+
+
 def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = None,
                   time_limit: float | None = None) -> tuple[np.ndarray, str, str, float, float]:
     """Solve with highspy; return ``(x, method, status, objective, seconds)``; raise on failure."""
@@ -321,20 +344,7 @@ def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = Non
     if chosen == "clarabel":
         y, text, objective, elapsed = _solve_clarabel(lp)
         return lp.expand @ y, chosen, text, objective, elapsed
-    A = lp.A.tocsc()
-    A.sort_indices()
-    model = highspy.HighsLp()
-    model.num_col_, model.num_row_ = A.shape[1], A.shape[0]
-    model.col_cost_ = lp.cost
-    model.col_lower_ = lp.col_lower
-    model.col_upper_ = np.where(np.isinf(lp.col_upper), highspy.kHighsInf, lp.col_upper)
-    model.col_lower_ = np.where(np.isinf(lp.col_lower), -highspy.kHighsInf, lp.col_lower)
-    model.row_lower_ = lp.row_lower
-    model.row_upper_ = np.where(np.isinf(lp.row_upper), highspy.kHighsInf, lp.row_upper)
-    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    model.a_matrix_.start_ = A.indptr.astype(np.int32)
-    model.a_matrix_.index_ = A.indices.astype(np.int32)
-    model.a_matrix_.value_ = A.data
+    model = highs_lp(lp.A, lp.cost, lp.col_lower, lp.col_upper, lp.row_lower, lp.row_upper)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", chosen)
