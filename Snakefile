@@ -6,6 +6,7 @@ min_version("8.10")
 
 
 configfile: "config/config.yaml"
+report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"

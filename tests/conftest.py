@@ -1,7 +1,14 @@
-"""Shared fixtures: repository paths and an independent LP built from the SPEC's definitions."""
+"""Shared fixtures: repository paths, an independent LP built from the SPEC's definitions, and the
+quick workflow run once per session (``quick_results``, ``quick_results_resumed``)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -81,3 +88,149 @@ def uniform_l0_loss(n: int) -> np.ndarray:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+# ---------------------------------------------------------------------------- workflow runs
+# The quick workflow (config/quick.yaml) is run once per session in a temporary copy of the
+# repository and shared by every workflow test (tests/test_workflow.py, test_extrinsic_workflow.py,
+# test_resume.py, the notebook test): results/ of the checkout is never touched.
+
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "resources", "environment.yml", "pyproject.toml")
+QUICK = "config/quick.yaml"
+
+
+def copy_workflow(dest: Path) -> Path:
+    """Copy what Snakemake needs (no results/, .snakemake/, caches) to ``dest``; return it."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.exists():
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, configfile: str = QUICK, timeout: float = 1800
+              ) -> subprocess.CompletedProcess:
+    """Run ``snakemake --configfile {configfile} *args`` in ``workdir`` (profiles/default applies)."""
+    return subprocess.run([str(SNAKEMAKE), "--configfile", configfile, *args], cwd=workdir,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def stray_temp_files(workdir: Path) -> list[str]:
+    """Hidden files under results/, e.g. temporaries of countdp.io.atomic_path (``.{name}.XXXXXXXX{suffix}``)."""
+    results = workdir / "results"
+    return sorted(str(p.relative_to(workdir)) for p in results.rglob(".*") if p.is_file()) if results.is_dir() else []
+
+
+@pytest.fixture(scope="session")
+def quick_results(tmp_path_factory) -> Path:
+    """A copy of the repository in which the whole quick workflow ran once, with ``--cores 2``.
+
+    Read-only for the tests that use it: a test that needs to change something copies it.
+    """
+    work = copy_workflow(tmp_path_factory.mktemp("quick") / "repo")
+    done = snakemake(work, "--cores", "2")
+    assert done.returncode == 0, done.stderr[-4000:]
+    return work
+
+
+def _start_and_kill(work: Path, at_least: int, graceful: bool) -> int:
+    """Start the quick workflow (--cores 1) in ``work``; kill it once ``at_least`` artifacts exist.
+
+    ``graceful``: SIGINT, then SIGKILL 1 s later (Snakemake usually finishes its clean-up in
+    that time); otherwise SIGKILL at once (the lock stays, as after a power loss).
+    Returns the number of artifacts when the run was dead.
+    """
+    mechanisms = work / "results" / "mechanisms"
+    proc = subprocess.Popen([str(SNAKEMAKE), "--configfile", QUICK, "--cores", "1"], cwd=work,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 900
+    while time.monotonic() < deadline and proc.poll() is None:
+        if mechanisms.is_dir() and sum(1 for _ in mechanisms.rglob("*.json")) >= at_least:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"the run ended (rc={proc.returncode}) before {at_least} artifacts existed"
+    if graceful:
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(1.0)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=60)
+    return sum(1 for _ in mechanisms.rglob("*.json"))
+
+
+def _unlock_if_needed(work: Path) -> bool:
+    locks = work / ".snakemake" / "locks"
+    if not (locks.is_dir() and any(locks.iterdir())):
+        return False
+    unlock = snakemake(work, "--unlock", "--cores", "1")
+    assert unlock.returncode == 0, unlock.stderr[-2000:]
+    return True
+
+
+@pytest.fixture(scope="session")
+def quick_results_resumed(tmp_path_factory) -> dict:
+    """The quick workflow with ``--cores 1``, killed part-way twice and started again.
+
+    First start: interrupted with SIGINT (then SIGKILL of the process group 1 s later) once 10
+    mechanism artifacts exist.  Second start (plain ``snakemake``; the profile sets
+    ``rerun-incomplete``): killed hard with SIGKILL once 20 exist, which leaves Snakemake's
+    lock.  Then a stray atomic-write temporary is planted (what a SIGKILL inside
+    countdp.io.atomic_path leaves), ``snakemake --unlock`` is run as a user would, and the
+    third start must finish the workflow (and remove the temporary).
+    Shared by tests/test_resume.py (resume leaves no partial file and equals an uninterrupted
+    run) and tests/test_extrinsic_workflow.py (--cores 1 equals --cores 2): one single-core
+    run serves both comparisons with ``quick_results``.
+    Returns ``{"path", "killed_at", "left_after_kill", "locked", "resumed"}``.
+    """
+    work = copy_workflow(tmp_path_factory.mktemp("resume") / "repo")
+    first = _start_and_kill(work, 10, graceful=True)
+    _unlock_if_needed(work)
+    second = _start_and_kill(work, first + 10, graceful=False)
+    left = stray_temp_files(work)
+    planted = work / "results" / "mechanisms" / "GM" / "L0" / ".alpha=0.5.json.k1ll3d_x.json"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.write_text('{"matrix": [[0.5')
+    locked = _unlock_if_needed(work)
+    resumed = snakemake(work, "--cores", "1")
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    return {"path": work, "killed_at": (first, second), "left_after_kill": left, "locked": locked,
+            "resumed": resumed}
+
+
+TIMING_FIELDS = frozenset({"solve_time", "build_time", "elapsed_s"})
+"""Wall-clock measurements: the only fields allowed to differ between two runs of one config.
+
+Mechanism JSONs record ``solve_time`` (and ``extra.build_time`` for the fast LP builder), the
+Adult sidecar ``elapsed_s``; the extension tables ext_subsets*.csv and ext_minimax.csv carry a
+``solve_time`` column."""
+
+
+def without_timing(value):
+    """A JSON value with every timing field (at any depth) removed."""
+    if isinstance(value, dict):
+        return {k: without_timing(v) for k, v in value.items() if k not in TIMING_FIELDS}
+    if isinstance(value, list):
+        return [without_timing(v) for v in value]
+    return value
+
+
+def csv_without_timing(data: bytes) -> bytes:
+    """The CSV text with its timing columns cut out; every other cell is kept byte for byte."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(data.decode())))
+    if not rows:
+        return data
+    drop = {i for i, name in enumerate(rows[0]) if name in TIMING_FIELDS}
+    if not drop:
+        return data
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([c for i, c in enumerate(row) if i not in drop] for row in rows)
+    return out.getvalue().encode()

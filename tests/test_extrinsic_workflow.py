@@ -1,23 +1,23 @@
-"""Figures 10-13 end to end on config/quick.yaml: same seed -> identical tables at --cores 1 and 2.
+"""Figures 10-13 end to end on config/quick.yaml; same seed -> identical results at --cores 1 and 2.
 
-Runs Snakemake in a temporary copy of the repository (results/ never touched).  The second
-run keeps the designed mechanisms of the first (they are not what this test is about) and
-recomputes the data, every evaluation, table and figure with two cores.
+Uses the session fixtures of tests/conftest.py (temporary copies of the repository, results/
+of the checkout never touched): ``quick_results`` ran the whole quick workflow with
+``--cores 2``; ``quick_results_resumed`` ran it with ``--cores 1`` (interrupted part-way and
+resumed, which tests/test_resume.py checks separately).  Every CSV under results/ and the
+claims must be byte-identical between the two, and every mechanism JSON identical, except for
+wall-clock timing fields (conftest.TIMING_FIELDS: ``solve_time``, ``build_time``), which are
+cut out before comparing.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import csv_without_timing, without_timing
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 TABLES = [
     "results/tables/fig10_adult_L0.csv",
     "results/tables/fig11_binomial_L0d1.csv",
@@ -27,30 +27,18 @@ TABLES = [
 ]
 FIGURES = [t.replace("tables", "figures").replace(".csv", ext) for t in TABLES[:4] for ext in (".pdf", ".png")]
 SIDECAR = "results/data/adult_targets.json"
-TARGETS = TABLES + FIGURES + [SIDECAR]
+
+pytestmark = pytest.mark.workflow
 
 
-def _copy_repo(dest: Path) -> Path:
-    ignore = shutil.ignore_patterns(".git", "results", ".snakemake", "logs", "__pycache__", "*.egg-info",
-                                    ".pytest_cache", ".ruff_cache", ".hypothesis", "notebooks")
-    shutil.copytree(REPO, dest, ignore=ignore)
-    return dest
+def _relative(root: Path, pattern: str) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in (root / "results").rglob(pattern) if p.is_file()}
 
 
-def _run(workdir: Path, cores: int) -> None:
-    cmd = [str(SNAKEMAKE), "--configfile", "config/quick.yaml", "--cores", str(cores), "--nolock", *TARGETS]
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-
-
-@pytest.mark.workflow
-def test_quick_extrinsic_tables_identical_across_core_counts(tmp_path):
-    work = _copy_repo(tmp_path / "repo")
-    _run(work, cores=1)
-    first = {t: (work / t).read_bytes() for t in TABLES}
-    for t in TARGETS:
+def test_quick_extrinsic_outputs(quick_results):
+    work = quick_results
+    for t in TABLES + FIGURES + [SIDECAR]:
         assert (work / t).stat().st_size > 0, t
-
     sidecar = json.loads((work / SIDECAR).read_text())
     assert sidecar["source"] == "snapshot" and sidecar["rows_train"] == 32561
     assert sidecar["sha256"] == "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d"
@@ -60,9 +48,27 @@ def test_quick_extrinsic_tables_identical_across_core_counts(tmp_path):
     findings = pd.read_csv(work / TABLES[-1])
     assert {"figure", "finding", "value", "holds"} <= set(findings.columns) and len(findings) > 10
 
-    # keep the designed mechanisms; recompute everything of this issue with two cores
-    for sub in ("data", "evaluations", "tables", "figures"):
-        shutil.rmtree(work / "results" / sub)
-    _run(work, cores=2)
-    for t in TABLES:
-        assert (work / t).read_bytes() == first[t], f"{t} differs between --cores 1 and --cores 2"
+
+def test_every_csv_identical_across_core_counts(quick_results, quick_results_resumed):
+    """Every table (results/tables/**.csv), evaluation and data CSV, and the claims, byte for byte."""
+    two, one = quick_results, quick_results_resumed["path"]
+    names = _relative(two, "*.csv") | {"results/claims.md"}
+    assert names == _relative(one, "*.csv") | {"results/claims.md"}
+    assert any(n.startswith("results/tables/") for n in names)
+    differ = [n for n in sorted(names)
+              if csv_without_timing((two / n).read_bytes()) != csv_without_timing((one / n).read_bytes())]
+    assert not differ, f"differ between --cores 2 and --cores 1 (resumed): {differ}"
+
+
+def test_mechanism_artifacts_identical_across_core_counts(quick_results, quick_results_resumed):
+    """Every mechanism JSON: the same matrix, certificate and metadata; only timing fields may differ."""
+    two, one = quick_results, quick_results_resumed["path"]
+    names = _relative(two, "*.json")
+    mechanisms = sorted(n for n in names if n.startswith("results/mechanisms/"))
+    assert mechanisms and names == _relative(one, "*.json")
+    differ = []
+    for name in mechanisms:
+        a, b = (without_timing(json.loads((root / name).read_text())) for root in (two, one))
+        if a != b:
+            differ.append(name)
+    assert not differ, f"mechanism artifacts differ between --cores 2 and --cores 1: {differ[:10]}"

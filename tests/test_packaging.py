@@ -19,7 +19,8 @@ def test_environment_yml_mirrors_pyproject():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     wanted = dict(_name_and_bound(s) for s in project["dependencies"] + project["optional-dependencies"]["test"])
     env = yaml.safe_load((REPO / "environment.yml").read_text())
-    listed = dict(_name_and_bound(s) for s in env["dependencies"] if isinstance(s, str) and not s.startswith(("python", "pip")))
+    conda = [s for s in env["dependencies"] if isinstance(s, str) and not s.startswith(("python", "pip"))]
+    listed = dict(_name_and_bound(s) for s in conda)
     assert listed == wanted
     assert all(bound.startswith(">=") for bound in wanted.values()), "every dependency has a lower bound"
 

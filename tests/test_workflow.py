@@ -1,25 +1,22 @@
 """The intrinsic workflow (Figures 1-4, 6-9) end to end on config/quick.yaml.
 
-Runs Snakemake in a temporary copy of the repository (Snakefile, workflow/, config/,
-profiles/, resources/, environment.yml), so results/ of the checkout is never touched.  Checks that every
-intrinsic table and figure appears, that a second run has nothing to do, that changing one
-alpha reruns only what depends on it, and that ``snakemake --lint`` is clean.
+Uses the session fixture ``quick_results`` (tests/conftest.py): the whole quick workflow, run
+once with ``--cores 2`` in a temporary copy of the repository, so results/ of the checkout is
+never touched.  Checks that every intrinsic table and figure appears, that a second run has
+nothing to do, that changing one alpha reruns only what depends on it, and that
+``snakemake --lint`` is clean.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import SNAKEMAKE, snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-COPY = ("Snakefile", "workflow", "config", "profiles", "resources", "environment.yml", "pyproject.toml")
 TARGET_RULES = ["fig01_figure", "fig02_figure", "fig03_figure", "fig04_figure", "fig06_figure",
                 "fig07_figure", "fig08_figure", "fig09_figure", "intrinsic_checks"]
 TABLES = ["fig01_claims", "fig01_l2_search", "fig02_claims", "fig03_gm_exponents", "fig04_em_exponents",
@@ -32,24 +29,9 @@ FIGURES = ["fig01_unconstrained_heatmaps", "fig02_constrained_heatmaps", "fig03_
 pytestmark = pytest.mark.workflow
 
 
-def _snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(SNAKEMAKE), *args, "--configfile", "config/quick.yaml"], cwd=workdir,
-                          capture_output=True, text=True, timeout=600)
-
-
-@pytest.fixture(scope="module")
-def quick_run(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("intrinsic") / "repo"
-    work.mkdir()
-    for name in COPY:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, work / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.exists():
-            shutil.copy2(source, work / name)
-    done = _snakemake(work, *TARGET_RULES, "--cores", "2")
-    assert done.returncode == 0, done.stderr[-4000:]
-    return work
+@pytest.fixture
+def quick_run(quick_results: Path) -> Path:
+    return quick_results
 
 
 def test_every_intrinsic_file_appears(quick_run):
@@ -76,7 +58,7 @@ def test_artifact_paths_name_their_parameters(quick_run):
 
 
 def test_second_run_has_nothing_to_do(quick_run):
-    dry = _snakemake(quick_run, *TARGET_RULES, "--cores", "1", "-n")
+    dry = snakemake(quick_run, "--cores", "1", "-n")  # the default target: every study
     assert dry.returncode == 0, dry.stderr[-2000:]
     assert "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]
 
@@ -85,7 +67,7 @@ def test_changing_one_alpha_reruns_only_its_dependents(quick_run, tmp_path):
     config = (quick_run / "config/quick.yaml").read_text()
     changed = config.replace("  n: 4\n  alpha: 0.91\n", "  n: 4\n  alpha: 0.92\n", 1)  # the fig07 block
     assert changed != config
-    alt = quick_run / "config/quick_alt.yaml"
+    alt = tmp_path / "quick_alt.yaml"  # outside the shared copy
     alt.write_text(changed)
     dry = subprocess.run([str(SNAKEMAKE), *TARGET_RULES, "--cores", "1", "-n", "--configfile", str(alt)],
                          cwd=quick_run, capture_output=True, text=True, timeout=300)
@@ -102,7 +84,7 @@ OWN_RULES = ("design_mechanism", "intrinsic_checks", *(f"fig0{k}" for k in "1234
 
 def test_lint_is_clean(quick_run):
     """No lint for the intrinsic rule files (other files are linted by their own tests)."""
-    lint = _snakemake(quick_run, "--lint")
+    lint = snakemake(quick_run, "--lint")
     text = lint.stdout + lint.stderr
     headers = re.findall(r"^Lints for (?:snakefile (\S+):|rule (\w+) )", text, flags=re.M)
     ours = [f or r for f, r in headers if (f and f.endswith(OWN_RULE_FILES)) or (r and r.startswith(OWN_RULES))]

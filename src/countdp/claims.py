@@ -359,10 +359,13 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; fo
 h1 { font-size: 1.3em; margin: 0 0 .4em; }
 p { max-width: 70em; }
 .counts span { display: inline-block; padding: .25em .7em; margin-right: .5em; border-radius: 1em; font-weight: 600; }
-table { border-collapse: collapse; width: 100%; }
-th, td { border: 1px solid #d1d5db; padding: .3em .45em; vertical-align: top; text-align: left; }
+table { border-collapse: collapse; width: 100%; table-layout: fixed; }
+th, td { border: 1px solid #d1d5db; padding: .3em .45em; vertical-align: top; text-align: left;
+         overflow-wrap: anywhere; }
+col.id { width: 7%; } col.source { width: 8%; } col.statement { width: 20%; } col.paper_value { width: 9%; }
+col.our_value { width: 18%; } col.test { width: 11%; } col.verdict { width: 10%; } col.explanation { width: 17%; }
 th { background: #f3f4f6; position: sticky; top: 0; }
-td.id { white-space: nowrap; font-family: ui-monospace, monospace; }
+td.id { font-family: ui-monospace, monospace; }
 .reproduced { background: #dcfce7; }
 .differs { background: #fef3c7; }
 .not-checkable { background: #e5e7eb; }
@@ -410,10 +413,14 @@ def claims_html(table: pd.DataFrame) -> str:
         "<h1>Claims of Cormode, Kulkarni, Srivastava (ICDE 2018): what we measured</h1>",
         f'<p class="counts"><b>{len(table)} claims:</b> {badges}</p>',
         "<p>One row per statement of the paper: the paper's value, the value this pipeline measured, the test "
-        "used, and a verdict computed from the results by <code>countdp.claims</code>. Rows <code>int-*</code> "
-        "come from the intrinsic studies (Figures 1-9), rows <code>ext-*</code> from the extrinsic findings "
-        "(Figures 10-13); the others are recomputed from the library. <code>differs</code> rows explain the "
-        "difference.</p>",
+        "used, and a verdict computed from the results by <code>countdp.claims</code>. Rows "
+        f"<code>{CHECK_TABLE_PREFIXES['intrinsic_checks']}-*</code> come from the intrinsic studies (Figures 1-9, "
+        f"<code>intrinsic_checks.csv</code>), rows <code>{CHECK_TABLE_PREFIXES['extrinsic_findings']}-*</code> "
+        "from the extrinsic findings (Figures 10-13, <code>extrinsic_findings.csv</code>), rows "
+        f"<code>{CHECK_TABLE_PREFIXES['ext_checks']}-*</code> from the studies beyond the paper "
+        "(<code>ext_checks.csv</code>); the others are recomputed from the library. <code>differs</code> rows "
+        "explain the difference.</p>",
         f"<p><b>Not reproduced ({len(differs)}):</b> {links}</p>",
-        f"<table><thead><tr>{head}</tr></thead><tbody>", *rows, "</tbody></table>",
+        "<table><colgroup>" + "".join(f'<col class="{c}">' for c in CLAIM_COLUMNS) + "</colgroup>",
+        f"<thead><tr>{head}</tr></thead><tbody>", *rows, "</tbody></table>",
         "</body>", "</html>", ""])

@@ -9,10 +9,47 @@
 #   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.
 import fractions
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from countdp.workflow_config import ConfigError, check_config
 
+
+# Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs
+# included) before any job: one line per bad key, naming the key and the allowed values
+# (countdp.workflow_config: the schema plus alpha fractions in (0, 1) and non-empty ranges).
+# Snakemake's own validate() then only fills in the schema's defaults.
+try:
+    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+except ConfigError as error:
+    raise WorkflowError(str(error)) from None
 validate(config, schema="../schemas/config.schema.yaml")
+
+
+# Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.io.atomic_path
+# leaves its temporary file (".{name}.XXXXXXXX{suffix}", next to the output) behind.  It is
+# never taken for an output, and the run that starts next removes it (the lock on the working
+# directory means no other run is writing there, unless it was started with --nolock).
+ATOMIC_TEMP_RE = r"\.(?P<name>.+)\.[a-z0-9_]{8}(?P<suffix>\.[^./]*)?"
+
+
+def remove_stray_temp_files(root="results"):
+    import pathlib
+    import re
+
+    removed = []
+    for path in pathlib.Path(root).rglob(".*"):
+        match = re.fullmatch(ATOMIC_TEMP_RE, path.name)
+        if match and path.is_file() and pathlib.Path(match["name"]).suffix == (match["suffix"] or ""):
+            path.unlink()
+            removed.append(str(path))
+    return removed
+
+
+onstart:
+    stray = remove_stray_temp_files()
+    if stray:
+        print(f"removed {len(stray)} temporary file(s) left by an interrupted run: {stray[:5]}")
 
 
 PROPERTY_ORDER = ("RH", "RM", "CH", "CM", "F", "WH", "S")
@@ -180,7 +217,25 @@ def intrinsic_targets():
 # ---------------------------------------------------------------- helpers of the rule files
 CHECKS = "results/tables/checks/{study}.csv"
 INTRINSIC_STUDIES = ["fig01", "fig02", "fig03_04", "fig06", "fig07", "fig08", "fig09"]
-REPORT_CATEGORY = "Intrinsic figures"
+REPORT_CATEGORY = "Intrinsic (Figures 1-9)"
+EXTRINSIC_CATEGORY = "Extrinsic (Figures 10-13)"
+# One row per figure in the report: "figure" and "shows" labels, and a PNG / vector PDF toggle
+# ("PNG" sorts first, so the report shows the PNG by default).
+REPORT_FIGURES = {
+    "fig01": ("Figure 1", "unconstrained LP optima (heatmaps)"),
+    "fig02": ("Figure 2", "LP optima with all seven properties (heatmaps)"),
+    "fig03": ("Figure 3", "GM as powers of alpha"),
+    "fig04": ("Figure 4", "EM as powers of alpha"),
+    "fig06": ("Figure 6", "properties of the named mechanisms"),
+    "fig07": ("Figure 7", "GM, EM and WM heatmaps"),
+    "fig08": ("Figure 8", "L0 of weak honesty + row/column properties"),
+    "fig09": ("Figure 9", "L0 of the named mechanisms vs n"),
+    "fig10": ("Figure 10", "Adult: error probability L0 vs n"),
+    "fig11": ("Figure 11", "Binomial: L0,d vs p"),
+    "fig12": ("Figure 12", "Binomial: L0,d vs d"),
+    "fig13": ("Figure 13", "Binomial: RMSE vs n"),
+}
+REPORT_FORMATS = {"png": "PNG", "pdf": "vector PDF"}
 
 
 def design_solver(wildcards):
@@ -190,9 +245,15 @@ def design_solver(wildcards):
     return f"{config['solver']['name']}/{config['solver']['method']}"
 
 
+def report_figure(path, key, category):
+    """One figure file attached to the report: caption workflow/report/{key}.rst, labelled by REPORT_FIGURES."""
+    figure, shows = REPORT_FIGURES[key]
+    ext = path.rsplit(".", 1)[1]
+    labels = {"figure": figure, "shows": shows, "format": REPORT_FORMATS[ext]}
+    return report(path, caption=f"../report/{key}.rst", category=category, labels=labels)
+
+
 def figure_outputs(name, caption):
     """PDF + PNG of one figure, attached to the report with its caption."""
     paths = [f"results/figures/{name}.{ext}" for ext in ("pdf", "png")]
-    caption = f"../report/{caption}.rst"
-    sub = name.split("_")[0]
-    return [report(p, caption=caption, category=REPORT_CATEGORY, subcategory=sub) for p in paths]
+    return [report_figure(p, caption, REPORT_CATEGORY) for p in paths]

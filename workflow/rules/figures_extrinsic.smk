@@ -44,18 +44,8 @@ for _fig in EXTRINSIC_FIGURES:
             sidecar=ADULT_SIDECAR if _fig == "fig10" else [],
         output:
             table=extrinsic_table(_fig),
-            pdf=report(
-                extrinsic_figure(_fig, "pdf"),
-                caption=f"../report/{_fig}.rst",
-                category="Extrinsic evaluation",
-                subcategory=EXTRINSIC_FIGURES[_fig],
-            ),
-            png=report(
-                extrinsic_figure(_fig, "png"),
-                caption=f"../report/{_fig}.rst",
-                category="Extrinsic evaluation",
-                subcategory=EXTRINSIC_FIGURES[_fig],
-            ),
+            pdf=report_figure(extrinsic_figure(_fig, "pdf"), _fig, EXTRINSIC_CATEGORY),
+            png=report_figure(extrinsic_figure(_fig, "png"), _fig, EXTRINSIC_CATEGORY),
         params:
             figure=_fig,
             settings=config[_fig],

@@ -1,0 +1,220 @@
+"""Validate the workflow configuration before any job runs, naming each bad key and what it allows.
+
+``workflow/rules/common.smk`` calls :func:`check_config` right after the config is loaded.
+Two layers:
+
+1. the JSON schema (``workflow/schemas/config.schema.yaml``), with ``integer`` meaning a
+   Python ``int`` (``4.0`` and ``True`` are not counts);
+2. checks a schema cannot express: every ``alpha`` (numbers and ``"p/q"`` fractions alike)
+   lies strictly between 0 and 1, and every ``{from, to}`` range is non-empty.
+
+Each problem becomes one line ``config key 'fig11.p[2]': 1.5 is not allowed (...); allowed:
+a number in [0, 1]``; all lines are raised together as one :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import fractions
+import math
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import yaml
+
+__all__ = ["ConfigError", "check_config", "config_errors", "describe", "load_schema"]
+
+
+class ConfigError(ValueError):
+    """The workflow configuration is invalid (the message lists every bad key)."""
+
+
+def load_schema(path: str | os.PathLike) -> dict:
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def _validator(schema: Mapping):
+    from jsonschema import Draft202012Validator, validators
+
+    def is_int(checker, value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", is_int)
+    strict = validators.extend(Draft202012Validator, type_checker=checker)
+    return strict(schema)
+
+
+# ------------------------------------------------------------------------- messages
+def _key(path) -> str:
+    key = ""
+    for part in path:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key or "<top level>"
+
+
+def _resolve(schema: Mapping, root: Mapping) -> Mapping:
+    while isinstance(schema, Mapping) and "$ref" in schema and schema["$ref"].startswith("#/"):
+        node = root
+        for part in schema["$ref"][2:].split("/"):
+            node = node[part]
+        schema = {**node, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _interval(schema: Mapping) -> str | None:
+    lo = schema.get("minimum", schema.get("exclusiveMinimum"))
+    hi = schema.get("maximum", schema.get("exclusiveMaximum"))
+    if lo is None and hi is None:
+        return None
+    if hi is None:
+        return (">= " if "minimum" in schema else "> ") + f"{lo:g}"
+    if lo is None:
+        return ("<= " if "maximum" in schema else "< ") + f"{hi:g}"
+    left = "[" if "minimum" in schema else "("
+    right = "]" if "maximum" in schema else ")"
+    return f"in {left}{lo:g}, {hi:g}{right}"
+
+
+def describe(schema: Mapping, root: Mapping | None = None, depth: int = 0) -> str:
+    """The values ``schema`` allows, in words (its ``title`` when it has one)."""
+    root = schema if root is None else root
+    schema = _resolve(schema, root)
+    if "title" in schema:
+        return str(schema["title"])
+    if depth > 4:
+        return "see workflow/schemas/config.schema.yaml"
+    if "oneOf" in schema or "anyOf" in schema:
+        return " or ".join(describe(s, root, depth + 1) for s in schema.get("oneOf", schema.get("anyOf")))
+    if "enum" in schema:
+        return "one of " + ", ".join(map(str, schema["enum"]))
+    kind = schema.get("type")
+    if kind == "array":
+        text = "a non-empty list" if schema.get("minItems", 0) >= 1 else "a list"
+        if "items" in schema:
+            text += " of " + describe(schema["items"], root, depth + 1)
+        if schema.get("uniqueItems"):
+            text += " (no repeats)"
+        return text
+    if kind == "object":
+        props = list(schema.get("properties", {}))
+        return "a mapping" + (" with keys " + ", ".join(props) if props else "")
+    if kind in ("integer", "number"):
+        word = "an integer" if kind == "integer" else "a number"
+        bounds = _interval(schema)
+        return f"{word} {bounds}" if bounds else word
+    if kind == "string":
+        if "pattern" in schema:
+            return f"a string matching {schema['pattern']}"
+        return "a string" + (" (non-empty)" if schema.get("minLength") else "")
+    if kind == "boolean":
+        return "true or false"
+    return "see workflow/schemas/config.schema.yaml"
+
+
+def _leaf(error):
+    """Follow oneOf/anyOf branches down to the most relevant error; return the chain.
+
+    A branch that failed on a value (a bound, an enum, an item) says more than one that
+    failed on the type, so ``[0, 3]`` for an n range reports item 0, not "not a mapping".
+    """
+    chain = [error]
+    while chain[-1].context:
+        chain.append(min(chain[-1].context, key=lambda e: (e.validator == "type", -len(e.absolute_path))))
+    return chain
+
+
+def _schema_message(error, root: Mapping) -> str:
+    chain = _leaf(error)
+    leaf = chain[-1]
+    path = list(leaf.absolute_path)
+    if leaf.validator == "required":
+        missing = [k for k in leaf.validator_value if not isinstance(leaf.instance, Mapping) or k not in leaf.instance]
+        schema = _resolve(leaf.schema, root)
+        props = schema.get("properties", {})
+        name = missing[0] if missing else "?"
+        allowed = describe(props[name], root) if name in props else "see the schema"
+        return f"config key '{_key([*path, name])}' is missing; allowed: {allowed}"
+    if leaf.validator == "additionalProperties":
+        schema = _resolve(leaf.schema, root)
+        known = list(schema.get("properties", {}))
+        extra = [k for k in leaf.instance if k not in known] if isinstance(leaf.instance, Mapping) else []
+        name = extra[0] if extra else "?"
+        return (f"config key '{_key([*path, name])}' is unknown; allowed keys"
+                f"{' of ' + repr(_key(path)) if path else ''}: {', '.join(known)}")
+    titled = next((e.schema for e in reversed(chain) if isinstance(e.schema, Mapping) and "title" in e.schema),
+                  None)
+    allowed = describe(titled if titled is not None else leaf.schema, root)
+    reason = "not of an allowed type" if leaf.validator == "type" and len(chain) > 1 else leaf.message
+    value = repr(leaf.instance)
+    if len(value) > 60:
+        value = value[:57] + "..."
+    return f"config key '{_key(path)}': {value} is not allowed ({reason}); allowed: {allowed}"
+
+
+# ------------------------------------------------------------------------- semantic checks
+ALPHA_ALLOWED = 'a number strictly between 0 and 1, or a fraction string "p/q" with 0 < p/q < 1'
+
+
+def _walk(node, path=()) -> Iterator[tuple[tuple, str, object]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield path, key, value
+            yield from _walk(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _walk(value, (*path, i))
+
+
+def _alpha(value) -> float:
+    if isinstance(value, str):
+        return float(fractions.Fraction(value.replace(" ", "")))
+    return float(value)
+
+
+def _semantic_errors(config: Mapping) -> list[str]:
+    errors = []
+    for path, key, value in _walk(config):
+        if key == "alpha":
+            items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+            for i, item in items:
+                where = (*path, key) if i is None else (*path, key, i)
+                try:
+                    a = _alpha(item)
+                    ok = math.isfinite(a) and 0 < a < 1
+                except (ValueError, TypeError, ZeroDivisionError):
+                    ok = False
+                if not ok:
+                    errors.append(f"config key '{_key(where)}': {item!r} is not allowed (alpha = exp(-epsilon) "
+                                  f"must satisfy 0 < alpha < 1); allowed: {ALPHA_ALLOWED}")
+        if isinstance(value, Mapping) and {"from", "to"} <= set(value):
+            try:
+                empty = int(value["from"]) > int(value["to"])
+            except (TypeError, ValueError):
+                empty = False
+            if empty:
+                errors.append(f"config key '{_key((*path, key))}': the range from {value['from']} to "
+                              f"{value['to']} is empty; allowed: from <= to (both integers >= 1)")
+    return errors
+
+
+def config_errors(config: Mapping, schema: Mapping) -> list[str]:
+    """Every problem of ``config`` as one line naming the key and the allowed values ([] if none)."""
+    errors = sorted(_validator(schema).iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
+    lines = list(dict.fromkeys(_schema_message(e, schema) for e in errors))
+    named = [line.split("'")[1] for line in lines]
+
+    def reported(key: str) -> bool:  # the key or a parent of it already has a schema message
+        return any(key == k or key.startswith((k + ".", k + "[")) for k in named)
+
+    return lines + [line for line in _semantic_errors(config) if not reported(line.split("'")[1])]
+
+
+def check_config(config: Mapping, schema: str | os.PathLike | Mapping) -> None:
+    """Raise :class:`ConfigError` listing every bad key of ``config``; return silently if valid."""
+    if not isinstance(schema, Mapping):
+        schema = load_schema(Path(schema))
+    lines = config_errors(config, schema)
+    if lines:
+        raise ConfigError("invalid configuration (workflow/schemas/config.schema.yaml); no job was run:\n  "
+                          + "\n  ".join(lines))
