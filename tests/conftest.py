@@ -204,11 +204,14 @@ def quick_results_resumed(tmp_path_factory) -> dict:
 
 
 TIMING_FIELDS = frozenset({"solve_time", "build_time", "elapsed_s"})
-"""Wall-clock measurements: the only fields allowed to differ between two runs of one config.
+"""Wall-clock measurements in JSON metadata: the only fields allowed to differ between two runs.
 
 Mechanism JSONs record ``solve_time`` (and ``extra.build_time`` for the fast LP builder), the
-Adult sidecar ``elapsed_s``; the extension tables ext_subsets*.csv and ext_minimax.csv carry a
-``solve_time`` column."""
+Adult sidecar ``elapsed_s``.  Tables (every CSV under results/) carry no timings: jobs write
+them to their logs, so tables are compared byte for byte."""
+
+TIMING_COLUMN_WORDS = ("time", "elapsed", "seconds", "duration")
+"""A CSV column whose name contains one of these would be a wall-clock measurement."""
 
 
 def without_timing(value):
@@ -220,17 +223,10 @@ def without_timing(value):
     return value
 
 
-def csv_without_timing(data: bytes) -> bytes:
-    """The CSV text with its timing columns cut out; every other cell is kept byte for byte."""
+def timing_columns(data: bytes) -> list[str]:
+    """The header cells of a CSV that look like timings (see TIMING_COLUMN_WORDS)."""
     import csv
     import io
 
-    rows = list(csv.reader(io.StringIO(data.decode())))
-    if not rows:
-        return data
-    drop = {i for i, name in enumerate(rows[0]) if name in TIMING_FIELDS}
-    if not drop:
-        return data
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows([c for i, c in enumerate(row) if i not in drop] for row in rows)
-    return out.getvalue().encode()
+    header = next(csv.reader(io.StringIO(data.decode())), [])
+    return [name for name in header if any(word in name.lower() for word in TIMING_COLUMN_WORDS)]

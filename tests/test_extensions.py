@@ -155,3 +155,62 @@ def test_baseline_table():
     y = 1 / (1 + 0.76 * 4)  # RR's truthful probability; the rest spread evenly over 4 outputs
     P = np.eye(5) * y + (1 - np.eye(5)) * (1 - y) / 4
     assert rr.RMSE_uniform == pytest.approx(expected_error(P, np.full(5, 0.2), "RMSE"), rel=1e-9)
+
+
+def test_study_tables_carry_no_timings():
+    """Solver times go to the caller's ``timings`` list (the job log), never into a table."""
+    timings = []
+    detail = ex.subset_map([3], [0.76], timings=timings)
+    assert not [c for c in detail.columns if "time" in c]
+    assert not [c for c in ex.subset_summary(detail).columns if "time" in c]
+    assert len(timings) == 128 and all(t["solve_time"] >= 0 for t in timings)
+    timings = []
+    table = ex.minimax_study([2], [0.76], timings=timings)
+    assert not [c for c in table.columns if "time" in c]
+    assert len(timings) == 2 * len(ex.MINIMAX_SETS)
+
+
+def test_study_entry_points_in_threads_without_pyplot(tmp_path):
+    """Extension jobs run as threads of Snakemake: two studies at once, in a fresh interpreter,
+    write byte-identical tables to a sequential run, figures and logs, atomically, never importing pyplot."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys, threading
+        from pathlib import Path
+        from types import SimpleNamespace as NS
+        from countdp import extensions as ex
+
+        root = Path(sys.argv[1])
+
+        def job(study, run, **params):
+            d = root / run / study
+            figs = [str(d / f"fig.{e}") for e in ("pdf", "png")]
+            out = NS(table=str(d / "table.csv"), summary=str(d / "summary.csv"), checks=str(d / "checks.csv"),
+                     figure=figs)
+            return lambda: ex.build_study(study, [], out, NS(**params), str(d / "job.log"))
+
+        jobs = [("derivability", dict(ns=[2, 3], alphas=[0.76])), ("baselines", dict(ns=[1, 2, 3], alphas=[0.62])),
+                ("minimax", dict(ns=[2], alphas=[0.76]))]
+        threads = [threading.Thread(target=job(s, "threads", **p)) for s, p in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for s, p in jobs:
+            job(s, "sequential", **p)()
+        assert "matplotlib.pyplot" not in sys.modules, "pyplot imported"
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for study in ("derivability", "baselines", "minimax"):
+        a, b = tmp_path / "threads" / study, tmp_path / "sequential" / study
+        for name in ("table.csv", "checks.csv") + (("summary.csv",) if study == "derivability" else ()):
+            assert (a / name).read_bytes() == (b / name).read_bytes(), (study, name)
+        assert (a / "fig.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (a / "fig.pdf").read_bytes()[:5] == b"%PDF-"
+        assert "figures drawn at" in (a / "job.log").read_text()
+    assert "solve_time=" in (tmp_path / "threads" / "minimax" / "job.log").read_text()
+    assert not [p for p in tmp_path.rglob(".*") if p.is_file()]  # no atomic-write temporaries left

@@ -4,9 +4,9 @@ Uses the session fixtures of tests/conftest.py (temporary copies of the reposito
 of the checkout never touched): ``quick_results`` ran the whole quick workflow with
 ``--cores 2``; ``quick_results_resumed`` ran it with ``--cores 1`` (interrupted part-way and
 resumed, which tests/test_resume.py checks separately).  Every CSV under results/ and the
-claims must be byte-identical between the two, and every mechanism JSON identical, except for
-wall-clock timing fields (conftest.TIMING_FIELDS: ``solve_time``, ``build_time``), which are
-cut out before comparing.
+claims must be byte-identical between the two, with no column left out (tables carry no
+timings: jobs log them), and every mechanism JSON identical except for its wall-clock timing
+fields (conftest.TIMING_FIELDS: ``solve_time``, ``build_time``), which are cut out before comparing.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import csv_without_timing, without_timing
+from conftest import timing_columns, without_timing
 
 TABLES = [
     "results/tables/fig10_adult_L0.csv",
@@ -55,9 +55,25 @@ def test_every_csv_identical_across_core_counts(quick_results, quick_results_res
     names = _relative(two, "*.csv") | {"results/claims.md"}
     assert names == _relative(one, "*.csv") | {"results/claims.md"}
     assert any(n.startswith("results/tables/") for n in names)
-    differ = [n for n in sorted(names)
-              if csv_without_timing((two / n).read_bytes()) != csv_without_timing((one / n).read_bytes())]
+    differ = [n for n in sorted(names) if (two / n).read_bytes() != (one / n).read_bytes()]
     assert not differ, f"differ between --cores 2 and --cores 1 (resumed): {differ}"
+
+
+def test_no_table_has_a_timing_column(quick_results):
+    """Wall-clock timings belong in the job logs, never in a CSV (they would break byte-identity)."""
+    work = quick_results
+    timed = {n: cols for n in sorted(_relative(work, "*.csv")) if (cols := timing_columns((work / n).read_bytes()))}
+    assert not timed, f"timing columns in tables: {timed}"
+
+
+def test_extension_logs_record_the_timings(quick_results):
+    """The timings that used to be table columns (ext_subsets*, ext_minimax) are in the job logs."""
+    logs = quick_results / "results/logs/extensions"
+    for study in ("subsets", "minimax"):
+        text = (logs / f"ext_{study}.log").read_text()
+        assert "solve_time=" in text and f"results/tables/ext_{study}.csv:" in text, text[:2000]
+    for study in ("baselines", "prior", "objectives", "derivability", "checks"):
+        assert f"ext_{study}: computed in " in (logs / f"ext_{study}.log").read_text()
 
 
 def test_mechanism_artifacts_identical_across_core_counts(quick_results, quick_results_resumed):

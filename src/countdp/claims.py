@@ -424,3 +424,21 @@ def claims_html(table: pd.DataFrame) -> str:
         "<table><colgroup>" + "".join(f'<col class="{c}">' for c in CLAIM_COLUMNS) + "</colgroup>",
         f"<thead><tr>{head}</tr></thead><tbody>", *rows, "</tbody></table>",
         "</body>", "</html>", ""])
+
+
+def build_claims(check_tables: Iterable[str | Path], table_path: str | Path, markdown_path: str | Path,
+                 html_path: str | Path, log: str | Path | None = None) -> pd.DataFrame:
+    """Entry point of the claims rule: the table (CSV), its Markdown and HTML pages, a one-line log.
+
+    Every file is written atomically (``countdp.io``); returns the table.
+    """
+    from countdp.io import atomic_path, write_text_atomic
+
+    table = claims_table(check_tables)
+    with atomic_path(table_path) as tmp:
+        table.to_csv(tmp, index=False)
+    write_text_atomic(markdown_path, claims_markdown(table))
+    write_text_atomic(html_path, claims_html(table))
+    if log:
+        write_text_atomic(log, f"{len(table)} claims: {table['verdict'].value_counts().to_dict()}\n")
+    return table

@@ -32,7 +32,9 @@ Every matrix that is evaluated is certified alpha-DP with :func:`countdp.certify
 
 from __future__ import annotations
 
+import functools
 import itertools
+import threading
 import time
 from collections.abc import Mapping, Sequence
 
@@ -52,6 +54,7 @@ from countdp.checks import CHECK_COLUMNS
 from countdp.checks import check_row as check
 from countdp.constraints import PROPERTIES, constraint_system, parse_properties
 from countdp.fast_design import highs_lp
+from countdp.io import atomic_path, write_text_atomic
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import expected_error, loss_matrix, objective_value, parse_objective
 from countdp.properties import check_all, gupte_sundararajan_violation
@@ -346,7 +349,7 @@ def flowchart_prediction(properties: Sequence[str], n: int, alpha: float) -> str
 
 
 def subset_map(ns: Sequence[int], alphas: Sequence[float], value_tol: float = VALUE_TOL,
-               matrix_tol: float = MATRIX_TOL) -> pd.DataFrame:
+               matrix_tol: float = MATRIX_TOL, timings: list[dict] | None = None) -> pd.DataFrame:
     """Solve the uniform-prior L0 LP for all 128 property subsets at every ``(n, alpha)``.
 
     One row per (n, alpha, subset): ``value`` (optimal L0), ``value_group`` and
@@ -356,6 +359,9 @@ def subset_map(ns: Sequence[int], alphas: Sequence[float], value_tol: float = VA
     matches, else the first match, else ``"other"``), ``vertex_gap`` (max |simplex vertex -
     min-norm optimum|: > 0 means a degenerate optimum), distances of the min-norm optimum to
     GM's and EM's matrices, and whether it is centrosymmetric.
+
+    Wall-clock solver times are not part of the table (tables are byte-identical across runs):
+    pass a list as ``timings`` to receive one ``{"n", "alpha", "subset", "solve_time"}`` per LP.
     """
     rows = []
     for n in ns:
@@ -375,8 +381,10 @@ def subset_map(ns: Sequence[int], alphas: Sequence[float], value_tol: float = VA
                               "gm_distance": float(np.abs(canon - gm).max()),
                               "em_distance": float(np.abs(canon - em).max()),
                               "symmetric": bool(np.abs(canon - canon[::-1, ::-1]).max() <= matrix_tol),
-                              "qp_solver": model.qp_solver, "solve_time": model.solve_time,
-                              "_matrix": canon, "_props": subset})
+                              "qp_solver": model.qp_solver, "_matrix": canon, "_props": subset})
+                if timings is not None:
+                    timings.append({"n": n, "alpha": a, "subset": subset_name(subset),
+                                    "solve_time": model.solve_time})
             refs = {"GM": objective_value(gm, "L0"), "EM": objective_value(em, "L0"),
                     "WH": next(r["value"] for r in block if r["_props"] == ("WH",)),
                     "WH+CM": next(r["value"] for r in block if r["_props"] == ("CM", "WH"))}
@@ -416,8 +424,7 @@ def subset_summary(detail: pd.DataFrame) -> pd.DataFrame:
                     "flowchart_disagreements": int((~g.agrees).sum()),
                     "disagreeing_subsets": ",".join(g.subset[~g.agrees]),
                     "holds": bool(g.value_group.nunique() <= (4 if a > 0.5 else 2) and ok.all()),
-                    "qp_fallbacks": int((g.qp_solver != "HiGHS-QP").sum()),
-                    "solve_time": float(g.solve_time.sum())})
+                    "qp_fallbacks": int((g.qp_solver != "HiGHS-QP").sum())})
     return pd.DataFrame(out)
 
 
@@ -446,13 +453,16 @@ def subset_checks(detail: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------ 3. minimax
 def minimax_study(ns: Sequence[int], alphas: Sequence[float],
-                  property_sets: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
+                  property_sets: Mapping[str, Sequence[str]] | None = None,
+                  timings: list[dict] | None = None) -> pd.DataFrame:
     """Bayesian (uniform prior) vs minimax L0 designs, each solved lexicographically.
 
     ``design="bayes"``: minimise the average L0, then the worst column among those optima;
     ``design="minimax"``: the reverse.  Closed-form GM and EM are added as references (with
     ``properties`` = the set they are optimal for).  ``worst_L0`` is the largest column L0
-    (with the ``(n+1)/n`` scaling), ``avg_L0`` the uniform-prior L0.
+    (with the ``(n+1)/n`` scaling), ``avg_L0`` the uniform-prior L0.  Solver times are not in
+    the table: pass a list as ``timings`` to receive one ``{"n", "alpha", "properties",
+    "design", "solve_time"}`` per designed mechanism.
     """
     sets = dict(MINIMAX_SETS if property_sets is None else property_sets)
     rows = []
@@ -466,12 +476,15 @@ def minimax_study(ns: Sequence[int], alphas: Sequence[float],
                                  "worst_L0": objective_value(P, "L0", aggregate="max"),
                                  "avg_L0": objective_value(P, "L0"),
                                  "min_diag": float(np.diag(P).min()), "max_diag": float(np.diag(P).max()),
-                                 "certified": rec["certified"], "solve_time": rec["solve_time"]})
+                                 "certified": rec["certified"]})
+                    if timings is not None:
+                        timings.append({"n": n, "alpha": a, "properties": name, "design": design,
+                                        "solve_time": rec["solve_time"]})
             for name, P in (("GM", geometric(n, a)), ("EM", explicit_fair(n, a))):
                 rows.append({"properties": name, "design": "closed-form", "n": n, "alpha": a,
                              "worst_L0": objective_value(P, "L0", aggregate="max"),
                              "avg_L0": objective_value(P, "L0"), "min_diag": float(np.diag(P).min()),
-                             "max_diag": float(np.diag(P).max()), "certified": True, "solve_time": 0.0})
+                             "max_diag": float(np.diag(P).max()), "certified": True})
     return pd.DataFrame(rows)
 
 
@@ -726,33 +739,51 @@ def _colour(key: str) -> str:
     return MECHANISM_COLORS.get(SET_COLOURS.get(key, BEHAVIOUR_COLOURS.get(key, key)), "#000000")
 
 
+PLOT_LOCK = threading.Lock()
+"""Serialises the drawing of the figures below.
+
+The extension rules run as threads of the Snakemake process (the profile's
+``force-use-threads``).  The figures never touch pyplot (no global figure manager, no backend
+switch): each is a :class:`matplotlib.figure.Figure` of its own, saved through its own
+canvas.  Matplotlib still keeps some module-level caches, so drawing is also done under
+this lock (figures are cheap; the LPs before them run in parallel)."""
+
+
+def _subplots(*args, figsize: tuple[float, float], **kwargs):
+    """``plt.subplots`` without pyplot: a new ``matplotlib.figure.Figure`` (registered nowhere) and its axes."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*args, **kwargs)
+
+
+def _serialised(plot):
+    """Run ``plot`` holding :data:`PLOT_LOCK`."""
+
+    @functools.wraps(plot)
+    def locked(*args, **kwargs):
+        with PLOT_LOCK:
+            return plot(*args, **kwargs)
+
+    return locked
+
+
 def _save(fig, paths: Sequence[str]) -> None:
+    """Save ``fig`` to every path (format from the suffix), each written atomically."""
     from pathlib import Path
 
-    import matplotlib.pyplot as plt
-
     for path in paths:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=150, bbox_inches="tight")
-    plt.close(fig)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=Path(path).suffix.lstrip("."), dpi=150, bbox_inches="tight")
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
+@_serialised
 def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Top: uniform-prior L0 vs n per alpha; bottom: achieved alpha / alpha of EXP and naive CGM."""
     from countdp.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
 
-    plt = _plt()
     alphas = sorted(table.alpha.unique())
-    fig, axes = plt.subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.2), squeeze=False,
+    fig, axes = _subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.2), squeeze=False,
                              sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     labels = {**MECHANISM_LABELS, "CGM": "Cond. GM = calibrated EXP", "EXP": "Exponential mech. (eps/2)"}
     for k, a in enumerate(alphas):
@@ -784,12 +815,12 @@ def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     _save(fig, paths)
 
 
+@_serialised
 def plot_subsets(detail: pd.DataFrame, summary: pd.DataFrame, paths: Sequence[str]) -> None:
     """Stacked bars: how many of the 128 subsets show each behaviour, per (n, alpha)."""
-    plt = _plt()
     keys = list(summary.sort_values(["alpha", "n"])[["n", "alpha"]].itertuples(index=False, name=None))
     behaviours = [b for b in (*FIG5_REFERENCES, "other") if b in set(detail.behaviour)]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(keys) + 2), 4.2))
+    fig, ax = _subplots(figsize=(max(6.0, 0.45 * len(keys) + 2), 4.2))
     x = np.arange(len(keys))
     bottom = np.zeros(len(keys))
     for b in behaviours:
@@ -811,11 +842,11 @@ def plot_subsets(detail: pd.DataFrame, summary: pd.DataFrame, paths: Sequence[st
     _save(fig, paths)
 
 
+@_serialised
 def plot_minimax(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Worst-column and average L0 of minimax (solid) and Bayesian (dashed) designs vs n."""
-    plt = _plt()
     alphas = sorted(table.alpha.unique())
-    fig, axes = plt.subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.0), squeeze=False, sharex=True)
+    fig, axes = _subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.0), squeeze=False, sharex=True)
     sets = [s for s in table.properties.unique() if s not in ("GM", "EM")]
     for k, a in enumerate(alphas):
         sub = table[table.alpha == a]
@@ -844,12 +875,12 @@ def plot_minimax(table: pd.DataFrame, paths: Sequence[str]) -> None:
     _save(fig, paths)
 
 
+@_serialised
 def plot_prior(table: pd.DataFrame, paths: Sequence[str], objective: str = "L0") -> None:
     """Per distribution: expected error of uniform-prior vs prior-aware designs, and diag spread."""
-    plt = _plt()
     dists = list(dict.fromkeys(table.distribution))
     col = "expected_L0" if objective == "L0" else "expected_L0d1"
-    fig, axes = plt.subplots(2, len(dists), figsize=(3.0 * len(dists) + 1, 5.6), squeeze=False, sharey="row")
+    fig, axes = _subplots(2, len(dists), figsize=(3.0 * len(dists) + 1, 5.6), squeeze=False, sharey="row")
     fams = list(PRIOR_COUNTERPART)
     x = np.arange(len(fams))
     for k, dist in enumerate(dists):
@@ -879,12 +910,12 @@ def plot_prior(table: pd.DataFrame, paths: Sequence[str], objective: str = "L0")
 OBJECTIVE_MARKERS = {"L0": ("o", "#444444"), "L1": ("s", "#e377c2"), "L2": ("^", "#bcbd22")}
 
 
+@_serialised
 def plot_objectives(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Expected RMSE under Binomial(n, p) of L0/L1/L2 designs across property sets."""
-    plt = _plt()
     ps = sorted(table.p.unique())
     sets = list(dict.fromkeys(table.properties))
-    fig, axes = plt.subplots(1, len(ps), figsize=(4.2 * len(ps), 4.2), squeeze=False, sharey=True)
+    fig, axes = _subplots(1, len(ps), figsize=(4.2 * len(ps), 4.2), squeeze=False, sharey=True)
     x = np.arange(len(sets))
     for k, p in enumerate(ps):
         ax = axes[0, k]
@@ -902,12 +933,12 @@ def plot_objectives(table: pd.DataFrame, paths: Sequence[str]) -> None:
     _save(fig, paths)
 
 
+@_serialised
 def plot_objective_heatmaps(frame: pd.DataFrame, paths: Sequence[str], sets: Sequence[str] | None = None) -> None:
     """Heatmaps of the designed matrices: rows = property sets, columns = objectives."""
-    plt = _plt()
     sets = list(dict.fromkeys(frame.properties)) if sets is None else list(sets)
     objs = list(dict.fromkeys(frame.objective))
-    fig, axes = plt.subplots(len(sets), len(objs), figsize=(3.1 * len(objs) + 0.8, 3.0 * len(sets)),
+    fig, axes = _subplots(len(sets), len(objs), figsize=(3.1 * len(objs) + 0.8, 3.0 * len(sets)),
                              squeeze=False)
     image = None
     vmax = float(frame[frame.properties.isin(sets)].probability.max())
@@ -931,9 +962,9 @@ def plot_objective_heatmaps(frame: pd.DataFrame, paths: Sequence[str], sets: Seq
     _save(fig, paths)
 
 
+@_serialised
 def plot_derivability(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Gupte-Sundararajan violation per mechanism and (n, alpha); derivable cells marked."""
-    plt = _plt()
     mechs = list(dict.fromkeys(table.mechanism))
     keys = list(table.sort_values(["alpha", "n"])[["n", "alpha"]].drop_duplicates().itertuples(index=False,
                                                                                                  name=None))
@@ -946,7 +977,7 @@ def plot_derivability(table: pd.DataFrame, paths: Sequence[str]) -> None:
             D[r, c] = idx.loc[(m, *key), "derivable"]
     from matplotlib.colors import ListedColormap
 
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(keys) + 2.0), 0.42 * len(mechs) + 1.6))
+    fig, ax = _subplots(figsize=(max(6.0, 0.55 * len(keys) + 2.0), 0.42 * len(mechs) + 1.6))
     ax.imshow(D.astype(float), cmap=ListedColormap(["#f4cccc", "#d9ead3"]), vmin=0, vmax=1, aspect="auto")
     for r, c in np.ndindex(V.shape):
         ax.text(c, r, "yes" if D[r, c] else f"{V[r, c]:.1e}", ha="center", va="center", fontsize=6)
@@ -956,3 +987,119 @@ def plot_derivability(table: pd.DataFrame, paths: Sequence[str]) -> None:
                  "green: yes; red: no, with the worst violation", fontsize=9)
     fig.tight_layout()
     _save(fig, paths)
+
+
+# ---------------------------------------------------------------------- 8. rule entry points
+# One function per rule of workflow/rules/extensions.smk, called from its `run:` block (a thread
+# of the Snakemake process): compute the tables, write them, draw the figures.  Every file is
+# renamed into place atomically.  Wall-clock timings go to the job's log, never into a table,
+# so the tables are byte-identical from run to run.
+def write_table(frame: pd.DataFrame, path: str) -> None:
+    """``frame.to_csv(path, index=False)``, written atomically (same bytes)."""
+    write_text_atomic(path, frame.to_csv(index=False))
+
+
+def _timing_lines(timings: Sequence[dict]) -> list[str]:
+    """One line per timed solve (``key=value ... solve_time=...s``), then totals per (n, alpha)."""
+    lines = [" ".join(f"{k}={v}" for k, v in t.items() if k != "solve_time") + f" solve_time={t['solve_time']:.4f}s"
+             for t in timings]
+    totals: dict[tuple, list[float]] = {}
+    for t in timings:
+        totals.setdefault((t["n"], t["alpha"]), []).append(t["solve_time"])
+    lines += [f"total n={n} alpha={a}: {len(v)} solves, solve_time={sum(v):.3f}s" for (n, a), v in totals.items()]
+    return lines
+
+
+def _baselines(inp, out, par, timings):
+    table = baseline_table(par.ns, par.alphas)
+    return ([(table, out.table), (baseline_checks(table), out.checks)],
+            lambda: plot_baselines(table, out.figure))
+
+
+def _subsets(inp, out, par, timings):
+    detail = subset_map(par.ns, par.alphas, timings=timings)
+    summary = subset_summary(detail)
+    return ([(detail, out.table), (summary, out.summary), (subset_checks(detail, summary), out.checks)],
+            lambda: plot_subsets(detail, summary, out.figure))
+
+
+def _minimax(inp, out, par, timings):
+    table = minimax_study(par.ns, par.alphas, timings=timings)
+    return ([(table, out.table), (minimax_checks(table), out.checks)], lambda: plot_minimax(table, out.figure))
+
+
+def _prior(inp, out, par, timings):
+    from countdp.studies import parse_alpha
+
+    cfg = par.cfg
+    n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])
+    dists = binomial_distributions(n, cfg.get("binomial_p", []))
+    targets = cfg.get("adult_targets") or []
+    if targets:
+        from countdp.data import empirical_distribution, group_counts, read_adult_table
+
+        adult = read_adult_table(inp.adult[0], inp.adult[1])
+        rng = np.random.default_rng([int(par.seed), n])
+        for target in targets:
+            bits = adult[target].to_numpy()
+            counts = np.concatenate(
+                [group_counts(bits, n, rng) for _ in range(int(cfg.get("adult_permutations", 20)))])
+            dists[f"Adult {target}"] = empirical_distribution(counts, n)
+    table, gains = prior_study(n, alpha, dists, cfg.get("objectives", ["L0", "L0d:1"]), solver=par.solver)
+    return ([(table, out.table), (gains, out.gains), (prior_checks(gains), out.checks)],
+            lambda: plot_prior(table, out.figure))
+
+
+def _objectives(inp, out, par, timings):
+    from countdp.studies import parse_alpha
+
+    cfg = par.cfg
+    n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])
+    table, mats = objective_study(n, alpha, cfg["p"], solver=par.solver.get("name", "HIGHS"),
+                                  method=par.solver.get("method"))
+    frame = matrices_frame(mats, n, alpha)
+
+    def plot():
+        plot_objectives(table, out.rmse)
+        plot_objective_heatmaps(frame, out.heatmaps, sets=cfg.get("heatmap_sets"))
+
+    return [(table, out.table), (frame, out.matrices), (objective_checks(table), out.checks)], plot
+
+
+def _derivability(inp, out, par, timings):
+    table = derivability_table(par.ns, par.alphas)
+    summary = derivability_summary(table)
+    return ([(table, out.table), (summary, out.summary), (derivability_checks(summary), out.checks)],
+            lambda: plot_derivability(table, out.figure))
+
+
+def _checks(inp, out, par, timings):
+    return [(pd.concat([pd.read_csv(path) for path in inp], ignore_index=True), out[0])], None
+
+
+STUDY_BUILDERS = {"baselines": _baselines, "subsets": _subsets, "minimax": _minimax, "prior": _prior,
+                  "objectives": _objectives, "derivability": _derivability, "checks": _checks}
+
+
+def build_study(study: str, inputs, outputs, params, log: str | None = None) -> None:
+    """Entry point of the extension rules: ``study``'s tables and figures from Snakemake's input/output/params.
+
+    The log gets the row count of every table, the wall-clock time of the study (computation,
+    then tables + figures) and, for the LP studies that record them, every solver time.
+    """
+    start = time.perf_counter()
+    timings: list[dict] = []
+    tables, plot = STUDY_BUILDERS[study](inputs, outputs, params, timings)
+    steps = [f"computed in {time.perf_counter() - start:.3f}s"]
+    for frame, path in tables:
+        write_table(frame, path)
+    if plot is not None:
+        plot()
+        steps.append(f"figures drawn at {time.perf_counter() - start:.3f}s")
+    steps.append(f"done in {time.perf_counter() - start:.3f}s")
+    lines = [f"{path}: {len(frame)} rows" for frame, path in tables]
+    lines.append(f"ext_{study}: " + ", ".join(steps))
+    if timings:
+        lines += ["solver times (wall clock):", *_timing_lines(timings)]
+    if log:
+        write_text_atomic(log, "\n".join(lines) + "\n")

@@ -1,4 +1,6 @@
-# Config validation and target lists for the intrinsic studies (issue 3).
+# Config validation, path conventions, target lists and every helper function of the rule
+# files (Snakemake's linter wants functions apart from rules: the other .smk files hold only
+# rules, wildcard constraints and a few constants).
 #
 # Path conventions (other .smk files use the helpers below, never hand-built strings).
 #   results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
@@ -257,3 +259,151 @@ def figure_outputs(name, caption):
     """PDF + PNG of one figure, attached to the report with its caption."""
     paths = [f"results/figures/{name}.{ext}" for ext in ("pdf", "png")]
     return [report_figure(p, caption, REPORT_CATEGORY) for p in paths]
+
+
+# ---------------------------------------------------------------- data (data.smk)
+ADULT_TABLE = "results/data/adult_targets.csv"
+ADULT_SIDECAR = "results/data/adult_targets.json"
+
+
+# ---------------------------------------------------------------- evaluations (evaluate.smk)
+EXTRINSIC_MECHANISMS = ["GM", "WM", "EM", "UM"]
+
+
+def p_str(p):
+    """The spelling of p in paths: shortest repr of the float (0.5, 0.05)."""
+    return repr(float(p))
+
+
+def extrinsic_mechanisms(study):
+    return list(config[study].get("mechanisms", EXTRINSIC_MECHANISMS))
+
+
+def mechanism_files(study, ns, alpha):
+    """[mechanism, n, path] for every L0 mechanism artifact a sweep reads."""
+    return [[m, int(n), mechanism_path(m, "L0", n, alpha)] for m in extrinsic_mechanisms(study) for n in ns]
+
+
+def mechanism_file_paths(study, ns, alpha):
+    """The paths of mechanism_files(study, ns, alpha) (the sweep's input files)."""
+    return [path for _, _, path in mechanism_files(study, ns, alpha)]
+
+
+def fig10_evaluations():
+    c = config["fig10"]
+    return [f"results/evaluations/adult/{t}/L0/alpha={alpha_str(c['alpha'])}/summary.csv" for t in c["targets"]]
+
+
+def fig11_evaluations():
+    c = config["fig11"]
+    return [
+        f"results/evaluations/binomial/fig11/L0d{int(c['d'])}/n={int(n)}/alpha={alpha_str(a)}/summary.csv"
+        for a in c["alpha"]
+        for n in n_values(c["n"])
+    ]
+
+
+def fig12_evaluations():
+    c = config["fig12"]
+    return [
+        f"results/evaluations/binomial/fig12/n={int(c['n'])}/alpha={alpha_str(a)}/p={p_str(p)}/summary.csv"
+        for p in c["p"]
+        for a in c["alpha"]
+    ]
+
+
+def fig13_evaluations():
+    c = config["fig13"]
+    return [
+        f"results/evaluations/binomial/fig13/RMSE/alpha={alpha_str(a)}/p={p_str(p)}/summary.csv"
+        for a in c["alpha"]
+        for p in c["p"]
+    ]
+
+
+# ---------------------------------------------------------------- extrinsic figures (figures_extrinsic.smk)
+EXTRINSIC_FIGURES = {
+    "fig10": "fig10_adult_L0",
+    "fig11": "fig11_binomial_L0d1",
+    "fig12": "fig12_binomial_L0d",
+    "fig13": "fig13_binomial_RMSE",
+}
+EXTRINSIC_EVALUATIONS = {
+    "fig10": fig10_evaluations,
+    "fig11": fig11_evaluations,
+    "fig12": fig12_evaluations,
+    "fig13": fig13_evaluations,
+}
+EXTRINSIC_FINDINGS = "results/tables/extrinsic_findings.csv"
+
+
+def extrinsic_table(fig):
+    return f"results/tables/{EXTRINSIC_FIGURES[fig]}.csv"
+
+
+def extrinsic_figure(fig, ext):
+    return f"results/figures/{EXTRINSIC_FIGURES[fig]}.{ext}"
+
+
+def extrinsic_targets():
+    return (
+        [extrinsic_table(f) for f in EXTRINSIC_FIGURES]
+        + [extrinsic_figure(f, ext) for f in EXTRINSIC_FIGURES for ext in ("pdf", "png")]
+        + [ADULT_TABLE, ADULT_SIDECAR, EXTRINSIC_FINDINGS]
+    )
+
+
+# ---------------------------------------------------------------- extensions (extensions.smk)
+# Read only config["extensions"] (the `extensions:` block) and, when extensions.prior.adult_targets
+# is non-empty, the Adult table.
+EXT = config["extensions"]
+EXT_CATEGORY = "Beyond the paper"
+EXT_STUDIES = ["baselines", "subsets", "minimax", "prior", "objectives", "derivability"]
+EXT_FIGURES = [
+    "baselines",
+    "subsets",
+    "minimax",
+    "prior",
+    "objectives_rmse",
+    "objectives_heatmaps",
+    "derivability",
+]
+
+
+def ext_alphas(spec):
+    """Config alphas (numbers or "p/q") as floats."""
+    return [alpha_value(a) for a in spec]
+
+
+def ext_figure(name, caption=None):
+    """PDF + PNG of one figure, attached to the report with its caption."""
+    caption = f"../report/{caption or name}.rst"
+    paths = [f"results/figures/{name}.{ext}" for ext in ("pdf", "png")]
+    return [report(p, caption=caption, category=EXT_CATEGORY, subcategory=name) for p in paths]
+
+
+def ext_check_path(study):
+    return f"results/tables/checks/ext_{study}.csv"
+
+
+def ext_log(name):
+    return f"results/logs/extensions/{name}.log"
+
+
+def extensions_targets():
+    """Every artifact of the extension studies (for rule all)."""
+    return ["results/tables/ext_checks.csv"] + [
+        f"results/figures/ext_{name}.{ext}" for name in EXT_FIGURES for ext in ("pdf", "png")
+    ]
+
+
+# ---------------------------------------------------------------- claims (claims.smk)
+CHECK_TABLES = [
+    "results/tables/intrinsic_checks.csv",
+    "results/tables/extrinsic_findings.csv",
+    "results/tables/ext_checks.csv",
+]
+
+
+def claims_targets():
+    return ["results/tables/claims.csv", "results/claims.md", "results/claims.html"]

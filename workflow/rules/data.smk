@@ -2,10 +2,7 @@
 # three binary targets, with a JSON sidecar recording the source used (ucimlrepo or the
 # checksummed snapshot in resources/), its SHA-256 and the row counts.  Synthetic Binomial
 # populations are drawn inside the evaluation jobs (fresh per repetition, seeded).
-
-
-ADULT_TABLE = "results/data/adult_targets.csv"
-ADULT_SIDECAR = "results/data/adult_targets.json"
+# ADULT_TABLE / ADULT_SIDECAR: see common.smk.
 
 
 rule adult_data:
@@ -19,5 +16,7 @@ rule adult_data:
         timeout=config["data"].get("fetch_timeout", 20),
     log:
         "results/logs/data/adult.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/data_adult.py"

@@ -7,6 +7,7 @@
 #
 # Inputs are the certified L0 mechanism artifacts of design.smk (mechanism_path), re-verified
 # with countdp.io.load_certified.  Seeds: countdp.experiments.rng_for(config seed, parameters).
+# The helpers (mechanism_files, fig10_evaluations, ...) live in common.smk.
 
 
 wildcard_constraints:
@@ -15,64 +16,11 @@ wildcard_constraints:
     d=r"[0-9]+",
 
 
-EXTRINSIC_MECHANISMS = ["GM", "WM", "EM", "UM"]
-
-
-def p_str(p):
-    """The spelling of p in paths: shortest repr of the float (0.5, 0.05)."""
-    return repr(float(p))
-
-
-def extrinsic_mechanisms(study):
-    return list(config[study].get("mechanisms", EXTRINSIC_MECHANISMS))
-
-
-def mechanism_files(study, ns, alpha):
-    """[mechanism, n, path] for every L0 mechanism artifact a sweep reads."""
-    return [[m, int(n), mechanism_path(m, "L0", n, alpha)] for m in extrinsic_mechanisms(study) for n in ns]
-
-
-def fig10_evaluations():
-    c = config["fig10"]
-    return [f"results/evaluations/adult/{t}/L0/alpha={alpha_str(c['alpha'])}/summary.csv" for t in c["targets"]]
-
-
-def fig11_evaluations():
-    c = config["fig11"]
-    return [
-        f"results/evaluations/binomial/fig11/L0d{int(c['d'])}/n={int(n)}/alpha={alpha_str(a)}/summary.csv"
-        for a in c["alpha"]
-        for n in n_values(c["n"])
-    ]
-
-
-def fig12_evaluations():
-    c = config["fig12"]
-    return [
-        f"results/evaluations/binomial/fig12/n={int(c['n'])}/alpha={alpha_str(a)}/p={p_str(p)}/summary.csv"
-        for p in c["p"]
-        for a in c["alpha"]
-    ]
-
-
-def fig13_evaluations():
-    c = config["fig13"]
-    return [
-        f"results/evaluations/binomial/fig13/RMSE/alpha={alpha_str(a)}/p={p_str(p)}/summary.csv"
-        for a in c["alpha"]
-        for p in c["p"]
-    ]
-
-
-def _paths(files):
-    return [path for _, _, path in files]
-
-
 rule eval_fig10_adult:
     input:
         table=ADULT_TABLE,
         sidecar=ADULT_SIDECAR,
-        mechanisms=lambda wc: _paths(mechanism_files("fig10", n_values(config["fig10"]["n"]), wc.alpha)),
+        mechanisms=lambda wc: mechanism_file_paths("fig10", n_values(config["fig10"]["n"]), wc.alpha),
     output:
         summary="results/evaluations/adult/{target}/L0/alpha={alpha}/summary.csv",
         raw="results/evaluations/adult/{target}/L0/alpha={alpha}/raw.csv",
@@ -83,13 +31,15 @@ rule eval_fig10_adult:
         seed=config["seed"],
     log:
         "results/logs/evaluations/adult/{target}/L0/alpha={alpha}.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/eval_adult.py"
 
 
 rule eval_fig11_binomial:
     input:
-        mechanisms=lambda wc: _paths(mechanism_files("fig11", [int(wc.n)], wc.alpha)),
+        mechanisms=lambda wc: mechanism_file_paths("fig11", [int(wc.n)], wc.alpha),
     output:
         summary="results/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}/summary.csv",
         raw="results/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}/raw.csv",
@@ -103,13 +53,15 @@ rule eval_fig11_binomial:
         seed=config["seed"],
     log:
         "results/logs/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/eval_binomial.py"
 
 
 rule eval_fig12_binomial:
     input:
-        mechanisms=lambda wc: _paths(mechanism_files("fig12", [int(wc.n)], wc.alpha)),
+        mechanisms=lambda wc: mechanism_file_paths("fig12", [int(wc.n)], wc.alpha),
     output:
         summary="results/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}/summary.csv",
         raw="results/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}/raw.csv",
@@ -123,13 +75,15 @@ rule eval_fig12_binomial:
         seed=config["seed"],
     log:
         "results/logs/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/eval_binomial.py"
 
 
 rule eval_fig13_binomial:
     input:
-        mechanisms=lambda wc: _paths(mechanism_files("fig13", n_values(config["fig13"]["n"]), wc.alpha)),
+        mechanisms=lambda wc: mechanism_file_paths("fig13", n_values(config["fig13"]["n"]), wc.alpha),
     output:
         summary="results/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}/summary.csv",
         raw="results/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}/raw.csv",
@@ -145,5 +99,7 @@ rule eval_fig13_binomial:
         seed=config["seed"],
     log:
         "results/logs/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}.log",
+    conda:
+        "../../environment.yml"
     script:
         "../scripts/eval_binomial.py"
