@@ -76,20 +76,23 @@ def _heatmap(ax: plt.Axes, P: np.ndarray, title: str, digits: int = 2, cbar: boo
     ax.set_yticks(np.arange(n + 1) + 0.5, [str(k) for k in range(n + 1)], rotation=0)
 
 
+def _heatmap_row(k: int, height: float, wspace: float):
+    """A figure with ``k`` heatmap axes side by side and a thin colour-bar axis on the right."""
+    fig = plt.figure(figsize=(3.0 * k + 0.6, height))
+    grid = fig.add_gridspec(1, k + 1, width_ratios=[1] * k + [0.05], wspace=wspace)
+    return fig, [fig.add_subplot(grid[0, idx]) for idx in range(k)], fig.add_subplot(grid[0, k])
+
+
 def heatmap_panels(inputs: Mapping, outputs: Sequence[str], title: str = "") -> None:
     """Figures 1 and 2: one heatmap per designed LP optimum, titled by objective and n."""
     _setup()
     records = load_matrix_records(inputs["mechanisms"])
-    k = len(records)
-    fig = plt.figure(figsize=(3.0 * k + 0.6, 3.6))
-    grid = fig.add_gridspec(1, k + 1, width_ratios=[1] * k + [0.05], wspace=0.35)
-    cax = fig.add_subplot(grid[0, k])
-    for idx, r in enumerate(records):
-        ax = fig.add_subplot(grid[0, idx])
+    fig, axes, cax = _heatmap_row(len(records), 3.6, 0.35)
+    for idx, (ax, r) in enumerate(zip(axes, records, strict=True)):
         P = np.asarray(r["matrix"])
         obj = r["objective"].replace("L0d:", "L0,d=")
         _heatmap(ax, P, f"{obj}, n = {r['n']}\nobjective = {r['objective_value']:.3f}",
-                 digits=2, cbar=idx == k - 1, cbar_ax=cax, fontsize=6.0 if r["n"] <= 6 else 5.0)
+                 digits=2, cbar=idx == len(axes) - 1, cbar_ax=cax, fontsize=6.0 if r["n"] <= 6 else 5.0)
         if idx:
             ax.set_ylabel("")
     alpha = records[0]["alpha"] if records else float("nan")
@@ -175,17 +178,13 @@ def named_heatmaps(inputs: Mapping, outputs: Sequence[str], title: str = "") -> 
     """Figure 7: annotated heatmaps of GM, EM, WM, with their uniform-prior truthful probability."""
     _setup()
     records = load_matrix_records(inputs["mechanisms"])
-    k = len(records)
-    fig = plt.figure(figsize=(3.0 * k + 0.6, 3.4))
-    grid = fig.add_gridspec(1, k + 1, width_ratios=[1] * k + [0.05], wspace=0.3)
-    cax = fig.add_subplot(grid[0, k])
+    fig, axes, cax = _heatmap_row(len(records), 3.4, 0.3)
     vmax = max(float(np.max(r["matrix"])) for r in records)
-    for idx, r in enumerate(records):
-        ax = fig.add_subplot(grid[0, idx])
+    for idx, (ax, r) in enumerate(zip(axes, records, strict=True)):
         P = np.asarray(r["matrix"])
         truthful = np.trace(P) / P.shape[0]
         _heatmap(ax, P, f"{MECHANISM_LABELS.get(r['mechanism'], r['mechanism'])}\n"
-                        f"Pr[truth], uniform prior = {truthful:.3f}", digits=3, cbar=idx == k - 1, cbar_ax=cax,
+                        f"Pr[truth], uniform prior = {truthful:.3f}", digits=3, cbar=idx == len(axes) - 1, cbar_ax=cax,
                  vmax=vmax, fontsize=7)
         ax.title.set_color(MECHANISM_COLORS.get(r["mechanism"], "black"))
         if idx:
