@@ -140,3 +140,20 @@ def test_grid_of_all_subsets_small():
             assert fast.certificate.certified
             assert fast.objective_value == pytest.approx(ref.objective_value, abs=TOL), props
             assert objective_value(fast.matrix, "L0") == pytest.approx(ref.solver_objective, abs=TOL)
+
+
+@pytest.mark.parametrize("n", [5, 9, 16, 24])
+@pytest.mark.parametrize("alpha", [0.62, 0.91])
+@pytest.mark.parametrize("props", [("RM", "CM", "WH", "S"), ("RM", "CM", "WH"), ("WH", "S"), ("CM", "S")],
+                         ids=lambda p: "+".join(p))
+def test_clarabel_qdldl_matches_cvxpy(n, alpha, props):
+    """The large-model path (Clarabel, QDLDL factorisation) gives the plain optimum, certified."""
+    from countdp.certify import certify
+
+    ref = design_lp(n, alpha, props, "L0", backend="cvxpy")
+    fast = fast_design(n, alpha, props, "L0", method="clarabel", use_closed_forms=False)
+    assert fast.extra["kkt_solver"] == "qdldl"
+    assert fast.solver_objective == pytest.approx(ref.solver_objective, rel=TOL, abs=TOL)
+    matrix, certificate = certify(fast.matrix, alpha)
+    assert certificate.certified and is_alpha_dp(matrix, alpha)
+    assert objective_value(matrix, "L0") == pytest.approx(ref.objective_value, rel=TOL, abs=TOL)
