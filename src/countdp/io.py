@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.certify import Certificate, is_alpha_dp
+from countdp.certify import is_alpha_dp
 from countdp.design import Design
 from countdp.metrics import objective_value
 from countdp.properties import check_all
@@ -132,5 +132,5 @@ def load_certified(path: str | os.PathLike) -> dict:
     return record
 
 
-__all__ = ["Certificate", "atomic_path", "design_to_dict", "load_certified", "load_matrix", "load_record",
+__all__ = ["atomic_path", "design_to_dict", "load_certified", "load_matrix", "load_record",
            "save_design", "to_json", "write_text_atomic"]
