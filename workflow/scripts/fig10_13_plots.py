@@ -92,24 +92,33 @@ def fig10(table, settings):
     return fig
 
 
+def curve_panels(table, mechanisms, rows, cols, x, panel_size, title, xlabel, ylabel, offset=0.0):
+    """A grid of ``curve`` panels (mean +- 1 s.d. vs ``x``): one row per value of ``rows = (key, values)``,
+    one column per value of ``cols``; ``title(row_value, col_value)`` names each panel."""
+    (row_key, row_values), (col_key, col_values) = rows, cols
+    fig, axes = plt.subplots(len(row_values), len(col_values), squeeze=False, sharex=True,
+                             figsize=(panel_size[0] * len(col_values), panel_size[1] * len(row_values)))
+    for r, rv in enumerate(row_values):
+        for c, cv in enumerate(col_values):
+            ax = axes[r, c]
+            curve(ax, table[(table[row_key] == rv) & (table[col_key] == cv)], x, "sd", mechanisms, offset=offset)
+            ax.set_title(title(rv, cv), fontsize=10)
+            ax.grid(alpha=0.3)
+            if r == len(row_values) - 1:
+                ax.set_xlabel(xlabel)
+            if c == 0:
+                ax.set_ylabel(ylabel)
+    return fig
+
+
 def fig11(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     alphas = sorted(table["alpha"].unique(), reverse=True)
     ns = sorted(table["n"].unique())
     d = int(table["d"].iloc[0])
-    fig, axes = plt.subplots(len(alphas), len(ns), figsize=(4.0 * len(ns), 3.3 * len(alphas)), squeeze=False,
-                             sharex=True)
-    for r, a in enumerate(alphas):
-        for c, n in enumerate(ns):
-            ax = axes[r, c]
-            sub = table[(table["alpha"] == a) & (table["n"] == n)]
-            curve(ax, sub, "p", "sd", mechanisms)
-            ax.set_title(f"n = {n}, $\\alpha$ = {fmt(a)}", fontsize=10)
-            ax.grid(alpha=0.3)
-            if r == len(alphas) - 1:
-                ax.set_xlabel("p (probability a bit is 1)")
-            if c == 0:
-                ax.set_ylabel(f"$\\mathbb{{L}}_{{0,{d}}}$: fraction off by more than {d}")
+    fig = curve_panels(table, mechanisms, ("alpha", alphas), ("n", ns), "p", (4.0, 3.3),
+                       lambda a, n: f"n = {n}, $\\alpha$ = {fmt(a)}", "p (probability a bit is 1)",
+                       f"$\\mathbb{{L}}_{{0,{d}}}$: fraction off by more than {d}")
     reps = int(table["repetitions"].max())
     fig.legend(handles=legend_handles(mechanisms, "exact expectation, Binomial(n, p)"), loc="lower center",
                ncol=len(mechanisms) + 1, frameon=False, bbox_to_anchor=(0.5, -0.05 / len(alphas)))
@@ -166,19 +175,9 @@ def fig13(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     alphas = sorted(table["alpha"].unique(), reverse=True)
     ps = [p for p in settings["p"] if p in set(table["p"])]
-    fig, axes = plt.subplots(len(alphas), len(ps), figsize=(4.8 * len(ps), 3.5 * len(alphas)), squeeze=False,
-                             sharex=True)
-    for r, a in enumerate(alphas):
-        for c, p in enumerate(ps):
-            ax = axes[r, c]
-            sub = table[(table["alpha"] == a) & (table["p"] == p)]
-            curve(ax, sub, "n", "sd", mechanisms, offset=0.008)
-            ax.set_title(f"$\\alpha$ = {fmt(a)}, p = {fmt(p)}", fontsize=10)
-            ax.grid(alpha=0.3)
-            if r == len(alphas) - 1:
-                ax.set_xlabel("group size n")
-            if c == 0:
-                ax.set_ylabel("RMSE of noisy counts")
+    fig = curve_panels(table, mechanisms, ("alpha", alphas), ("p", ps), "n", (4.8, 3.5),
+                       lambda a, p: f"$\\alpha$ = {fmt(a)}, p = {fmt(p)}", "group size n", "RMSE of noisy counts",
+                       offset=0.008)
     reps = int(table["repetitions"].max())
     fig.legend(handles=legend_handles(mechanisms, "exact $\\sqrt{E(out-in)^2}$, Binomial(n, p)"),
                loc="lower center", ncol=len(mechanisms) + 1, frameon=False,
