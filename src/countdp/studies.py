@@ -12,7 +12,6 @@ Each study also returns *checks*: one row per statement of the paper, with the c
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from countdp.mechanisms import (
     geometric_exponents,
 )
 from countdp.metrics import objective_value, parse_objective
+from countdp.validation import number_or_fraction
 
 CLOSED_FORM_MECHANISMS = ("GM", "EM", "UM")
 LP_NAMED = ("WM", "WH")
@@ -41,7 +41,7 @@ EXACT_TOL = 1e-9
 # ----------------------------------------------------------------------------- parsing
 def parse_alpha(alpha: object) -> float:
     """A number or ``"p/q"`` string as a float in (0, 1)."""
-    value = float(Fraction(alpha.replace(" ", ""))) if isinstance(alpha, str) else float(alpha)
+    value = number_or_fraction(alpha)
     if not 0.0 < value < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
     return value

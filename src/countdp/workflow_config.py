@@ -14,13 +14,14 @@ a number in [0, 1]``; all lines are raised together as one :class:`ConfigError`.
 
 from __future__ import annotations
 
-import fractions
 import math
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import yaml
+
+from countdp.validation import number_or_fraction
 
 __all__ = ["ConfigError", "check_config", "config_errors", "describe", "load_schema"]
 
@@ -166,12 +167,6 @@ def _walk(node, path=()) -> Iterator[tuple[tuple, str, object]]:
             yield from _walk(value, (*path, i))
 
 
-def _alpha(value) -> float:
-    if isinstance(value, str):
-        return float(fractions.Fraction(value.replace(" ", "")))
-    return float(value)
-
-
 def _semantic_errors(config: Mapping) -> list[str]:
     errors = []
     for path, key, value in _walk(config):
@@ -180,7 +175,7 @@ def _semantic_errors(config: Mapping) -> list[str]:
             for i, item in items:
                 where = (*path, key) if i is None else (*path, key, i)
                 try:
-                    a = _alpha(item)
+                    a = number_or_fraction(item)
                     ok = math.isfinite(a) and 0 < a < 1
                 except (ValueError, TypeError, ZeroDivisionError):
                     ok = False

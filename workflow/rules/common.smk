@@ -9,11 +9,15 @@
 #     (LP-none = BasicDP only).
 #   - objective: L0, L1, L2, or L0d{d} (the file-name-safe spelling of "L0d:d").
 #   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.
-import fractions
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from countdp.constraints import PROPERTIES
+from countdp.constraints import parse_properties
+from countdp.metrics import parse_objective
+from countdp.studies import alpha_spelling
+from countdp.validation import number_or_fraction
 from countdp.workflow_config import ConfigError, check_config
 
 
@@ -54,9 +58,8 @@ onstart:
         print(f"removed {len(stray)} temporary file(s) left by an interrupted run: {stray[:5]}")
 
 
-PROPERTY_ORDER = ("RH", "RM", "CH", "CM", "F", "WH", "S")
 NAMED_MECHANISMS = ("GM", "EM", "UM", "WM", "WH")
-_PROP_RE = "(?:RH|RM|CH|CM|F|WH|S)"
+_PROP_RE = "(?:" + "|".join(PROPERTIES) + ")"
 _MECHANISM_RE = rf"GM|EM|UM|WM|WH|LP-none|LP-{_PROP_RE}(?:\+{_PROP_RE})*"
 
 
@@ -69,14 +72,12 @@ wildcard_constraints:
 
 def alpha_value(alpha):
     """A config alpha (number or "p/q" string) as a float."""
-    if isinstance(alpha, str):
-        return float(fractions.Fraction(alpha.replace(" ", "")))
-    return float(alpha)
+    return number_or_fraction(alpha)
 
 
 def alpha_str(alpha):
     """The spelling of alpha in artifact paths: shortest repr of the float."""
-    return repr(alpha_value(alpha))
+    return alpha_spelling(alpha)
 
 
 def n_values(spec):
@@ -88,16 +89,12 @@ def n_values(spec):
 
 def objective_slug(objective):
     """File-name-safe objective: "L0d:1" -> "L0d1"."""
-    return str(objective).replace(":", "")
+    return parse_objective(objective).slug
 
 
 def lp_name(properties):
-    """LP-{props} in canonical order, or LP-none for BasicDP only."""
-    props = set(properties)
-    unknown = props - set(PROPERTY_ORDER)
-    if unknown:
-        raise ValueError(f"unknown properties {sorted(unknown)}")
-    return "LP-" + ("+".join(p for p in PROPERTY_ORDER if p in props) or "none")
+    """LP-{props} in canonical order, or LP-none for BasicDP only (unknown names raise)."""
+    return "LP-" + ("+".join(parse_properties(properties)) or "none")
 
 
 def mechanism_path(mechanism, objective, n, alpha):
