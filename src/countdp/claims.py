@@ -432,11 +432,10 @@ def build_claims(check_tables: Iterable[str | Path], table_path: str | Path, mar
 
     Every file is written atomically (``countdp.io``); returns the table.
     """
-    from countdp.io import atomic_path, write_text_atomic
+    from countdp.io import write_csv_atomic, write_text_atomic
 
     table = claims_table(check_tables)
-    with atomic_path(table_path) as tmp:
-        table.to_csv(tmp, index=False)
+    write_csv_atomic(table, table_path)
     write_text_atomic(markdown_path, claims_markdown(table))
     write_text_atomic(html_path, claims_html(table))
     if log:

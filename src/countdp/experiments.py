@@ -181,14 +181,7 @@ def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, 
     return out
 
 
-def write_csv_atomic(frame: pd.DataFrame, path) -> None:
-    """Write ``frame`` as CSV (floats at full precision) so a killed job leaves no partial file."""
-    from countdp.io import write_text_atomic
-
-    write_text_atomic(path, frame.to_csv(index=False, lineterminator="\n", float_format="%.12g"))
-
-
 __all__ = [
     "adult_sweep", "binomial_sweep", "canonical", "load_mechanisms", "rng_for", "seed_sequence", "simulate",
-    "summarise", "write_csv_atomic",
+    "summarise",
 ]

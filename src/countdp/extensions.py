@@ -54,7 +54,7 @@ from countdp.checks import CHECK_COLUMNS
 from countdp.checks import check_row as check
 from countdp.constraints import PROPERTIES, constraint_system, parse_properties
 from countdp.fast_design import highs_lp
-from countdp.io import atomic_path, write_text_atomic
+from countdp.io import atomic_path, write_csv_atomic, write_text_atomic
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import expected_error, loss_matrix, objective_value, parse_objective
 from countdp.properties import check_all, gupte_sundararajan_violation
@@ -994,11 +994,6 @@ def plot_derivability(table: pd.DataFrame, paths: Sequence[str]) -> None:
 # of the Snakemake process): compute the tables, write them, draw the figures.  Every file is
 # renamed into place atomically.  Wall-clock timings go to the job's log, never into a table,
 # so the tables are byte-identical from run to run.
-def write_table(frame: pd.DataFrame, path: str) -> None:
-    """``frame.to_csv(path, index=False)``, written atomically (same bytes)."""
-    write_text_atomic(path, frame.to_csv(index=False))
-
-
 def _timing_lines(timings: Sequence[dict]) -> list[str]:
     """One line per timed solve (``key=value ... solve_time=...s``), then totals per (n, alpha)."""
     lines = [" ".join(f"{k}={v}" for k, v in t.items() if k != "solve_time") + f" solve_time={t['solve_time']:.4f}s"
@@ -1092,7 +1087,7 @@ def build_study(study: str, inputs, outputs, params, log: str | None = None) -> 
     tables, plot = STUDY_BUILDERS[study](inputs, outputs, params, timings)
     steps = [f"computed in {time.perf_counter() - start:.3f}s"]
     for frame, path in tables:
-        write_table(frame, path)
+        write_csv_atomic(frame, path)
     if plot is not None:
         plot()
         steps.append(f"figures drawn at {time.perf_counter() - start:.3f}s")

@@ -42,6 +42,12 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text)
 
 
+def write_csv_atomic(frame, path: str | os.PathLike, float_format: str | None = None) -> None:
+    """Write a pandas ``frame`` as CSV (no index, ``\\n`` line ends) so a killed job leaves no partial
+    file; ``float_format`` e.g. ``"%.12g"`` (default: full ``repr`` precision)."""
+    write_text_atomic(path, frame.to_csv(index=False, lineterminator="\n", float_format=float_format))
+
+
 def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
     """The JSON-ready record of a design: matrix, objective, properties and DP certificate."""
     cert = design.certificate
@@ -133,4 +139,4 @@ def load_certified(path: str | os.PathLike) -> dict:
 
 
 __all__ = ["atomic_path", "design_to_dict", "load_certified", "load_matrix", "load_record",
-           "save_design", "to_json", "write_text_atomic"]
+           "save_design", "to_json", "write_csv_atomic", "write_text_atomic"]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from countdp.checks import CHECK_COLUMNS, check_row
 from countdp.constraints import PROPERTIES
-from countdp.io import load_certified, save_design, write_text_atomic
+from countdp.io import load_certified, save_design, write_csv_atomic, write_text_atomic
 from countdp.mechanisms import (
     explicit_fair,
     explicit_fair_diagonal,
@@ -156,10 +156,6 @@ def wh_threshold(alpha: float) -> float:
 
 def gm_l0(alpha: float) -> float:
     return 2 * alpha / (1 + alpha)
-
-
-def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
-    write_text_atomic(path, frame.to_csv(index=False, float_format="%.12g"))
 
 
 def matrix_frame(record: dict, **extra) -> pd.DataFrame:
@@ -655,6 +651,6 @@ def build_tables(study: str, inputs, outputs, params, log: str | None = None) ->
     """Entry point of the table rules: build ``study``'s tables from Snakemake's input/output/params."""
     written = TABLE_BUILDERS[study](inputs, outputs, params)
     for frame, path in written:
-        write_csv(frame, path)
+        write_csv_atomic(frame, path, "%.12g")
     if log:
         write_text_atomic(log, "".join(f"{path}: {len(frame)} rows\n" for frame, path in written))

@@ -4,7 +4,8 @@ import logging
 import time
 
 from countdp.data import read_adult_table
-from countdp.experiments import adult_sweep, load_mechanisms, write_csv_atomic
+from countdp.experiments import adult_sweep, load_mechanisms
+from countdp.io import write_csv_atomic
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 
@@ -19,7 +20,7 @@ raw, summary = adult_sweep(
     table[target].to_numpy(), target, alpha, smk.params.ns, mechanisms,
     lambda m, point: matrices[(m, point["n"])], int(smk.params.repetitions), int(smk.params.seed),
 )
-write_csv_atomic(raw, smk.output.raw)
-write_csv_atomic(summary, smk.output.summary)
+write_csv_atomic(raw, smk.output.raw, "%.12g")
+write_csv_atomic(summary, smk.output.summary, "%.12g")
 logging.info("%s alpha=%s: %d points x %d mechanisms in %.2f s; max |z| = %.2f", target, alpha,
              len(smk.params.ns), len(mechanisms), time.perf_counter() - start, summary["z"].abs().max())

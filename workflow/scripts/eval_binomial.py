@@ -3,7 +3,8 @@
 import logging
 import time
 
-from countdp.experiments import binomial_sweep, load_mechanisms, write_csv_atomic
+from countdp.experiments import binomial_sweep, load_mechanisms
+from countdp.io import write_csv_atomic
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 
@@ -16,7 +17,7 @@ raw, summary = binomial_sweep(
     smk.params.points, mechanisms, lambda m, point: matrices[(m, int(point["n"]))], list(smk.params.measures),
     int(smk.params.repetitions), int(smk.params.seed), smk.params.study, int(smk.params.population),
 )
-write_csv_atomic(raw, smk.output.raw)
-write_csv_atomic(summary, smk.output.summary)
+write_csv_atomic(raw, smk.output.raw, "%.12g")
+write_csv_atomic(summary, smk.output.summary, "%.12g")
 logging.info("%s alpha=%s: %d points x %d mechanisms in %.2f s; max |z| = %.2f", smk.params.study, alpha,
              len(smk.params.points), len(mechanisms), time.perf_counter() - start, summary["z"].abs().max())

@@ -10,7 +10,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from countdp.experiments import write_csv_atomic
+from countdp.io import write_csv_atomic
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 
@@ -170,6 +170,6 @@ for fig, t in tables.items():
         f"max |z| = {z.max():.2f}; {int((z > 3).sum())} cells with |z| > 3", z.max() <= 4.5 and (z > 3).mean() <= 0.02)
 
 findings = pd.DataFrame(rows)
-write_csv_atomic(findings, smk.output[0])
+write_csv_atomic(findings, smk.output[0], "%.12g")
 logging.basicConfig(filename=smk.log[0], level=logging.INFO, format="%(asctime)s %(message)s", force=True)
 logging.info("%d findings; holds: %s", len(findings), findings["holds"].value_counts().to_dict())

@@ -17,8 +17,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from countdp.experiments import write_csv_atomic  # noqa: E402
-from countdp.io import atomic_path  # noqa: E402
+from countdp.io import atomic_path, write_csv_atomic  # noqa: E402
 from countdp.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER  # noqa: E402
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
@@ -197,7 +196,7 @@ if figure == "fig10":
     table.insert(2, "data_sha256", source["sha256"])
 sort_keys = [k for k in ("target", "alpha", "p", "n", "d", "mechanism") if k in table.columns]
 table = table.sort_values(sort_keys, ascending=[k != "alpha" for k in sort_keys], kind="stable")
-write_csv_atomic(table, smk.output.table)
+write_csv_atomic(table, smk.output.table, "%.12g")
 plt.rcParams.update({"font.size": 9, "axes.titlesize": 10})
 save({"fig10": fig10, "fig11": fig11, "fig12": fig12, "fig13": fig13}[figure](table, settings))
 logging.info("%s: %d rows; max |z| (Monte Carlo vs exact) = %.2f", figure, len(table), table["z"].abs().max())
