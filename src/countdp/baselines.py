@@ -121,11 +121,6 @@ def calibrated_exponential(n: int, alpha: float) -> np.ndarray:
     return calibrated_conditioned_geometric(n, alpha)
 
 
-def exponential_nominal_alpha(base: float) -> float:
-    """The nominal alpha of the exponential mechanism with per-step weight ``base`` (base^2)."""
-    return float(base) ** 2
-
-
 def rr_keep_probability(n: int, alpha: float) -> float:
     """Largest ``p`` for which ``p I + (1-p) UM`` is alpha-DP: ``(1-alpha)/(1 + alpha n)``."""
     n, a = check_n(n), check_alpha(alpha)

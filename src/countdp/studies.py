@@ -158,15 +158,6 @@ def gm_l0(alpha: float) -> float:
     return 2 * alpha / (1 + alpha)
 
 
-def matrix_frame(record: dict, **extra) -> pd.DataFrame:
-    """Long table of one mechanism: output i, input j, probability."""
-    P = np.asarray(record["matrix"])
-    i, j = np.indices(P.shape)
-    base = {"mechanism": record["mechanism"], "objective": record["objective"], "n": record["n"],
-            "alpha": record["alpha"], **extra}
-    return pd.DataFrame({**base, "output": i.ravel(), "input": j.ravel(), "probability": P.ravel()})
-
-
 # ----------------------------------------------------------------------------- Figure 1
 def fig01_tables(panel_records: Sequence[dict], l2_records: Sequence[dict],
                  alpha: float) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
