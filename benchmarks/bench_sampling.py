@@ -1,60 +1,39 @@
-"""Sampling throughput of :func:`countdp.sampling.release` (samples/s), one thread.
+"""The release path: sampler throughput (seeded and OS-sourced), and what each sampler realizes.
 
-Also times a *proposed* vectorised alias-table sampler (Walker/Vose; defined here, not in the
-package) on the same inputs and checks that both reproduce the mechanism's columns, so the lead
-can decide whether to adopt it.  Target: >= 10M samples/s on one core at n <= 64.
+Part 1, throughput of :func:`countdp.sampling.release` on EM's integer weights, one thread,
+best of ``--repeats``.  Targets at n <= 64: >= 20 M samples/s seeded, >= 10 M/s from the OS.
 
-    /tmp/venv/bin/python benchmarks/bench_sampling.py
-    /tmp/venv/bin/python benchmarks/bench_sampling.py --ns 8,64,256,1024 --samples 5000000
+Part 2, privacy of the distribution each sampler *realizes*, computed exactly: the old float
+inverse CDF (``u = k / 2**53``, output ``min{i : u < cdf[i]}``, on the certified float
+matrix) against the release weights ``W / 2**62``: the number of broken DP inequalities, the
+outputs with probability 0 under one input and > 0 under its neighbour, and the worst ratio
+``max W[i, j'] / W[i, j]`` over neighbours, times alpha, as ``1 + excess`` (alpha-DP iff excess <= 0).
+
+    .venv/bin/python benchmarks/bench_sampling.py
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
+from fractions import Fraction
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import numpy as np  # noqa: E402
 
-from countdp.mechanisms import explicit_fair  # noqa: E402
-from countdp.sampling import release  # noqa: E402
+from countdp.design import design_named  # noqa: E402
+from countdp.exact import exact_dp_check  # noqa: E402
+from countdp.sampling import SystemRandomSource, release  # noqa: E402
 
-TARGET = 10e6
-
-
-def alias_tables(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Vose alias tables for every column: flattened ``prob[j*N + k]``, ``alias[j*N + k]``."""
-    N = P.shape[0]
-    prob = np.empty((N, N))
-    alias = np.empty((N, N), dtype=np.int64)
-    for j in range(N):
-        scaled = P[:, j] / P[:, j].sum() * N
-        small = [k for k in range(N) if scaled[k] < 1.0]
-        large = [k for k in range(N) if scaled[k] >= 1.0]
-        p, a = np.ones(N), np.arange(N)
-        while small and large:
-            s, g = small.pop(), large.pop()
-            p[s], a[s] = scaled[s], g
-            scaled[g] -= 1.0 - scaled[s]
-            (small if scaled[g] < 1.0 else large).append(g)
-        prob[j], alias[j] = p, a
-    return prob.ravel(), alias.ravel()
+SEEDED_TARGET, OS_TARGET = 20e6, 10e6
+CASES = [("GM", 60, "1/2"), ("GM", 40, "1/2"), ("EM", 20, "1/2"), ("GM", 200, "99/100"), ("WM", 60, "10/11")]
 
 
-def release_alias(tables: tuple[np.ndarray, np.ndarray], N: int, true_counts: np.ndarray,
-                  rng: np.random.Generator) -> np.ndarray:
-    """One uniform per sample: its integer part picks a slot, its fraction accepts or aliases."""
-    prob, alias = tables
-    scaled = rng.random(true_counts.shape) * N
-    slot = scaled.astype(np.int64)
-    flat = true_counts * N + slot
-    return np.where(scaled - slot < prob[flat], slot, alias[flat])
-
-
-def throughput(fn, repeats: int) -> float:
+def best_time(fn, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
@@ -63,34 +42,55 @@ def throughput(fn, repeats: int) -> float:
     return best
 
 
+def float_sampler_counts(P: np.ndarray) -> np.ndarray:
+    """Exact draw counts (out of 2**53) of the old float inverse-CDF sampler on ``P``."""
+    cdf = np.cumsum(P, axis=0)
+    cdf[-1, :] = 1.0
+    ends = np.array([[math.ceil(Fraction(float(c)) * 2**53) for c in row] for row in cdf], dtype=np.int64)
+    return np.diff(np.vstack([np.zeros((1, P.shape[1]), dtype=np.int64), ends]), axis=0)
+
+
+def privacy_row(W: np.ndarray, alpha: Fraction, K: int) -> tuple[int, int, str]:
+    """(broken inequalities, zero-next-to-positive outputs, worst ratio times alpha) of W / 2**K."""
+    check = exact_dp_check(W, alpha, K)
+    left, right = W[:, :-1], W[:, 1:]
+    zero_pos = int((((left == 0) & (right > 0)) | ((right == 0) & (left > 0))).sum())
+    if zero_pos:
+        return check.broken, zero_pos, "inf"
+    worst = max(max(Fraction(int(a), int(b)) for a, b in zip(x, y, strict=True))
+                for x, y in ((left.ravel(), right.ravel()), (right.ravel(), left.ravel())))
+    return check.broken, zero_pos, f"1 {float(worst * alpha - 1):+.1e}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="8,64,256")
     parser.add_argument("--samples", type=int, default=2_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--alpha", type=float, default=0.91)
+    parser.add_argument("--alpha", default="91/100")
     args = parser.parse_args(argv)
-    print(f"# sampling throughput, {args.samples:,} samples per call, best of {args.repeats}, "
-          f"EM matrix, alpha={args.alpha}, load={os.getloadavg()[0]:.1f}")
-    print(f"{'n':>5} {'release M/s':>12} {'alias M/s':>10} {'speedup':>8} {'target':>7} {'max|freq-P|':>12}")
+    print(f"# release throughput, {args.samples:,} samples per call, best of {args.repeats}, "
+          f"EM, alpha={args.alpha}, load={os.getloadavg()[0]:.1f}")
+    print(f"{'n':>5} {'seeded M/s':>11} {'OS M/s':>8} {'targets (20 / 10 M/s at n <= 64)':>34}")
     for n in [int(v) for v in args.ns.split(",") if v]:
-        P = explicit_fair(n, args.alpha)
-        rng = np.random.default_rng(0)
-        counts = rng.integers(0, n + 1, args.samples)
-        t_release = throughput(lambda P=P, counts=counts, rng=rng: release(P, counts, rng), args.repeats)
-        tables = alias_tables(P)
-        def alias_call(tables=tables, n=n, counts=counts, rng=rng):
-            return release_alias(tables, n + 1, counts, rng)
+        mechanism = design_named("EM", n, args.alpha)
+        counts = np.random.default_rng(0).integers(0, n + 1, args.samples)
+        rng, source = np.random.default_rng(1), SystemRandomSource()
+        seeded = args.samples / best_time(lambda m=mechanism, c=counts, r=rng: release(m, c, r), args.repeats)
+        system = args.samples / best_time(lambda m=mechanism, c=counts, s=source: release(m, c, s), args.repeats)
+        ok = "-" if n > 64 else ("ok" if seeded >= SEEDED_TARGET and system >= OS_TARGET else "MISS")
+        print(f"{n:>5} {seeded / 1e6:11.1f} {system / 1e6:8.1f} {ok:>34}")
 
-        t_alias = throughput(alias_call, args.repeats)
-        # both samplers reproduce the columns: empirical frequencies of input j = n // 2
-        col = np.full(args.samples, n // 2)
-        freq_r = np.bincount(release(P, col, rng), minlength=n + 1) / args.samples
-        freq_a = np.bincount(release_alias(tables, n + 1, col, rng), minlength=n + 1) / args.samples
-        err = max(np.abs(freq_r - P[:, n // 2]).max(), np.abs(freq_a - P[:, n // 2]).max())
-        rate_r, rate_a = args.samples / t_release, args.samples / t_alias
-        ok = "ok" if rate_r >= TARGET or n > 64 else "MISS"
-        print(f"{n:>5} {rate_r / 1e6:12.1f} {rate_a / 1e6:10.1f} {rate_a / rate_r:8.1f}x {ok:>7} {err:12.1e}")
+    print("\n# realized distributions, computed exactly (worst ratio x alpha: <= 1 is alpha-DP)")
+    print(f"{'mechanism':<22} {'sampler':<18} {'broken':>7} {'0 vs >0':>8} {'worst ratio x alpha':>20}")
+    for name, n, alpha in CASES:
+        design = design_named(name, n, alpha)
+        a = design.alpha_exact
+        label = f"{name} n={n} a={alpha}"
+        for sampler, W, K in (("float inverse CDF", float_sampler_counts(design.matrix), 53),
+                              ("exact (W / 2^62)", np.asarray(design.released.weights), design.released.K)):
+            broken, zero_pos, worst = privacy_row(W, a, K)
+            print(f"{label:<22} {sampler:<18} {broken:>7} {zero_pos:>8} {worst:>20}")
     return 0
 
 

@@ -22,16 +22,18 @@ from countdp.audit import (
     event_masks,
     sample_counts,
 )
+from countdp.audit import matrix_sampler
 from countdp.design import design_named
 from countdp.mechanisms import geometric, uniform
-from countdp.sampling import release, secure_generator
+from countdp.sampling import SystemRandomSource, release
 
 SAMPLES = 200_000
 
 
 @functools.cache
-def designed(name: str, n: int, alpha: float) -> np.ndarray:
-    return design_named(name, n, alpha).matrix
+def designed(name: str, n: int, alpha: float):
+    """A certified design: the audit samples its integer release weights with the release sampler."""
+    return design_named(name, n, alpha)
 
 
 def broken_gm(n: int = 4, alpha: float = 0.5, row: int = 1, col: int = 2, factor: float = 1.5) -> np.ndarray:
@@ -157,8 +159,10 @@ def test_catches_misindexed_sampler():
     P = geometric(4, 0.5)
     column = np.array([0, 1, 0, 3, 4])
 
+    sample = matrix_sampler(P)
+
     def misindexed(counts, rng):
-        return release(P, column[counts], rng)
+        return sample(column[counts], rng)
 
     result = audit(misindexed, 0.5, n=4, samples_per_input=SAMPLES, rng=1)
     assert not result.passed
@@ -216,11 +220,11 @@ def test_false_positive_rate_is_controlled():
 
 
 def test_sample_counts_matches_release():
-    P = geometric(3, 0.6)
-    counts = sample_counts(functools.partial(release, P), 3, 50_000, np.random.default_rng(9))
+    mechanism = designed("GM", 3, 0.6)
+    counts = sample_counts(functools.partial(release, mechanism), 3, 50_000, np.random.default_rng(9))
     assert counts.shape == (4, 4)
     assert np.all(counts.sum(axis=0) == 50_000)
-    assert np.allclose(counts / 50_000, P, atol=0.01)
+    assert np.allclose(counts / 50_000, geometric(3, 0.6), atol=0.01)
 
 
 def test_event_families():
@@ -283,18 +287,22 @@ def test_audit_rejects_bad_samplers():
 # --- the generator used for real releases ------------------------------------------------------
 
 
-def test_secure_generator_is_fresh_numpy_generator():
-    g1, g2 = secure_generator(), secure_generator()
-    assert isinstance(g1, np.random.Generator) and isinstance(g2, np.random.Generator)
-    assert g1 is not g2
-    a, b = g1.integers(0, 2**63, size=4), g2.integers(0, 2**63, size=4)
-    assert not np.array_equal(a, b)  # equal with probability 2**-252
-
-
-def test_release_with_secure_generator_passes_audit():
-    """The real-data path (release + secure_generator) is the audited sampler; not seeded, so the
-    confidence is set very high: a spurious failure has probability below 1e-9."""
-    result = audit(geometric(4, 0.8), 0.8, samples_per_input=100_000, rng=secure_generator(),
+def test_release_from_the_os_source_passes_audit():
+    """The real-data path (release on the OS's secure source) is the audited sampler; not seeded,
+    so the confidence is set very high: a spurious failure has probability below 1e-9."""
+    result = audit(designed("GM", 4, 0.8), 0.8, samples_per_input=100_000, rng=SystemRandomSource(),
                    confidence=1 - 1e-9)
     assert result.passed, result.summary()
     assert result.seed_entropy is None
+
+
+@pytest.mark.parametrize("row,col", [(1, 2), (2, 3)])
+def test_catches_a_five_percent_excess_through_the_release_sampler(row, col):
+    """One ratio raised to 1.05/alpha (5% beyond what alpha-DP allows), sampled through the same
+    integer mapping as release: the audit flags exactly that pair."""
+    P = broken_gm(n=4, alpha=0.5, row=row, col=col, factor=1.05)
+    assert P[row, col] / P[row, col + 1] == pytest.approx(1.05 / 0.5)
+    result = audit(P, 0.5, samples_per_input=2_000_000, events="outputs", rng=7)
+    assert not result.passed
+    assert result.worst_pair == (col, col + 1)
+    assert 1 / 0.5 < result.worst_ratio_lower <= 1.05 / 0.5

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,13 +17,25 @@ from countdp.experiments import (
     simulate,
     summarise,
 )
+from countdp.design import design_named
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import binomial_distribution, expected_error
 
 CLOSED = {"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}
 
 
+@functools.cache
+def _designed(mechanism: str, n: int, alpha: float):
+    return design_named(mechanism, n, alpha)
+
+
+def mechanism_for(mechanism, point):
+    """The certified design (sampled through its integer release weights)."""
+    return _designed(mechanism, int(point["n"]), float(point["alpha"]))
+
+
 def matrix_for(mechanism, point):
+    """The closed-form matrix: an independent reference for the exact expectations."""
     return CLOSED[mechanism](int(point["n"]), float(point["alpha"]))
 
 
@@ -38,8 +52,8 @@ def test_seed_depends_on_parameters_not_on_order():
 def test_results_independent_of_sweep_composition():
     """A point's numbers do not depend on which other points or mechanisms share the job."""
     pts = [{"n": 4, "p": 0.3, "alpha": 0.8}, {"n": 6, "p": 0.5, "alpha": 0.8}]
-    _, both = binomial_sweep(pts, ["GM", "EM"], matrix_for, ["L0"], 5, seed=3, study="t", population=600)
-    _, one = binomial_sweep(pts[1:], ["EM"], matrix_for, ["L0"], 5, seed=3, study="t", population=600)
+    _, both = binomial_sweep(pts, ["GM", "EM"], mechanism_for, ["L0"], 5, seed=3, study="t", population=600)
+    _, one = binomial_sweep(pts[1:], ["EM"], mechanism_for, ["L0"], 5, seed=3, study="t", population=600)
     row = both[(both["n"] == 6) & (both["mechanism"] == "EM")].reset_index(drop=True)
     pd.testing.assert_frame_equal(row, one.reset_index(drop=True))
 
@@ -53,7 +67,7 @@ def test_common_random_numbers_across_mechanisms():
         seen.append(counts)
         return counts
 
-    raw = simulate("t", 1, [{"n": 3, "alpha": 0.7}], ["GM", "UM"], matrix_for, draw, ["L0"], 2)
+    raw = simulate("t", 1, [{"n": 3, "alpha": 0.7}], ["GM", "UM"], mechanism_for, draw, ["L0"], 2)
     assert len(seen) == 2  # drawn once per repetition, not once per mechanism
     assert set(raw["mechanism"]) == {"GM", "UM"} and len(raw) == 4
 
@@ -61,7 +75,7 @@ def test_common_random_numbers_across_mechanisms():
 @pytest.mark.parametrize("measure", ["L0", "L0d:1", "L0d:3", "RMSE"])
 def test_monte_carlo_within_standard_errors_of_exact(measure):
     pts = [{"n": n, "p": p, "alpha": a} for n, p, a in [(4, 0.5, 0.91), (8, 0.1, 0.67), (8, 0.5, 0.91)]]
-    _, s = binomial_sweep(pts, ["GM", "EM", "UM"], matrix_for, [measure], 30, seed=11, study="test")
+    _, s = binomial_sweep(pts, ["GM", "EM", "UM"], mechanism_for, [measure], 30, seed=11, study="test")
     assert (s["repetitions"] == 30).all()
     assert s["z"].abs().max() < 4.5, s[["n", "p", "mechanism", "mean", "exact", "se", "z"]]
     for r in s.to_dict("records"):
@@ -72,7 +86,7 @@ def test_monte_carlo_within_standard_errors_of_exact(measure):
 def test_adult_style_sweep_exact_is_conditional_on_groups():
     rng = np.random.default_rng(0)
     bits = (rng.random(3001) < 0.3).astype(int)
-    raw, s = adult_sweep(bits, "young", 0.9, [2, 5], ["GM", "EM", "UM"], matrix_for, 40, seed=5)
+    raw, s = adult_sweep(bits, "young", 0.9, [2, 5], ["GM", "EM", "UM"], mechanism_for, 40, seed=5)
     um = s[s["mechanism"] == "UM"].set_index("n")
     assert um.loc[2, "exact"] == pytest.approx(2 / 3) and um.loc[5, "exact"] == pytest.approx(5 / 6)
     assert s["z"].abs().max() < 4.5
@@ -98,7 +112,7 @@ def test_load_mechanisms_checks_certificate_and_parameters(tmp_path):
     path = tmp_path / "gm.json"
     save_design(design_named("GM", 4, 0.9), path)
     mats = load_mechanisms([["GM", 4, str(path)]], 0.9)
-    assert np.allclose(mats[("GM", 4)], geometric(4, 0.9))
+    assert np.allclose(mats[("GM", 4)].matrix, geometric(4, 0.9), rtol=0, atol=1e-15)
     with pytest.raises(ValueError, match="expected n=5"):
         load_mechanisms([["GM", 5, str(path)]], 0.9)
     with pytest.raises(ValueError, match="alpha=0.8"):

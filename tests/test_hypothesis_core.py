@@ -16,6 +16,7 @@ from countdp.certify import certify, is_alpha_dp
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import empirical_error, expected_error, objective_value
 from countdp.properties import PROPERTIES, check_all, check_dp, check_property
+from countdp.rounding import round_to_release
 from countdp.sampling import release
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -349,11 +350,13 @@ def test_expected_error_matches_double_loop(n, seed, measure):
 @given(n=small_ns, alpha=alphas, seed=seeds, name=st.sampled_from(["GM", "EM", "UM", "random"]))
 def test_empirical_error_converges_to_expected(n, alpha, seed, name):
     rng = np.random.default_rng(seed)
-    P = random_dp(rng, n, alpha) if name == "random" else CLOSED[name](n, alpha)
+    raw = random_dp(rng, n, alpha) if name == "random" else CLOSED[name](n, alpha)
+    mechanism = round_to_release(certify(raw, alpha)[0], alpha)
+    P = mechanism.matrix  # the distribution the release sampler draws from, W / 2**62
     q = rng.dirichlet(np.ones(n + 1))
     m = 100_000
     truth = rng.choice(n + 1, size=m, p=q)
-    released = release(P, truth, rng)
+    released = release(mechanism, truth, rng)
     d = np.abs(np.arange(n + 1)[:, None] - np.arange(n + 1)[None, :]).astype(float)
     joint = P * q[None, :]  # Pr[out = i, in = j]
     for measure in MEASURES:

@@ -24,6 +24,7 @@ from countdp.sampling import release
 from countdp.validation import check_alpha, check_distribution, check_matrix, check_n
 
 P3 = geometric(3, 0.5)
+GM3 = design_named("GM", 3, "1/2")
 Q3 = np.full(4, 0.25)
 RNG = np.random.default_rng(0)
 
@@ -67,6 +68,12 @@ def test_bad_alpha(alpha):
     raises_value_error(is_alpha_dp, P3, alpha, word="alpha")
     raises_value_error(check_dp, P3, alpha, word="alpha")
     raises_value_error(certify, P3, alpha, word="alpha")
+    if alpha != "0.5":  # designs take exact alphas, and "0.5" is exactly 1/2
+        raises_value_error(design_named, "EM", 3, alpha, word="alpha")
+
+
+@pytest.mark.parametrize("alpha", ["3/2", "1/0", "abc", "0/1", "-1/2", "1", "1.0", "nan"], ids=repr)
+def test_bad_exact_alpha_strings(alpha):
     raises_value_error(design_named, "EM", 3, alpha, word="alpha")
 
 
@@ -104,7 +111,7 @@ def test_bad_matrices(name):
     raises_value_error(certify, M, 0.5, word=word)
     raises_value_error(objective_value, M, "L0", word=word)
     raises_value_error(expected_error, M, Q3, word=word)
-    raises_value_error(release, M, np.array([0]), RNG, word=word)
+    raises_value_error(release, M, np.array([0]), RNG, word="certified mechanism")
 
 
 @settings(max_examples=100, deadline=None)
@@ -251,15 +258,18 @@ def test_bad_tolerance(tol):
 
 @pytest.mark.parametrize("counts", [np.array([0.5]), np.array([4]), np.array([-1]), np.array([True])], ids=repr)
 def test_release_bad_counts(counts):
-    raises_value_error(release, P3, counts, RNG, word="integers in 0..3")
+    raises_value_error(release, GM3, counts, RNG, word="integers in 0..3")
 
 
-def test_release_needs_generator():
-    raises_value_error(release, P3, np.array([0]), None, word="rng")
+@pytest.mark.parametrize("rng", [0, "seed", np.random.RandomState(0)], ids=repr)
+def test_release_needs_a_generator_or_the_os_source(rng):
+    raises_value_error(release, GM3, np.array([0]), rng, word="rng")
 
 
-def test_release_rejects_non_stochastic():
-    raises_value_error(release, 2 * P3, np.array([0]), RNG, word="stochastic")
+def test_release_refuses_bare_matrices():
+    """A float matrix, even a certified one, carries no exact certificate: release refuses it."""
+    raises_value_error(release, P3, np.array([0]), RNG, word="certified mechanism")
+    raises_value_error(release, 2 * P3, np.array([0]), RNG, word="certified mechanism")
 
 
 def test_empirical_error_shape_checks():

@@ -8,7 +8,8 @@ style of the stochastic tester of Google's differential-privacy library and of D
 (Bichsel et al., IEEE S&P 2021):
 
 1. For every input ``j`` in ``0..n``, draw ``m`` releases from the sampler (by default
-   :func:`countdp.sampling.release` on ``P``) and count how often each output occurs.
+   :func:`countdp.sampling.release` on a certified mechanism's integer weights, or the same
+   sampler on plain integer weights of a bare matrix) and count how often each output occurs.
 2. For every *event* ``E`` (a set of outputs: single outputs, prefixes ``{i <= k}``, suffixes
    ``{i >= k}`` or sets given by the caller) and every input ``j``, compute one-sided
    Clopper-Pearson bounds ``L(E, j) <= Pr[E | j] <= U(E, j)``.
@@ -38,12 +39,12 @@ the event made of the outputs with the largest empirical likelihood ratio, and t
 those events on the held-out part (so the choice costs no multiple-testing correction).
 
 **Where the randomness comes from.**  Releases of *real* data go through
-``countdp.sampling.release(P, counts, rng=countdp.sampling.secure_generator())``: a numpy
-``Generator`` seeded with 128 bits from the operating system's entropy pool (via
-:mod:`secrets`), so nobody can regenerate the noise and subtract it.  Experiments and this
-audit use *seeded* generators instead (``numpy.random.default_rng(seed)``), so that a figure
-or a failing audit can be reproduced exactly; the sampler itself is the same function, so
-auditing it with a seeded generator audits the code path that releases real data.  When no
+``countdp.sampling.release(mechanism, counts)``, which draws its bits from the operating
+system's cryptographically secure source (``os.urandom``), so nobody can regenerate the noise
+and subtract it.  Experiments and this audit use *seeded* generators instead
+(``numpy.random.default_rng(seed)``), so that a figure or a failing audit can be reproduced
+exactly; the mapping from uniform integers to outputs is the same function, so auditing it
+with a seeded generator audits the code path that releases real data.  When no
 generator or seed is passed, :func:`audit` draws a fresh seed from the OS and records its
 entropy in the result, so a failure can still be replayed.
 """
@@ -58,7 +59,9 @@ from functools import partial
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from countdp.sampling import release
+from countdp.exact import RELEASE_K, IntegerMechanism
+from countdp.rounding import largest_remainder_weights
+from countdp.sampling import SystemRandomSource, guide_table, outputs_for_draws, release, uniform_draws
 from countdp.validation import check_alpha, check_matrix, check_n
 
 Sampler = Callable[[np.ndarray, np.random.Generator], np.ndarray]
@@ -217,18 +220,41 @@ def event_masks(n_outputs: int, events: object = "outputs") -> np.ndarray:
 # Sampling
 
 
-def _generator(rng: object) -> tuple[np.random.Generator, int | None]:
-    if isinstance(rng, np.random.Generator):
+def _generator(rng: object) -> tuple[object, int | None]:
+    if isinstance(rng, np.random.Generator | SystemRandomSource):
         return rng, None
     if rng is None:
         seq = np.random.SeedSequence()
         return np.random.default_rng(seq), int(seq.entropy)
     if isinstance(rng, bool) or not isinstance(rng, numbers.Integral) or rng < 0:
-        raise ValueError(f"rng must be a numpy Generator, a seed >= 0 or None, got {rng!r}")
+        raise ValueError(f"rng must be a numpy Generator, a SystemRandomSource, a seed >= 0 or None, got {rng!r}")
     return np.random.default_rng(int(rng)), int(rng)
 
 
+def matrix_sampler(P: np.ndarray) -> Sampler:
+    """The release sampler run on plain largest-remainder weights of any column-stochastic ``P``.
+
+    For auditing matrices that are *not* certified (a release refuses them): the draws go
+    through the very mapping :func:`countdp.sampling.release` uses, on ``W / 2**62``, which
+    differs from ``P`` by at most one unit of ``2**-62`` per entry.
+    """
+    cumulative = np.cumsum(largest_remainder_weights(P, RELEASE_K).T, axis=1)
+    guide = guide_table(cumulative, RELEASE_K)
+
+    def sampler(true_counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        columns = np.asarray(true_counts, dtype=np.int64)
+        draws = uniform_draws(rng, columns.size, RELEASE_K)
+        return outputs_for_draws(cumulative, RELEASE_K, columns, draws, guide)
+
+    return sampler
+
+
 def _resolve(mechanism: object, n: int | None) -> tuple[Sampler, int]:
+    released = getattr(mechanism, "released", mechanism)
+    if isinstance(released, IntegerMechanism):
+        if n is not None and check_n(n) != released.n:
+            raise ValueError(f"n = {n} does not match a mechanism for n = {released.n}")
+        return partial(release, released), released.n
     if callable(mechanism):
         if n is None:
             raise ValueError("n is required when the mechanism is a sampler function")
@@ -236,7 +262,7 @@ def _resolve(mechanism: object, n: int | None) -> tuple[Sampler, int]:
     P = check_matrix(mechanism)
     if n is not None and check_n(n) != P.shape[0] - 1:
         raise ValueError(f"n = {n} does not match a {P.shape[0]}x{P.shape[0]} mechanism")
-    return partial(release, P), P.shape[0] - 1
+    return matrix_sampler(P), P.shape[0] - 1
 
 
 def _check_samples(samples_per_input: object) -> int:
@@ -348,7 +374,8 @@ def audit_counts(counts: np.ndarray, alpha: float, events: object = "outputs",
 def audit(mechanism: object, alpha: float, *, samples_per_input: int = DEFAULT_SAMPLES,
           confidence: float = DEFAULT_CONFIDENCE, events: object = "outputs", rng: object = None,
           n: int | None = None) -> AuditResult:
-    """Audit ``mechanism`` (a matrix, sampled with :func:`~countdp.sampling.release`, or a
+    """Audit ``mechanism`` (a certified Design or IntegerMechanism, sampled with
+    :func:`~countdp.sampling.release`; a bare matrix, sampled by :func:`matrix_sampler`; or a
     sampler function ``f(true_counts, rng)`` with ``n`` given) for ``alpha``-DP.
 
     ``rng`` is a numpy ``Generator``, an integer seed (reproducible) or ``None`` (a fresh seed

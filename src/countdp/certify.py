@@ -1,4 +1,9 @@
-"""The DP certificate: a released mechanism is alpha-DP on its final floating-point values.
+"""The float DP certificate: a designed matrix is alpha-DP on its final floating-point values.
+
+This certifies the *float* matrix that designs, tables and figures use.  What is released is
+its integer form, certified again in exact arithmetic (:mod:`countdp.exact`,
+:mod:`countdp.rounding`); the float certificate bounds how far a solver's answer had to be
+repaired, and a design whose repair exceeds ``MAX_REPAIR_LAMBDA`` is an error, not a file.
 
 :func:`is_alpha_dp` is the exact test, evaluated in IEEE double arithmetic with tolerance 0:
 every entry in [0, 1], every column summing to 1 within ``COLUMN_SUM_TOL``, and
@@ -20,6 +25,12 @@ from countdp.validation import check_alpha, check_matrix
 
 COLUMN_SUM_TOL = 1e-12
 """Largest allowed |column sum - 1| of a certified mechanism."""
+MAX_REPAIR_LAMBDA = 1e-7
+"""Default bound on the UM weight a design's repair may mix in (beyond it the solver's answer is refused)."""
+
+
+class CertificationError(ValueError):
+    """A matrix needs a larger repair than allowed; the message names the violation."""
 
 
 def dp_slack(P: np.ndarray, alpha: float) -> float:
@@ -89,13 +100,14 @@ def _required_lambda(P: np.ndarray, alpha: float) -> float:
     return lam
 
 
-def certify(P: np.ndarray, alpha: float) -> tuple[np.ndarray, Certificate]:
+def certify(P: np.ndarray, alpha: float, max_lambda: float | None = None) -> tuple[np.ndarray, Certificate]:
     """Return a certified copy of ``P`` and its :class:`Certificate`.
 
     Columns are renormalised, then the smallest UM mixture that passes :func:`is_alpha_dp`
     in floating point is applied (the exact-arithmetic lambda, nudged up by tiny growing steps
-    until the float test passes; ``lam = 1`` is UM itself).  Raises ``ValueError`` if ``P`` is not a finite square
-    matrix.
+    until the float test passes; ``lam = 1`` is UM itself).  Raises :class:`CertificationError`
+    if the repair needs ``lam > max_lambda`` (``None``: no bound), and ``ValueError`` if ``P`` is
+    not a finite square matrix.
     """
     M = check_matrix(P)
     a = check_alpha(alpha)
@@ -116,5 +128,8 @@ def certify(P: np.ndarray, alpha: float) -> tuple[np.ndarray, Certificate]:
         if lam == 1.0:
             candidate = np.full_like(M, 1.0 / M.shape[0])
             break
+    if max_lambda is not None and lam > max_lambda:
+        raise CertificationError(f"the matrix breaks alpha-DP by {before:.2e} (column sums off by {sum_before:.2e}); "
+                                 f"repairing it needs lambda = {lam:.2e} > the bound {max_lambda:.0e}")
     after, sum_after = _violation(candidate, a)
     return candidate, Certificate(a, is_alpha_dp(candidate, a), before, after, sum_before, sum_after, lam)

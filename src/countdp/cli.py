@@ -1,9 +1,10 @@
 """The ``countdp`` command line: design, check and release.
 
-``countdp design MECH --n N --alpha A`` prints a certified mechanism as JSON (or CSV);
-``countdp check FILE`` reports its properties and DP verdict; ``countdp release FILE``
-draws noisy counts with an OS-entropy generator.  Bad arguments or files exit with status
-2 and one line naming the problem.
+``countdp design MECH --n N --alpha A`` (or ``--epsilon E``) prints a certified mechanism as
+JSON (or CSV), with its integer release weights; ``countdp check FILE`` reports its
+properties and its exact DP verdict; ``countdp release FILE`` draws noisy counts, exactly
+from the release weights, with bits from the OS's secure source.  Bad arguments or files exit
+with status 2 and one line naming the problem.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.certify import is_alpha_dp
+from countdp.alpha import alpha_from_epsilon, alpha_text, epsilon_of, exact_alpha
+from countdp.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.constraints import PROPERTIES
 from countdp.design import MECHANISMS, SOLVERS, DesignError, design_named
-from countdp.io import design_to_dict, load_matrix, load_record, save_design, to_json
+from countdp.exact import exact_dp_check
+from countdp.io import design_to_dict, load_design, load_matrix, load_record, save_design, to_json, write_csv_atomic
 from countdp.metrics import objective_value
 from countdp.properties import DEFAULT_TOL, check_all, check_dp
-from countdp.sampling import release, secure_generator
-from countdp.validation import check_alpha, check_n
+from countdp.release_table import read_table, release_table
+from countdp.sampling import release
+from countdp.validation import check_n, check_tol
 
 
 class UsageError(Exception):
@@ -41,15 +45,25 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"n must be an integer >= 1, got {text!r}") from None
 
 
-def _alpha(text: str) -> float:
+def _argument(check, text: str):
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"alpha must be a number with 0 < alpha < 1, got {text!r}") from None
-    try:
-        return check_alpha(value)
+        return check(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _alpha(text: str):
+    return _argument(exact_alpha, text)
+
+
+def _tolerance(text: str) -> float:
+    def parse(value: str) -> float:
+        try:
+            return check_tol(float(value))
+        except ValueError:
+            raise ValueError(f"must be a finite number >= 0, got {value!r}") from None
+
+    return _argument(parse, text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,24 +74,33 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("mechanism", type=str.upper, choices=MECHANISMS,
                    help="GM, EM, UM (closed forms), WM (LP: WH+RM+CM+S), WH (LP: WH+S), LP (--props)")
     d.add_argument("--n", type=_positive_int, required=True, help="group size n >= 1")
-    d.add_argument("--alpha", type=_alpha, required=True, help="privacy, 0 < alpha < 1 (alpha = e^-epsilon)")
+    privacy = d.add_mutually_exclusive_group(required=True)
+    privacy.add_argument("--alpha", type=_alpha, help="privacy, 0 < alpha < 1, exact: 2/3, 0.91 (alpha = e^-epsilon)")
+    privacy.add_argument("--epsilon", type=str, default=None,
+                         help="privacy as epsilon > 0; alpha is the nearest multiple of 2^-63 at or above e^-epsilon")
     d.add_argument("--objective", default="L0", help="L0, L0d:D (mass more than D off the diagonal), L1, L2")
     d.add_argument("--props", default="", help=f"properties for LP, comma-separated: {','.join(PROPERTIES)}")
     d.add_argument("--solver", type=str.upper, default="HIGHS", choices=sorted(SOLVERS))
     d.add_argument("--method", default=None, help="simplex or ipm for HIGHS (default simplex)")
+    d.add_argument("--max-repair", type=_tolerance, default=MAX_REPAIR_LAMBDA,
+                   help=f"largest UM weight a solver answer's DP repair may mix in (default {MAX_REPAIR_LAMBDA:g})")
     d.add_argument("--format", choices=("json", "csv"), default="json")
     d.add_argument("--out", type=Path, default=None, help="write here (atomically) instead of stdout")
 
     c = sub.add_parser("check", help="report properties and the DP verdict of a mechanism file")
     c.add_argument("file", type=Path, help="a mechanism JSON (from design) or a CSV matrix")
-    c.add_argument("--alpha", type=_alpha, default=None, help="alpha to check (required for CSV)")
-    c.add_argument("--tol", type=float, default=DEFAULT_TOL, help="tolerance for the structural properties")
+    c.add_argument("--alpha", type=_alpha, default=None, help="alpha to check, exact (required for CSV)")
+    c.add_argument("--tol", type=_tolerance, default=DEFAULT_TOL, help="tolerance for the structural properties")
 
     r = sub.add_parser("release", help="release noisy counts with a certified mechanism")
     r.add_argument("file", type=Path, help="a mechanism JSON written by `countdp design`")
-    r.add_argument("counts", nargs="+", type=int, help="true counts, each in 0..n")
+    r.add_argument("counts", nargs="*", type=int, help="true counts, each in 0..n")
+    r.add_argument("--input", type=Path, default=None, help="a CSV table of true counts (instead of COUNTS)")
+    r.add_argument("--count-column", default=None, help="the table's column of true counts")
+    r.add_argument("--noisy-column", default=None, help="name of the added column (default noisy_<count column>)")
+    r.add_argument("--out", type=Path, default=None, help="where to write the table with noisy counts (atomically)")
     r.add_argument("--seed", type=int, default=None,
-                   help="seeded generator for experiments only; without it the OS entropy source is used")
+                   help="seeded generator for experiments only; without it the OS's secure source is used")
     return parser
 
 
@@ -85,10 +108,14 @@ def _design(args: argparse.Namespace) -> int:
     if args.mechanism != "LP" and args.props:
         raise UsageError(f"--props applies to LP only; {args.mechanism} has a fixed definition")
     try:
-        result = design_named(args.mechanism, args.n, args.alpha, objective=args.objective,
-                              properties=args.props, solver=args.solver, method=args.method)
+        alpha = args.alpha if args.epsilon is None else alpha_from_epsilon(args.epsilon)
+        result = design_named(args.mechanism, args.n, alpha, objective=args.objective, properties=args.props,
+                              solver=args.solver, method=args.method, max_repair_lambda=args.max_repair)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.epsilon is not None:
+        result.extra["epsilon_requested"] = args.epsilon
+        result.extra["epsilon_guaranteed"] = epsilon_of(alpha)
     if args.out is not None:
         save_design(result, args.out if args.format == "json" else args.out.with_suffix(".csv"))
         return 0
@@ -99,47 +126,89 @@ def _design(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_mechanism(path: Path, alpha: float | None) -> tuple[np.ndarray, float | None]:
+def _read_record(path: Path) -> dict:
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
     try:
-        if path.suffix.lower() == ".csv":
-            return load_matrix(path), alpha
-        record = load_record(path)
+        return load_record(path)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return record["matrix"], alpha if alpha is not None else record.get("alpha")
 
 
 def _check(args: argparse.Namespace) -> int:
-    P, alpha = _read_mechanism(args.file, args.alpha)
+    if not args.file.is_file():
+        raise UsageError(f"{args.file}: no such file")
+    if args.file.suffix.lower() == ".csv":
+        if args.alpha is None:
+            raise UsageError(f"{args.file}: a CSV matrix needs --alpha to check differential privacy")
+        try:
+            P, record = load_matrix(args.file), None
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        record = _read_record(args.file)
+        P = record["matrix"]
     n = P.shape[0] - 1
     print(f"mechanism: {args.file} (n = {n}, {n + 1}x{n + 1}, P[i, j] = Pr[output i | input j])")
     for name, check in check_all(P, args.tol).items():
         print(f"  {name:<3} {'yes' if check.holds else 'no ':<4} worst violation {check.worst_violation:.3g}")
     print(f"  L0  {objective_value(P, 'L0'):.6f}")
-    if alpha is None:
-        raise UsageError(f"{args.file}: a CSV matrix needs --alpha to check differential privacy")
-    exact = is_alpha_dp(P, alpha)
-    print(f"  DP  alpha = {alpha}: {'certified' if exact else 'NOT alpha-DP'} on the stored floats "
-          f"(worst violation {check_dp(P, alpha).worst_violation:.3g})")
-    return 0 if exact else 1
+    if record is None or "release" not in record:
+        alpha = args.alpha if args.alpha is not None else record.get("alpha")
+        floats = is_alpha_dp(P, float(alpha))
+        print(f"  DP  alpha = {alpha}: {'holds' if floats else 'FAILS'} on the float matrix "
+              f"(worst violation {check_dp(P, float(alpha)).worst_violation:.3g}); no integer release weights, "
+              "so nothing here can be released")
+        return 1
+    alpha = args.alpha if args.alpha is not None else record.get("alpha_exact")
+    release_block = record["release"]
+    D = release_block.get("denominator")
+    K = D.bit_length() - 1 if isinstance(D, int) and D > 0 and D & (D - 1) == 0 else 0
+    try:
+        W = np.array(release_block["weights"], dtype=np.int64)
+        verdict = exact_dp_check(W, alpha, K)
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise UsageError(f"{args.file}: unreadable release weights ({exc})") from None
+    shown = alpha_text(exact_alpha(alpha))
+    if verdict.holds:
+        print(f"  DP  alpha = {shown}: certified exactly on the integer release weights (D = 2^{K}), "
+              f"{verdict.inequalities} inequalities, integer arithmetic")
+    else:
+        print(f"  DP  alpha = {shown}: NOT alpha-DP on the integer release weights: {verdict.reason}")
+    return 0 if verdict.holds else 1
 
 
 def _release(args: argparse.Namespace) -> int:
-    P, alpha = _read_mechanism(args.file, None)
-    if alpha is None or not is_alpha_dp(P, alpha):
-        raise UsageError(f"{args.file}: refusing to release with a mechanism not certified alpha-DP")
-    counts = np.asarray(args.counts)
-    if counts.min() < 0 or counts.max() > P.shape[0] - 1:
-        raise UsageError(f"true counts must lie in 0..{P.shape[0] - 1}")
+    if not args.file.is_file():
+        raise UsageError(f"{args.file}: no such file")
+    try:
+        mechanism = load_design(args.file)
+    except ValueError as exc:
+        raise UsageError(f"refusing to release: {exc}") from None
     if args.seed is None:
-        rng = secure_generator()
-        print("# noise from the OS entropy source (secrets); not reproducible by design", file=sys.stderr)
+        rng = None
+        print("# noise from the OS's secure random source (os.urandom); not reproducible by design", file=sys.stderr)
     else:
         rng = np.random.default_rng(args.seed)
         print("# seeded generator: reproducible, for experiments only, never for real data", file=sys.stderr)
-    print(" ".join(str(v) for v in release(P, counts, rng)))
+    if args.input is None:
+        if args.counts == [] or args.count_column or args.out:
+            raise UsageError("give true counts, or --input TABLE with --count-column and --out")
+        counts = np.asarray(args.counts)
+        if counts.min() < 0 or counts.max() > mechanism.n:
+            raise UsageError(f"true counts must lie in 0..{mechanism.n}")
+        print(" ".join(str(v) for v in release(mechanism, counts, rng)))
+        return 0
+    if args.counts:
+        raise UsageError("give either true counts or --input, not both")
+    if not args.count_column or args.out is None:
+        raise UsageError("--input needs --count-column and --out")
+    try:
+        table = release_table(read_table(args.input), mechanism, args.count_column, args.noisy_column, rng)
+    except ValueError as exc:
+        raise UsageError(f"{args.input}: {exc}" if not str(exc).startswith(str(args.input)) else str(exc)) from None
+    write_csv_atomic(table, args.out)
+    print(f"# wrote {len(table)} rows to {args.out}", file=sys.stderr)
     return 0
 
 

@@ -2,24 +2,30 @@
 
 The LP has one variable per entry of ``P`` (flattened row-major), the BasicDP constraints,
 any subset of the seven properties, and a linear objective from :mod:`countdp.metrics`.
-Every returned matrix is certified alpha-DP on its final floats (:mod:`countdp.certify`).
+alpha is exact (:mod:`countdp.alpha`); the solvers see ``float(alpha)``.  Every design comes
+back as a :class:`Design` carrying its float matrix, certified alpha-DP on its final floats
+(:mod:`countdp.certify`, with a bounded repair), and its released form: integer weights
+certified alpha-DP in exact arithmetic (:mod:`countdp.rounding`, :mod:`countdp.exact`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from countdp import fast_design
-from countdp.certify import Certificate, certify
+from countdp.alpha import exact_alpha
+from countdp.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
 from countdp.constraints import constraint_system, parse_properties
+from countdp.exact import IntegerMechanism
 from countdp.mechanisms import CLOSED_FORMS
 from countdp.metrics import loss_matrix, objective_value, parse_objective
-from countdp.validation import check_alpha, check_distribution, check_n
+from countdp.rounding import round_to_release
+from countdp.validation import check_distribution, check_n
 
 NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
     "WM": ("RM", "CM", "WH", "S"),  # the paper's text: WH + RM + CM (S is free, Theorem 1)
@@ -42,7 +48,13 @@ class DesignError(RuntimeError):
 
 @dataclass
 class Design:
-    """A mechanism with how it was made.  ``matrix[i, j] = Pr[output i | input j]``."""
+    """A mechanism with how it was made.  ``matrix[i, j] = Pr[output i | input j]``.
+
+    ``alpha`` is ``float(alpha_exact)``.  ``certificate`` certifies ``matrix`` on its floats
+    (with ``objective_before_repair`` the objective of the solver's answer); ``released``
+    holds the integer weights that :func:`countdp.sampling.release` samples, certified in
+    exact arithmetic.
+    """
 
     mechanism: str
     n: int
@@ -52,6 +64,9 @@ class Design:
     properties_requested: tuple[str, ...]
     objective_value: float
     certificate: Certificate
+    alpha_exact: Fraction
+    released: IntegerMechanism
+    objective_before_repair: float
     solver: str = "closed-form"
     method: str = "closed-form"
     status: str = "optimal"
@@ -67,13 +82,38 @@ def _label(n: int, alpha: float, properties: tuple[str, ...], objective: object)
     return f"n={n}, alpha={alpha}, properties={props}, objective={objective}"
 
 
-def _solve(problem: cp.Problem, solver: str, method: str) -> None:
+def _solve(problem, solver: str, method: str) -> None:
+    import cvxpy as cp
+
     if solver == "HIGHS":
         problem.solve(solver=cp.HIGHS, highs_options={"solver": method})
     elif solver == "CLARABEL":
         problem.solve(solver=cp.CLARABEL)
     else:  # pragma: no cover - guarded by check_solver
         raise ValueError(solver)
+
+
+def finish_design(raw: np.ndarray, mechanism: str, n: int, alpha: Fraction, objective, properties: tuple[str, ...],
+                  weights: np.ndarray | None = None, aggregate: str = "sum",
+                  max_repair_lambda: float | None = MAX_REPAIR_LAMBDA, **provenance) -> Design:
+    """Certify a solver's (or a closed form's) matrix, round it to its released form, and record both.
+
+    Raises :class:`DesignError` when the float repair needs more than ``max_repair_lambda``.
+    ``provenance``: the remaining :class:`Design` fields (solver, method, status, ...).
+    """
+    a = float(alpha)
+    w = np.full(n + 1, 1.0 / (n + 1)) if weights is None else weights
+    before = objective_value(raw, objective, w, aggregate)
+    try:
+        matrix, certificate = certify(raw, a, max_lambda=max_repair_lambda)
+    except CertificationError as exc:
+        solver = provenance.get("solver", "closed-form")
+        raise DesignError(f"{solver} answer refused for {_label(n, a, properties, objective)}: {exc}") from None
+    released = round_to_release(matrix, alpha, objective=lambda M: objective_value(M, objective, w, aggregate))
+    return Design(mechanism=mechanism, n=n, alpha=a, matrix=matrix, objective=str(objective),
+                  properties_requested=properties, objective_value=objective_value(matrix, objective, w, aggregate),
+                  certificate=certificate, alpha_exact=alpha, released=released, objective_before_repair=before,
+                  aggregate=aggregate, weights=None if weights is None else w.tolist(), **provenance)
 
 
 def check_solver(solver: str, method: str | None) -> tuple[str, str]:
@@ -87,10 +127,13 @@ def check_solver(solver: str, method: str | None) -> tuple[str, str]:
     return name, chosen
 
 
-def design_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
+def design_lp(n: int, alpha: object, properties: object = (), objective: object = "L0",
               weights: object = None, solver: str = "HIGHS", method: str | None = None,
-              aggregate: str = "sum", mechanism: str = "LP", backend: str = "auto") -> Design:
+              aggregate: str = "sum", mechanism: str = "LP", backend: str = "auto",
+              max_repair_lambda: float | None = MAX_REPAIR_LAMBDA) -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
+
+    ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.alpha.exact_alpha`).
 
     ``weights`` is a prior over inputs (default uniform); ``aggregate="max"`` minimises the
     worst input's loss instead of the weighted sum (minimax).  ``backend``: ``"cvxpy"`` the
@@ -99,9 +142,10 @@ def design_lp(n: int, alpha: float, properties: object = (), objective: object =
     ``Design.solver``); ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and
     ``n >= fast_design.AUTO_MIN_N``.  ``Design.extra["backend"]`` records which one ran.
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when the solver does
-    not return an optimum.
+    not return an optimum, or returns one whose DP repair needs more than ``max_repair_lambda``.
     """
-    n, a = check_n(n), check_alpha(alpha)
+    n, alpha_q = check_n(n), exact_alpha(alpha)
+    a = float(alpha_q)
     props = parse_properties(properties)
     obj = parse_objective(objective)
     method_given = method is not None
@@ -119,14 +163,12 @@ def design_lp(n: int, alpha: float, properties: object = (), objective: object =
                                            method=method if method_given else "auto")
         except RuntimeError as exc:
             raise DesignError(f"fast design failed for {_label(n, a, props, obj)}: {exc}") from exc
-        matrix, certificate = certify(fast.matrix, a)
-        return Design(
-            mechanism=mechanism, n=n, alpha=a, matrix=matrix, objective=str(obj),
-            properties_requested=props, objective_value=objective_value(matrix, obj, w, aggregate),
-            certificate=certificate, solver=fast.solver, method=fast.method, status=fast.status,
-            solve_time=fast.solve_time, solver_objective=fast.solver_objective, aggregate=aggregate,
-            weights=None if weights is None else w.tolist(), extra=fast.extra,
-        )
+        return finish_design(fast.matrix, mechanism, n, alpha_q, obj, props, None if weights is None else w,
+                             aggregate, max_repair_lambda, solver=fast.solver, method=fast.method,
+                             status=fast.status, solve_time=fast.solve_time,
+                             solver_objective=fast.solver_objective, extra=fast.extra)
+    import cvxpy as cp
+
     N = n + 1
     system = constraint_system(n, a, props)
     x = cp.Variable(N * N)
@@ -149,33 +191,27 @@ def design_lp(n: int, alpha: float, properties: object = (), objective: object =
     elapsed = time.perf_counter() - start
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or x.value is None:
         raise DesignError(f"{solver} returned status {problem.status!r} for {_label(n, a, props, obj)}")
-    matrix, certificate = certify(x.value.reshape(N, N), a)
-    return Design(
-        mechanism=mechanism, n=n, alpha=a, matrix=matrix, objective=str(obj),
-        properties_requested=props,
-        objective_value=objective_value(matrix, obj, w, aggregate),
-        certificate=certificate, solver=solver, method=method, status=problem.status,
-        solve_time=elapsed, solver_objective=float(problem.value), aggregate=aggregate,
-        weights=None if weights is None else w.tolist(), extra={"backend": "cvxpy"},
-    )
+    return finish_design(x.value.reshape(N, N), mechanism, n, alpha_q, obj, props, None if weights is None else w,
+                         aggregate, max_repair_lambda, solver=solver, method=method, status=problem.status,
+                         solve_time=elapsed, solver_objective=float(problem.value), extra={"backend": "cvxpy"})
 
 
-def design_named(mechanism: str, n: int, alpha: float, objective: object = "L0",
+def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0",
                  properties: object = (), **lp_options) -> Design:
     """Build ``mechanism`` in GM, EM, UM (closed forms), WM, WH (named LPs) or LP (``properties``).
 
     Closed forms are certified like LP answers (GM's DP inequalities are all tight, so
-    rounding can break one by an ulp; the certificate records any repair).
+    rounding can break one by an ulp; the certificate records any repair), and rounded to
+    exactly alpha-DP integer weights for release.
     """
     name = str(mechanism).upper()
     if name not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
     if name in CLOSED_FORMS:
-        n, a = check_n(n), check_alpha(alpha)
+        n, alpha_q = check_n(n), exact_alpha(alpha)
         obj = parse_objective(objective)
-        matrix, certificate = certify(CLOSED_FORMS[name](n, a), a)
-        return Design(mechanism=name, n=n, alpha=a, matrix=matrix, objective=str(obj),
-                      properties_requested=(), objective_value=objective_value(matrix, obj),
-                      certificate=certificate)
+        bound = lp_options.get("max_repair_lambda", MAX_REPAIR_LAMBDA)
+        return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
+                             max_repair_lambda=bound)
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else properties
     return design_lp(n, alpha, props, objective, mechanism=name, **lp_options)

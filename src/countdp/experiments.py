@@ -4,6 +4,9 @@ One call of :func:`simulate` runs a whole sweep (a list of parameter points) for
 mechanisms.  For every point and repetition it draws the true group counts once (shared by
 all mechanisms: common random numbers), releases noisy counts with each mechanism, and
 records the empirical error together with its exact expectation given the drawn counts.
+Mechanisms are certified :class:`~countdp.exact.IntegerMechanism` objects: the noise is drawn
+by the release sampler itself (:func:`countdp.sampling.release`, on a seeded generator), and
+the expectations use the distribution it samples, ``W / D``.
 :func:`summarise` turns the repetitions into mean, standard deviation, standard error and
 the exact expectation under the model (Binomial(n, p) for synthetic data; for Adult the
 mean over repetitions of the exact expectation given that repetition's group counts).
@@ -59,16 +62,22 @@ def measure_d(measure: str) -> int | None:
     return None
 
 
-MatrixFor = Callable[[str, Mapping], np.ndarray]
+MechanismFor = Callable[[str, Mapping], object]
+"""``mechanism_for(name, point)``: a certified mechanism (a Design or an IntegerMechanism)."""
 DrawFor = Callable[[Mapping, np.random.Generator], np.ndarray]
 
 
+def released_matrix(mechanism: object) -> np.ndarray:
+    """The distribution a certified mechanism's sampler draws from, ``W / D``, as floats."""
+    return getattr(mechanism, "released", mechanism).matrix
+
+
 def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Sequence[str],
-             matrix_for: MatrixFor, draw: DrawFor, measures: Sequence[str], repetitions: int) -> pd.DataFrame:
+             mechanism_for: MechanismFor, draw: DrawFor, measures: Sequence[str], repetitions: int) -> pd.DataFrame:
     """Run ``repetitions`` of every point for every mechanism; one row per (point, rep, mechanism, measure).
 
-    ``points``: dicts with at least ``n`` (and ``alpha``); ``matrix_for(mechanism, point)``
-    returns the mechanism's matrix; ``draw(point, rng)`` returns the true group counts.
+    ``points``: dicts with at least ``n`` (and ``alpha``); ``mechanism_for(mechanism, point)``
+    returns the certified mechanism; ``draw(point, rng)`` returns the true group counts.
     Columns: the point's keys, ``mechanism``, ``rep``, ``measure``, ``d``, ``groups``,
     ``value`` (empirical) and ``exact_given_data`` (exact expectation given the counts).
     """
@@ -78,7 +87,8 @@ def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Seque
     for point in points:
         n = int(point["n"])
         data_params = {k: v for k, v in point.items() if k not in NOISE_ONLY_KEYS}
-        matrices = {m: matrix_for(m, point) for m in mechanisms}
+        chosen = {m: mechanism_for(m, point) for m in mechanisms}
+        matrices = {m: released_matrix(mech) for m, mech in chosen.items()}
         for m, P in matrices.items():
             if P.shape != (n + 1, n + 1):
                 raise ValueError(f"{m} at {dict(point)}: matrix has shape {P.shape}, expected {(n + 1, n + 1)}")
@@ -87,7 +97,7 @@ def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Seque
             q = empirical_distribution(counts, n)
             for m, P in matrices.items():
                 noise = rng_for(seed, study=study, stream="noise", rep=rep, mechanism=m, **point)
-                released = release(P, counts, noise)
+                released = release(chosen[m], counts, noise)
                 for measure in measures:
                     rows.append({
                         **point, "mechanism": m, "rep": rep, "measure": measure, "d": measure_d(measure),
@@ -123,7 +133,7 @@ def summarise(raw: pd.DataFrame, keys: Sequence[str],
 
 
 def adult_sweep(bits: np.ndarray, target: str, alpha: float, ns: Sequence[int], mechanisms: Sequence[str],
-                matrix_for: MatrixFor, repetitions: int, seed: int, measure: str = "L0",
+                mechanism_for: MechanismFor, repetitions: int, seed: int, measure: str = "L0",
                 study: str = "fig10") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Figure 10: one Adult target, error vs group size; each repetition a fresh random grouping."""
     bits = np.asarray(bits, dtype=np.int64)
@@ -132,12 +142,12 @@ def adult_sweep(bits: np.ndarray, target: str, alpha: float, ns: Sequence[int], 
     def draw(point, rng):
         return group_counts(bits, point["n"], rng)
 
-    raw = simulate(study, seed, points, mechanisms, matrix_for, draw, [measure], repetitions)
+    raw = simulate(study, seed, points, mechanisms, mechanism_for, draw, [measure], repetitions)
     keys = ["dataset", "target", "alpha", "n", "mechanism", "measure", "d"]
     return raw, summarise(raw, keys)
 
 
-def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], matrix_for: MatrixFor,
+def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], mechanism_for: MechanismFor,
                    measures: Sequence[str], repetitions: int, seed: int, study: str,
                    population: int = POPULATION) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Figures 11-13: synthetic populations of ``population`` Bernoulli(p) bits in groups of n.
@@ -151,24 +161,26 @@ def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], matrix_
     def draw(point, rng):
         return binomial_groups(point["n"], point["p"], rng, population)
 
-    raw = simulate(study, seed, pts, mechanisms, matrix_for, draw, measures, repetitions)
+    raw = simulate(study, seed, pts, mechanisms, mechanism_for, draw, measures, repetitions)
     matrices: dict = {}
 
     def exact(row):
         key = (row["mechanism"], row["n"], row["alpha"])
         if key not in matrices:
-            matrices[key] = matrix_for(row["mechanism"], {"n": row["n"], "alpha": row["alpha"], "p": row["p"]})
+            point = {"n": row["n"], "alpha": row["alpha"], "p": row["p"]}
+            matrices[key] = released_matrix(mechanism_for(row["mechanism"], point))
         return expected_error(matrices[key], binomial_distribution(row["n"], row["p"]), row["measure"])
 
     keys = ["dataset", "alpha", "n", "p", "mechanism", "measure", "d"]
     return raw, summarise(raw, keys, exact)
 
 
-def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, int], np.ndarray]:
-    """``{(mechanism, n): matrix}`` from ``[mechanism, n, path]`` triples of design artifacts.
+def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, int], object]:
+    """``{(mechanism, n): IntegerMechanism}`` from ``[mechanism, n, path]`` triples of design artifacts.
 
-    Every file is read with :func:`countdp.io.load_certified` (the DP certificate is
-    re-verified on the stored floats) and must hold the stated ``n`` and ``alpha``.
+    Every file is read with :func:`countdp.io.load_certified` (the float certificate and the
+    exact certificate of the release weights are re-verified) and must hold the stated ``n``
+    and ``alpha``.
     """
     from countdp.io import load_certified
 
@@ -177,11 +189,11 @@ def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, 
         record = load_certified(path)
         if int(record["n"]) != int(n) or abs(float(record["alpha"]) - float(alpha)) > 1e-12:
             raise ValueError(f"{path}: holds n={record['n']}, alpha={record['alpha']}; expected n={n}, alpha={alpha}")
-        out[(str(mechanism), int(n))] = record["matrix"]
+        out[(str(mechanism), int(n))] = record["released"]
     return out
 
 
 __all__ = [
-    "adult_sweep", "binomial_sweep", "canonical", "load_mechanisms", "rng_for", "seed_sequence", "simulate",
-    "summarise",
+    "adult_sweep", "binomial_sweep", "canonical", "load_mechanisms", "released_matrix", "rng_for", "seed_sequence",
+    "simulate", "summarise",
 ]

@@ -1,6 +1,9 @@
 """Reading and writing mechanism artifacts (JSON or CSV), atomically.
 
-The JSON layout is the one ``countdp design`` prints: ``matrix[i][j] = Pr[output i | input j]``.
+The JSON layout is the one ``countdp design`` prints: ``matrix[i][j] = Pr[output i | input j]``,
+``alpha_exact`` (``"p/q"``), and ``release``: ``denominator`` ``D = 2**K``, integer ``weights``
+(``weights[i][j]`` for output i given input j, columns summing to ``D``) and the exact
+certificate.  Loaders re-run the exact test on the stored weights and refuse any file that fails.
 Writes go to a temporary file in the same folder and are renamed into place, so a killed
 job never leaves a half-written artifact behind.
 """
@@ -15,11 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.certify import is_alpha_dp
+from countdp.alpha import alpha_text, exact_alpha
+from countdp.certify import Certificate, is_alpha_dp
 from countdp.design import Design
+from countdp.exact import IntegerMechanism
 from countdp.metrics import objective_value
 from countdp.properties import check_all
 from countdp.validation import check_matrix
+
+RELEASE_MATRIX_TOL = 1e-9
+"""Largest allowed ``max |W/D - matrix|`` between an artifact's weights and its float matrix."""
 
 
 @contextmanager
@@ -56,6 +64,7 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
         "mechanism": design.mechanism,
         "n": design.n,
         "alpha": design.alpha,
+        "alpha_exact": alpha_text(design.alpha_exact),
         "objective": design.objective,
         "aggregate": design.aggregate,
         "weights": design.weights,
@@ -73,7 +82,9 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
             "column_sum_error": cert.column_sum_error_after,
             "repair_lambda": cert.repair_lambda,
             "tolerance": 0.0,
+            "objective_before_repair": design.objective_before_repair,
         },
+        "release": design.released.to_dict(),
         "solver": design.solver,
         "method": design.method,
         "status": design.status,
@@ -83,14 +94,25 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
     }
 
 
+def _rows(rows, convert, indent: str) -> str:
+    lines = f",\n{indent}".join(json.dumps([convert(v) for v in row]) for row in rows)
+    return f"[\n{indent}{lines}\n{indent[:-1]}]"
+
+
 def to_json(record: dict) -> str:
-    """Indented JSON with each matrix row on one line (readable, and diff-friendly)."""
+    """Indented JSON with each matrix (and weights) row on one line (readable, and diff-friendly)."""
     rows = record.get("matrix")
     if rows is None:
         return json.dumps(record, indent=1) + "\n"
-    body = json.dumps({**record, "matrix": "@MATRIX@"}, indent=1)
-    matrix = "[\n  " + ",\n  ".join(json.dumps(list(map(float, row))) for row in np.asarray(rows)) + "\n ]"
-    return body.replace('"@MATRIX@"', matrix) + "\n"
+    release = record.get("release")
+    out = {**record, "matrix": "@MATRIX@"}
+    if release is not None:
+        out["release"] = {**release, "weights": "@WEIGHTS@"}
+    body = json.dumps(out, indent=1)
+    body = body.replace('"@MATRIX@"', _rows(np.asarray(rows), float, "  "))
+    if release is not None:
+        body = body.replace('"@WEIGHTS@"', _rows(release["weights"], int, "   "))
+    return body + "\n"
 
 
 def save_design(design: Design, path: str | os.PathLike) -> None:
@@ -130,13 +152,56 @@ def load_matrix(path: str | os.PathLike) -> np.ndarray:
     return load_record(path)["matrix"]
 
 
+def released_form(record: dict, path: str | os.PathLike = "") -> IntegerMechanism:
+    """The record's integer weights as an :class:`IntegerMechanism`: the exact test runs again here."""
+    release = record.get("release")
+    if not isinstance(release, dict) or "weights" not in release or "denominator" not in release:
+        raise ValueError(f"{path}: no release weights (written by an older countdp? design it again)")
+    D = release["denominator"]
+    if not isinstance(D, int) or D < 2 or D & (D - 1):
+        raise ValueError(f"{path}: release denominator must be a power of two, got {D!r}")
+    try:
+        alpha = exact_alpha(record.get("alpha_exact"))
+        released = IntegerMechanism(alpha, D.bit_length() - 1, release["weights"],
+                                    {k: v for k, v in release.get("certificate", {}).items()
+                                     if k in ("rounding_lambda", "max_abs_error", "objective_change")})
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    if released.n + 1 != record["matrix"].shape[0]:
+        raise ValueError(f"{path}: release weights and matrix have different sizes")
+    if float(alpha) != float(record.get("alpha", float("nan"))):
+        raise ValueError(f"{path}: alpha {record.get('alpha')!r} is not float(alpha_exact = {alpha_text(alpha)})")
+    if np.max(np.abs(released.matrix - record["matrix"])) > RELEASE_MATRIX_TOL:
+        raise ValueError(f"{path}: the float matrix and the release weights differ by more than {RELEASE_MATRIX_TOL}")
+    return released
+
+
 def load_certified(path: str | os.PathLike) -> dict:
-    """Read a design JSON and re-verify its DP certificate on the stored floats, or raise."""
+    """Read a design JSON, re-verify its float DP certificate and its exact release certificate, or raise.
+
+    The returned record has ``record["released"]``, the verified :class:`IntegerMechanism`.
+    """
     record = load_record(path)
     if not (record.get("dp", {}).get("certified") and is_alpha_dp(record["matrix"], record["alpha"])):
         raise ValueError(f"{path}: mechanism is not certified alpha-DP on its stored values")
+    record["released"] = released_form(record, path)
     return record
 
 
-__all__ = ["atomic_path", "design_to_dict", "load_certified", "load_matrix", "load_record",
-           "save_design", "to_json", "write_csv_atomic", "write_text_atomic"]
+def load_design(path: str | os.PathLike) -> Design:
+    """A design JSON as a :class:`Design` (both certificates re-verified), ready to release."""
+    r = load_certified(path)
+    dp = r["dp"]
+    certificate = Certificate(r["alpha"], True, dp["max_violation_before_repair"], dp["max_violation"],
+                              float("nan"), dp["column_sum_error"], dp["repair_lambda"])
+    return Design(mechanism=r["mechanism"], n=r["n"], alpha=r["alpha"], matrix=r["matrix"], objective=r["objective"],
+                  properties_requested=tuple(r.get("properties_requested", ())), objective_value=r["objective_value"],
+                  certificate=certificate, alpha_exact=r["released"].alpha, released=r["released"],
+                  objective_before_repair=dp.get("objective_before_repair", float("nan")),
+                  solver=r.get("solver", ""), method=r.get("method", ""), status=r.get("status", ""),
+                  solve_time=r.get("solve_time", 0.0), solver_objective=r.get("solver_objective"),
+                  aggregate=r.get("aggregate", "sum"), weights=r.get("weights"), extra=r.get("extra", {}))
+
+
+__all__ = ["atomic_path", "design_to_dict", "load_certified", "load_design", "load_matrix", "load_record",
+           "released_form", "save_design", "to_json", "write_csv_atomic", "write_text_atomic"]

@@ -1,65 +1,131 @@
-"""Releasing noisy counts: vectorised inverse-CDF sampling from a mechanism's columns."""
+"""Releasing noisy counts: an exact sampler over integer weights, and its sources of randomness.
+
+For a mechanism with integer weights ``W`` (columns summing to ``D = 2**K``, rows outputs),
+a release of true count ``j`` draws a uniform integer ``u`` in ``[0, D)`` and returns the
+smallest output ``i`` with ``u < W[0, j] + ... + W[i, j]``.  Exactly ``W[i, j]`` of the ``D``
+possible draws give ``i``, so the released distribution is ``W / D`` exactly: the object the
+exact certificate (:mod:`countdp.exact`) is checked on.  No floating point is involved.
+
+Randomness:
+
+* ``rng=None`` (the default): :class:`SystemRandomSource`, bits from the operating system's
+  cryptographically secure source (:func:`os.urandom`, as :mod:`secrets` uses).  Use it for
+  every release of real data: nobody can regenerate the noise.
+* ``rng=numpy.random.Generator``: a seeded, reproducible stream, for experiments, figures and
+  audits only.
+"""
 
 from __future__ import annotations
 
-import secrets
+import os
 
 import numpy as np
 
-from countdp.validation import check_matrix
+from countdp.exact import IntegerMechanism
 
 
-def _column_cdfs(M: np.ndarray) -> np.ndarray:
-    """``cdf[j, i] = Pr[output <= i | input j]``, with the last entry exactly 1 (row per input)."""
-    cdf = np.cumsum(M, axis=0).T.copy()
-    cdf[:, -1] = 1.0  # guard against a column sum that rounds below 1
-    return cdf
+class SystemRandomSource:
+    """Uniform integers from the OS's cryptographically secure source (``os.urandom``)."""
+
+    def draws(self, size: int, K: int) -> np.ndarray:
+        """``size`` independent uniform integers in ``[0, 2**K)`` (int64), K <= 62."""
+        raw = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
+        return (raw >> np.uint64(64 - K)).astype(np.int64)
+
+    def __repr__(self) -> str:
+        return "SystemRandomSource(os.urandom)"
 
 
-def _guide_table(cdf: np.ndarray) -> np.ndarray:
-    """``guide[j, b]`` = the smallest output i with ``cdf[j, i] > b/N``: where the search for a
-    uniform draw ``u`` in bucket ``b = floor(u N)`` may start (it never overshoots)."""
-    N = cdf.shape[0]
-    edges = np.arange(N) / N
-    return np.stack([np.searchsorted(row, edges, side="right") for row in cdf]).astype(np.int64)
+def uniform_draws(rng: object, size: int, K: int) -> np.ndarray:
+    """``size`` uniform integers in ``[0, 2**K)`` from ``rng``: a numpy Generator or a :class:`SystemRandomSource`.
 
-
-def release(P: np.ndarray, true_counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Draw one output per true count: ``out[k] ~ P[:, true_counts[k]]``.
-
-    Exact inverse-CDF sampling, vectorised: ``out`` is the smallest ``i`` with
-    ``u < cdf[i, j]`` for a uniform ``u``.  A guide table (Chen and Asau's indexed search)
-    gives every draw a start point in its column's CDF, so the forward scan takes O(1)
-    expected steps.  ``rng`` is a :class:`numpy.random.Generator`; use
-    :func:`secure_generator` for releases of real data.
+    A Generator's raw 64-bit words are shifted right by ``64 - K``: exactly uniform.
     """
-    M = check_matrix(P)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    if np.any(M < 0) or np.any(np.abs(M.sum(axis=0) - 1.0) > 1e-9):
-        raise ValueError("a mechanism must be column-stochastic (non-negative columns summing to 1)")
-    N = M.shape[0]
+    if isinstance(rng, np.random.Generator):
+        return (rng.bit_generator.random_raw(size) >> np.uint64(64 - K)).astype(np.int64)
+    if isinstance(rng, SystemRandomSource):
+        return rng.draws(size, K)
+    raise ValueError(f"rng must be None (OS secure source), a SystemRandomSource or a numpy Generator, "
+                     f"got {type(rng).__name__}")
+
+
+GUIDE_EXTRA_BITS = 4
+"""Buckets per input: about ``16 (n+1)``, so ~1/16 of the draws land in a bucket holding a boundary."""
+GUIDE_MAX_ENTRIES = 1 << 22
+"""Cap on the guide table's size (inputs x buckets), for large n."""
+
+
+def guide_table(cumulative: np.ndarray, K: int) -> tuple[np.ndarray, int]:
+    """Chen and Asau's guide table for integer CDFs: ``(guide, shift)``.
+
+    ``cumulative[j, i] = W[0, j] + ... + W[i, j]`` (one row per input).  A draw ``u`` falls in
+    bucket ``b = u >> shift``.  ``start = guide[j, b]`` if ``>= 0``, else ``~guide[j, b]``, is
+    the smallest output ``i`` with ``cumulative[j, i] > b << shift``: the search for ``u`` may
+    start there and never passes its answer.  A non-negative entry means the whole bucket lies
+    in that output's interval, so it *is* the answer; a negative one means the bucket holds an
+    interval boundary and the search must go on.
+    """
+    inputs, N = cumulative.shape
+    bits = min(K, max(1, (N - 1).bit_length()) + GUIDE_EXTRA_BITS)
+    while bits > 1 and inputs << bits > GUIDE_MAX_ENTRIES and (1 << (bits - 1)) >= N:
+        bits -= 1
+    shift = K - bits
+    # start[j, b] = #{i : cumulative[j, i] <= b << shift} = #{i : ceil(cumulative[j, i] / 2**shift) <= b}
+    first_bucket = np.minimum((cumulative + ((1 << shift) - 1)) >> shift, 1 << bits)
+    counts = np.zeros((inputs, (1 << bits) + 1), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(inputs), N), first_bucket.ravel()), 1)
+    start = np.cumsum(counts, axis=1)[:, : 1 << bits]
+    bucket_end = (np.arange(1, (1 << bits) + 1, dtype=np.int64) << shift)[None, :]  # first draw past the bucket
+    whole = np.take_along_axis(cumulative, np.minimum(start, N - 1), axis=1) >= bucket_end
+    return np.where(whole, start, ~start).astype(np.int32), shift
+
+
+def outputs_for_draws(cumulative: np.ndarray, K: int, columns: np.ndarray, draws: np.ndarray,
+                      guide: tuple[np.ndarray, int] | None = None) -> np.ndarray:
+    """The sampler's mapping: for each (input, draw), the smallest output ``i`` with ``draw < cumulative[input, i]``.
+
+    ``draws`` are integers in ``[0, 2**K)``; pure integer arithmetic, vectorised.
+    """
+    N = cumulative.shape[1]
+    table, shift = guide if guide is not None else guide_table(cumulative, K)
+    found = table.ravel()[columns * table.shape[1] + (draws >> shift)].astype(np.int64)
+    search = np.flatnonzero(found < 0)
+    out = found
+    out[search] = ~found[search]
+    flat = cumulative.ravel()
+    start = columns[search] * N
+    active = search[flat[start + out[search]] <= draws[search]]
+    while active.size:  # the draws whose bucket holds an interval boundary, past the bucket's start
+        out[active] += 1
+        active = active[flat[columns[active] * N + out[active]] <= draws[active]]
+    return out
+
+
+def _released_form(mechanism: object) -> IntegerMechanism:
+    released = getattr(mechanism, "released", mechanism)
+    if not isinstance(released, IntegerMechanism):
+        raise ValueError("release needs a certified mechanism (countdp.design_named(...), countdp.io.load_design(...) "
+                         f"or an IntegerMechanism), got {type(mechanism).__name__}")
+    return released
+
+
+def release(mechanism: object, true_counts: object, rng: object = None) -> np.ndarray:
+    """Draw one noisy count per true count, exactly from the mechanism's integer weights.
+
+    ``mechanism``: a :class:`~countdp.design.Design` or an :class:`~countdp.exact.IntegerMechanism`
+    (both carry weights that passed the exact alpha-DP test; a bare float matrix is refused).
+    ``rng``: ``None`` for the OS's secure source (real data), or a seeded numpy ``Generator``
+    (experiments).  ``out[k]`` has the distribution ``W[:, true_counts[k]] / D``.
+    """
+    released = _released_form(mechanism)
     counts = np.asarray(true_counts)
+    N = released.n + 1
     if counts.size and (not np.issubdtype(counts.dtype, np.integer) or counts.min() < 0 or counts.max() >= N):
         raise ValueError(f"true counts must be integers in 0..{N - 1}")
-    cdf = _column_cdfs(M)
-    flat_cdf = cdf.ravel()
-    shape = counts.shape
+    source = SystemRandomSource() if rng is None else rng
     columns = counts.ravel().astype(np.int64)
-    u = rng.random(columns.size)
-    start = columns * N
-    out = _guide_table(cdf).ravel()[start + (u * N).astype(np.int64)]
-    active = np.flatnonzero(flat_cdf[start + out] <= u)
-    while active.size:  # advance the few draws whose bucket holds more than one output
-        out[active] += 1
-        active = active[flat_cdf[start[active] + out[active]] <= u[active]]
-    return out.reshape(shape)
+    draws = uniform_draws(source, columns.size, released.K)
+    return outputs_for_draws(released.cumulative, released.K, columns, draws, released.guide).reshape(counts.shape)
 
 
-def secure_generator() -> np.random.Generator:
-    """A generator seeded from the OS's entropy (via :mod:`secrets`), for releases of real data.
-
-    Experiments use seeded generators so that they can be reproduced; a release of real
-    counts must not, or the noise can be regenerated by anyone who knows the seed.
-    """
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(secrets.randbits(128))))
+__all__ = ["SystemRandomSource", "guide_table", "outputs_for_draws", "release", "uniform_draws"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from countdp.alpha import exact_alpha
 from countdp.checks import CHECK_COLUMNS, check_row
 from countdp.constraints import PROPERTIES
 from countdp.io import load_certified, save_design, write_csv_atomic, write_text_atomic
@@ -71,42 +72,48 @@ def objective_from_slug(slug: str) -> str:
     return str(parse_objective(slug))
 
 
-def design_artifact(mechanism: str, objective: str, n: int, alpha: str, solver: str, path: str | Path) -> str:
+def design_artifact(mechanism: str, objective: str, n: int, alpha: str, solver: str, path: str | Path,
+                    alpha_exact: str | None = None) -> str:
     """Design one mechanism named by its artifact path's parts and save it (certified) as JSON.
 
     ``solver`` is ``"closed-form"`` for GM/EM/UM, else ``"NAME/method"``.  ``alpha`` must be
-    spelled canonically (:func:`alpha_spelling`) so one parameter set has exactly one path.
-    Returns a one-line summary (for the job's log).
+    spelled canonically (:func:`alpha_spelling`) so one parameter set has exactly one path;
+    ``alpha_exact`` is the exact value it stands for (``"10/11"``; default: the decimal
+    ``alpha`` itself), and must round to it.  Returns a one-line summary (for the job's log).
     """
     from countdp.design import design_named
 
     a = parse_alpha(alpha)
     if alpha_spelling(a) != alpha:
         raise ValueError(f"alpha={alpha!r} is not canonical; spell it {alpha_spelling(a)!r}")
+    exact = exact_alpha(alpha if alpha_exact is None else alpha_exact)
+    if float(exact) != a:
+        raise ValueError(f"alpha_exact={alpha_exact!r} does not round to alpha={alpha!r}")
     obj = objective_from_slug(objective)
     props = lp_properties(mechanism)
     if mechanism in CLOSED_FORM_MECHANISMS:
-        design = design_named(mechanism, n, a, objective=obj)
+        design = design_named(mechanism, n, exact, objective=obj)
     else:
         name, method = solver.split("/")
         if props is None:
-            design = design_named(mechanism, n, a, objective=obj, solver=name, method=method)
+            design = design_named(mechanism, n, exact, objective=obj, solver=name, method=method)
         else:
-            design = design_named("LP", n, a, objective=obj, properties=props, solver=name, method=method)
+            design = design_named("LP", n, exact, objective=obj, properties=props, solver=name, method=method)
             design.mechanism = mechanism
     if not design.certificate.certified:
         raise RuntimeError(f"{path}: design could not be certified alpha-DP")
     save_design(design, path)
-    cert = design.certificate
-    return (f"{path}: {mechanism} {obj} n={n} alpha={a!r} solver={design.solver}/{design.method} "
+    cert, rounding = design.certificate, design.released.certificate
+    return (f"{path}: {mechanism} {obj} n={n} alpha={exact} solver={design.solver}/{design.method} "
             f"objective={design.objective_value:.12g} time={design.solve_time:.3f}s "
-            f"dp_violation_before={cert.violation_before:.2e} repair_lambda={cert.repair_lambda:.2e}")
+            f"dp_violation_before={cert.violation_before:.2e} repair_lambda={cert.repair_lambda:.2e} "
+            f"rounding_lambda={rounding.rounding_lambda:.2e} exact_dp={rounding.holds}")
 
 
-def design_job(wildcards, solver: str, path: str, log: str) -> None:
+def design_job(wildcards, solver: str, path: str, log: str, alpha_exact: str | None = None) -> None:
     """Entry point of the design rule: design from the path's wildcards, write a one-line log."""
     summary = design_artifact(wildcards.mechanism, wildcards.objective, int(wildcards.n), wildcards.alpha,
-                              solver, path)
+                              solver, path, alpha_exact)
     write_text_atomic(log, summary + "\n")
 
 

@@ -23,7 +23,7 @@ def check_alpha(alpha: object) -> float:
     """Return ``alpha`` as a float, or raise ``ValueError`` unless 0 < alpha < 1."""
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
         raise ValueError(f"alpha must be a number with 0 < alpha < 1, got {alpha!r}")
-    value = float(alpha)
+    value = float(alpha)  # a Fraction (exact alpha) is rounded to the nearest float
     if not (0.0 < value < 1.0):
         raise ValueError(f"alpha must satisfy 0 < alpha < 1 (alpha = exp(-epsilon)), got {alpha!r}")
     return value

@@ -8,11 +8,13 @@
 #     LP-{props} with props '+'-joined in the canonical order RH,RM,CH,CM,F,WH,S
 #     (LP-none = BasicDP only).
 #   - objective: L0, L1, L2, or L0d{d} (the file-name-safe spelling of "L0d:d").
-#   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.
+#   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.  The
+#     artifact records the exact value the config gave ("10/11"; a decimal 0.91 is 91/100).
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from countdp.alpha import alpha_text, exact_alphas_in
 from countdp.constraints import PROPERTIES
 from countdp.constraints import parse_properties
 from countdp.metrics import parse_objective
@@ -30,6 +32,10 @@ try:
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
 validate(config, schema="../schemas/config.schema.yaml")
+try:
+    EXACT_ALPHAS = exact_alphas_in(config)  # path spelling of alpha -> the exact value the config gave
+except ValueError as error:
+    raise WorkflowError(f"config: {error}") from None
 
 
 # Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.io.atomic_path
@@ -78,6 +84,12 @@ def alpha_value(alpha):
 def alpha_str(alpha):
     """The spelling of alpha in artifact paths: shortest repr of the float."""
     return alpha_spelling(alpha)
+
+
+def alpha_exact(path_alpha):
+    """The exact alpha ("p/q") the config gave for an artifact path's alpha spelling."""
+    exact = EXACT_ALPHAS.get(path_alpha)
+    return alpha_text(exact) if exact is not None else path_alpha
 
 
 def n_values(spec):

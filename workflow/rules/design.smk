@@ -10,7 +10,8 @@ rule design_mechanism:
         "results/logs/design/{mechanism}/{objective}/n={n}/alpha={alpha}.log",
     params:
         solver=design_solver,
+        alpha_exact=lambda wildcards: alpha_exact(wildcards.alpha),
     run:
         from countdp.studies import design_job
 
-        design_job(wildcards, params.solver, output[0], log[0])
+        design_job(wildcards, params.solver, output[0], log[0], params.alpha_exact)

@@ -14,11 +14,11 @@ start = time.perf_counter()
 alpha = float(smk.wildcards.alpha)
 target = smk.wildcards.target
 table = read_adult_table(smk.input.table, smk.input.sidecar)
-matrices = load_mechanisms(smk.params.files, alpha)
+mechanisms_by_size = load_mechanisms(smk.params.files, alpha)
 mechanisms = list(dict.fromkeys(m for m, _, _ in smk.params.files))
 raw, summary = adult_sweep(
     table[target].to_numpy(), target, alpha, smk.params.ns, mechanisms,
-    lambda m, point: matrices[(m, point["n"])], int(smk.params.repetitions), int(smk.params.seed),
+    lambda m, point: mechanisms_by_size[(m, point["n"])], int(smk.params.repetitions), int(smk.params.seed),
 )
 write_csv_atomic(raw, smk.output.raw, "%.12g")
 write_csv_atomic(summary, smk.output.summary, "%.12g")

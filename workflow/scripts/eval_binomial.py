@@ -11,10 +11,10 @@ smk = snakemake  # noqa: F821 - injected by Snakemake
 logging.basicConfig(filename=smk.log[0], level=logging.INFO, format="%(asctime)s %(message)s", force=True)
 start = time.perf_counter()
 alpha = float(smk.wildcards.alpha)
-matrices = load_mechanisms(smk.params.files, alpha)
+mechanisms_by_size = load_mechanisms(smk.params.files, alpha)
 mechanisms = list(dict.fromkeys(m for m, _, _ in smk.params.files))
 raw, summary = binomial_sweep(
-    smk.params.points, mechanisms, lambda m, point: matrices[(m, int(point["n"]))], list(smk.params.measures),
+    smk.params.points, mechanisms, lambda m, point: mechanisms_by_size[(m, int(point["n"]))], list(smk.params.measures),
     int(smk.params.repetitions), int(smk.params.seed), smk.params.study, int(smk.params.population),
 )
 write_csv_atomic(raw, smk.output.raw, "%.12g")

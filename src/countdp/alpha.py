@@ -1,0 +1,125 @@
+"""The privacy parameter as an exact rational.
+
+``alpha = e^-epsilon`` in (0, 1); alpha close to 1 is *more* private.  Privacy is decided in
+exact arithmetic, so alpha is carried as a :class:`fractions.Fraction`:
+
+* a ``"p/q"`` string or a decimal string is exact: ``"10/11"`` is 10/11, ``"0.91"`` is 91/100;
+* a Python float is taken at its exact binary value (``0.91`` is 8196551321966879/2**53);
+* epsilon becomes the smallest alpha on a grid of ``2**-63`` with
+  ``alpha >= e^-epsilon``, so the guarantee is never weaker than the epsilon asked for.
+
+The float ``float(alpha)`` is what the LP solvers see; the exact value is what the release
+certificate (:mod:`countdp.exact`) is checked against.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from decimal import ROUND_FLOOR, Context, Decimal
+from fractions import Fraction
+
+EPSILON_GRID_BITS = 63
+"""alpha derived from epsilon is a multiple of ``2**-63`` (at most that far above e^-epsilon)."""
+
+
+def _as_fraction(value: object, name: str) -> Fraction:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number or a 'p/q' fraction, got {value!r}")
+    if isinstance(value, str):
+        text = value.replace(" ", "")
+        try:
+            return Fraction(text)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"{name} must be a number or a 'p/q' fraction, got {value!r}") from None
+    if isinstance(value, Fraction | numbers.Integral | Decimal):
+        return Fraction(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        return Fraction(number)
+    raise ValueError(f"{name} must be a number or a 'p/q' fraction, got {value!r}")
+
+
+def exact_alpha(value: object) -> Fraction:
+    """``value`` as an exact rational alpha with 0 < alpha < 1, or raise ``ValueError``."""
+    alpha = _as_fraction(value, "alpha")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must satisfy 0 < alpha < 1 (alpha = e^-epsilon), got {value!r}")
+    return alpha
+
+
+def alpha_from_epsilon(epsilon: object) -> Fraction:
+    """The smallest multiple of ``2**-63`` that is ``>= e^-epsilon`` (epsilon > 0, exact input).
+
+    ``e^-epsilon`` is bounded from above with 60-digit decimal arithmetic (``Decimal.exp`` is
+    correctly rounded; epsilon is rounded down and one unit in the last place is added), so
+    the returned alpha is never below the true ``e^-epsilon``.
+    """
+    eps = _as_fraction(epsilon, "epsilon")
+    if not eps > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+    ctx = Context(prec=60, rounding=ROUND_FLOOR)
+    eps_low = ctx.divide(Decimal(eps.numerator), Decimal(eps.denominator))
+    upper = Context(prec=60).exp(-eps_low)
+    upper += Decimal(1).scaleb(upper.adjusted() - 59)  # one unit in the 60th digit
+    scale = 1 << EPSILON_GRID_BITS
+    alpha = Fraction(math.ceil(Fraction(upper) * scale), scale)
+    if not 0 < alpha < 1:
+        raise ValueError(f"epsilon = {epsilon!r} is too small: e^-epsilon rounds to 1 on a 2^-63 grid")
+    return alpha
+
+
+def alpha_text(alpha: Fraction) -> str:
+    """The ``"p/q"`` spelling of an exact alpha, as recorded in artifacts (``"10/11"``)."""
+    return f"{alpha.numerator}/{alpha.denominator}"
+
+
+def epsilon_of(alpha: Fraction) -> float:
+    """``-ln(alpha)``: the epsilon an exact alpha guarantees (for reports; not used to decide)."""
+    return -math.log(alpha.numerator) + math.log(alpha.denominator)
+
+
+def config_alpha(value: object) -> Fraction:
+    """A config file's alpha as written: ``"p/q"`` and decimals exactly (a YAML number 0.91 is 91/100).
+
+    YAML turns ``0.91`` into a float before the workflow sees it; its shortest ``repr`` is the
+    decimal the user typed, so that decimal (not the float's binary value) is the exact alpha.
+    """
+    if isinstance(value, float):
+        return exact_alpha(repr(value))
+    return exact_alpha(value)
+
+
+def exact_alphas_in(config: object, key: str = "alpha") -> dict[str, Fraction]:
+    """Every alpha under a ``key`` entry of a nested config (a value or a list), keyed by its float ``repr``.
+
+    The workflow names artifacts by ``repr(float(alpha))``; this maps each such spelling back to
+    the exact value the config gave (:func:`config_alpha`).  Two different exact values with the
+    same float spelling raise ``ValueError``.
+    """
+    found: dict[str, Fraction] = {}
+
+    def visit(node: object) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == key:
+                    for value in v if isinstance(v, list) else [v]:
+                        add(value)
+                visit(v)
+        elif isinstance(node, list):
+            for item in node:
+                visit(item)
+
+    def add(value: object) -> None:
+        if isinstance(value, dict | list):
+            return
+        exact = config_alpha(value)
+        spelling = repr(float(exact))
+        if found.setdefault(spelling, exact) != exact:
+            raise ValueError(f"alpha {alpha_text(found[spelling])} and {alpha_text(exact)} share the spelling "
+                             f"{spelling}; use one of them")
+
+    visit(config)
+    return found
