@@ -13,8 +13,8 @@ from countdp.certify import is_alpha_dp
 from countdp.cli import main
 from countdp.mechanisms import explicit_fair, geometric
 
-JSON_KEYS = {"mechanism", "n", "alpha", "objective", "properties_requested", "matrix", "objective_value",
-             "l0", "properties", "dp", "solver"}
+JSON_KEYS = {"mechanism", "n", "alpha", "alpha_exact", "release", "objective", "properties_requested", "matrix",
+             "objective_value", "l0", "properties", "dp", "solver"}
 
 
 @pytest.mark.parametrize("mech", ["GM", "EM", "UM", "WM", "WH"])
@@ -121,3 +121,104 @@ def test_console_script_entry_point():
     result = subprocess.run([sys.executable, "-m", "countdp.cli", "design", "GM", "--n", "2", "--alpha", "2"],
                             capture_output=True, text=True)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- exact alpha and the release weights
+def _python_int_dp(weights: list[list[int]], p: int, q: int, D: int) -> bool:
+    N = len(weights)
+    if any(sum(weights[i][j] for i in range(N)) != D for j in range(N)):
+        return False
+    return all(p * r[j + 1] <= q * r[j] and p * r[j] <= q * r[j + 1] for r in weights for j in range(N - 1))
+
+
+def test_design_prints_integer_weights_whose_exact_test_holds(capsys):
+    assert main(["design", "GM", "--n", "60", "--alpha", "1/2"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    release = record["release"]
+    assert record["alpha_exact"] == "1/2" and release["denominator"] == 2**62
+    assert all(isinstance(v, int) for row in release["weights"] for v in row)
+    assert _python_int_dp(release["weights"], 1, 2, 2**62)
+    cert = release["certificate"]
+    assert cert["holds"] is True and cert["K"] == 62 and abs(cert["objective_change"]) <= 1e-9
+    assert set(record["dp"]) >= {"objective_before_repair", "repair_lambda"}
+
+
+def test_design_takes_epsilon_and_records_both(capsys):
+    assert main(["design", "EM", "--n", "5", "--epsilon", "0.1"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    p, q = map(int, record["alpha_exact"].split("/"))
+    assert record["extra"]["epsilon_requested"] == "0.1"
+    assert p / q == pytest.approx(np.exp(-0.1), rel=1e-15) and q <= 2**63
+    assert record["extra"]["epsilon_guaranteed"] <= 0.1
+    assert main(["design", "EM", "--n", "5", "--epsilon", "0.1", "--alpha", "0.5"]) == 2
+    assert "not allowed with" in capsys.readouterr().err
+
+
+def _tamper_weights(path, tmp_path):
+    record = json.loads(path.read_text())
+    W = record["release"]["weights"]
+    W[1][0] += W[0][0]
+    W[0][0] = 0  # a zero next to a positive weight; the column still sums to 2**62
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(record))
+    return bad
+
+
+def test_check_and_release_refuse_tampered_weights(tmp_path, capsys):
+    path = tmp_path / "gm.json"
+    assert main(["design", "GM", "--n", "4", "--alpha", "2/3", "--out", str(path)]) == 0
+    assert main(["check", str(path)]) == 0
+    assert "certified exactly on the integer release weights" in capsys.readouterr().out
+    bad = _tamper_weights(path, tmp_path)
+    assert main(["check", str(bad)]) == 1
+    assert "NOT alpha-DP on the integer release weights" in capsys.readouterr().out
+    assert main(["release", str(bad), "1", "--seed", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to release" in err and len(err.strip().splitlines()) == 1
+
+
+def test_release_a_table_keeps_every_column_and_adds_the_noisy_count(tmp_path, capsys):
+    from countdp.io import load_design
+    from countdp.sampling import release
+
+    path = tmp_path / "em.json"
+    assert main(["design", "EM", "--n", "10", "--alpha", "9/10", "--out", str(path)]) == 0
+    rng = np.random.default_rng(4)
+    counts = rng.integers(0, 11, 500)
+    table = tmp_path / "groups.csv"
+    lines = ["group,region,c,note"] + [f"g{k},r{k % 7},{c},\"a, b\"" for k, c in enumerate(counts)]
+    table.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "noisy.csv"
+    assert main(["release", str(path), "--input", str(table), "--count-column", "c", "--out", str(out),
+                 "--seed", "9"]) == 0
+    import pandas as pd
+
+    written = pd.read_csv(out, dtype=str, keep_default_na=False)
+    original = pd.read_csv(table, dtype=str, keep_default_na=False)
+    assert list(written.columns) == ["group", "region", "c", "note", "noisy_c"]
+    assert written[original.columns].equals(original)
+    expected = release(load_design(path), counts, np.random.default_rng(9))
+    assert np.array_equal(written["noisy_c"].astype(int).to_numpy(), expected)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("c\n1\n11\n", "row 2, column 'c': count 11 is outside 0..10"),
+    ("c\n1\n-1\n", "row 2, column 'c': count -1 is outside 0..10"),
+    ("c\n1\n2.5\n", "row 2, column 'c': '2.5' is not an integer count"),
+    ("c\n1\n\n", None),  # a blank line is skipped by CSV readers: not an error
+    ("c,d\n1,\nx,2\n", "row 2, column 'c': 'x' is not an integer count"),
+    ("d\n1\n", "no column 'c'"),
+    ("c\n", "no rows"),
+])
+def test_release_a_bad_table_is_one_line_and_writes_nothing(tmp_path, capsys, body, message):
+    path = tmp_path / "em.json"
+    main(["design", "EM", "--n", "10", "--alpha", "9/10", "--out", str(path)])
+    table, out = tmp_path / "t.csv", tmp_path / "noisy.csv"
+    table.write_text(body)
+    code = main(["release", str(path), "--input", str(table), "--count-column", "c", "--out", str(out)])
+    err = capsys.readouterr().err
+    if message is None:
+        assert code == 0 and out.exists()
+        return
+    assert code == 2 and message in err and len([e for e in err.splitlines() if "error" in e]) == 1
+    assert not out.exists() and list(tmp_path.glob(".noisy*")) == []
