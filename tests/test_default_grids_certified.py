@@ -5,10 +5,12 @@ temporary copy of the repository) names every ``results/mechanisms/...json`` a f
 write (about 1,500: all closed forms GM/EM/UM and every LP of Figures 1, 2, 6, 8, 9 and of the
 extrinsic sweeps, n up to 40).  Each is designed in-process exactly as the design rule does
 (:func:`countdp.studies.design_artifact`, HiGHS simplex) and its JSON is read back: the
-certificate must say ``certified: true`` with ``tolerance: 0``, ``max_violation`` 0, and the
-stored floats must pass the exact alpha-DP test (``is_alpha_dp``, no tolerance) and an
-independent recomputation of the inequalities.  All of them are designed (no sampling): the
-whole grid takes about 30 s on an idle core (~60 s on a loaded machine).
+certificate must say ``certified: true`` with ``tolerance: 0``, ``max_violation`` 0, a repair
+``lambda <= 1e-7``, and the stored floats must pass the float alpha-DP test (``is_alpha_dp``,
+no tolerance) and an independent recomputation of the inequalities.  The release weights
+must carry the exact alpha the config gave and pass the exact test, re-checked here with
+Python integers.  All of them are designed (no sampling): the whole grid takes about 60 s on
+an idle core.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import numpy as np
 import pytest
 from conftest import copy_workflow, snakemake
 
-from countdp.certify import COLUMN_SUM_TOL, is_alpha_dp
+import yaml
+
+from countdp.alpha import alpha_text, exact_alphas_in
+from countdp.certify import COLUMN_SUM_TOL, MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.studies import design_artifact, objective_from_slug
 
 ARTIFACT = re.compile(r"results/mechanisms/(?P<mechanism>[^/\s]+)/(?P<objective>[^/\s]+)/"
@@ -52,6 +57,13 @@ def _independent_dp(P: np.ndarray, alpha: float) -> bool:
     return bool((P >= 0).all() and (P <= 1).all() and (np.abs(P.sum(axis=0) - 1) <= COLUMN_SUM_TOL).all())
 
 
+def _python_int_dp(weights: list[list[int]], alpha: str, D: int) -> bool:
+    p, q = map(int, alpha.split("/"))
+    N = len(weights)
+    sums = all(sum(weights[i][j] for i in range(N)) == D for j in range(N))
+    return sums and all(p * r[j + 1] <= q * r[j] and p * r[j] <= q * r[j + 1] for r in weights for j in range(N - 1))
+
+
 def test_default_grid_is_what_the_figures_need(default_artifacts):
     kinds = Counter((ARTIFACT.match(p)["mechanism"], ARTIFACT.match(p)["objective"]) for p in default_artifacts)
     assert len(default_artifacts) > 1000
@@ -62,21 +74,27 @@ def test_default_grid_is_what_the_figures_need(default_artifacts):
 
 
 def test_every_default_artifact_is_certified(default_artifacts, tmp_path):
+    exact = exact_alphas_in(yaml.safe_load(Path("config/config.yaml").read_text()))
     failures = []
     for k, path in enumerate(default_artifacts):
         m = ARTIFACT.match(path)
         mechanism, n, alpha = m["mechanism"], int(m["n"]), m["alpha"]
         solver = "closed-form" if mechanism in CLOSED_FORMS else "HIGHS/simplex"
         out = tmp_path / f"{k}.json"
-        design_artifact(mechanism, m["objective"], n, alpha, solver, out)
+        design_artifact(mechanism, m["objective"], n, alpha, solver, out, alpha_text(exact[alpha]))
         record = json.loads(Path(out).read_text())
         P = np.array(record["matrix"], dtype=float)
-        dp = record["dp"]
+        dp, release = record["dp"], record["release"]
         ok = (
             record["mechanism"] == mechanism and record["n"] == n and repr(record["alpha"]) == alpha
             and record["objective"] == objective_from_slug(m["objective"]) and P.shape == (n + 1, n + 1)
             and dp["certified"] is True and dp["tolerance"] == 0 and dp["max_violation"] == 0
+            and dp["repair_lambda"] <= MAX_REPAIR_LAMBDA
             and is_alpha_dp(P, float(alpha)) and _independent_dp(P, float(alpha))
+            and record["alpha_exact"] == alpha_text(exact[alpha]) and release["denominator"] == 2**62
+            and release["certificate"]["holds"] is True
+            and _python_int_dp(release["weights"], record["alpha_exact"], release["denominator"])
+            and abs(release["certificate"]["objective_change"]) <= 1e-9
         )
         if not ok:
             failures.append((path, dp))
@@ -107,6 +125,25 @@ def test_loaders_refuse_an_uncertified_artifact(tmp_path):
     assert not is_alpha_dp(np.array(json.loads(path.read_text())["matrix"]), 0.91)
     for load in (load_certified, lambda p: load_matrix_records([p]), lambda p: load_mechanisms([["WM", 4, p]], 0.91)):
         with pytest.raises(ValueError, match="WM.json: mechanism is not certified"):
+            load(str(path))
+
+
+def test_loaders_refuse_tampered_release_weights(tmp_path):
+    """The float matrix intact, one weight moved so that one DP inequality breaks by a single unit."""
+    from countdp.experiments import load_mechanisms
+    from countdp.io import load_certified, load_design
+
+    path = tmp_path / "WM.json"
+    design_artifact("WM", "L0", 4, "0.91", "HIGHS/simplex", path)
+    record = json.loads(path.read_text())
+    W = record["release"]["weights"]
+    # the least value of W[0][1] that breaks 91 W[0][1] <= 100 W[0][0], mass taken from W[1][1]
+    target = (100 * W[0][0]) // 91 + 1
+    W[1][1] -= target - W[0][1]
+    W[0][1] = target
+    path.write_text(json.dumps(record))
+    for load in (load_certified, load_design, lambda p: load_mechanisms([["WM", 4, p]], 0.91)):
+        with pytest.raises(ValueError, match="WM.json: release weights are not alpha-DP"):
             load(str(path))
 
 

@@ -86,7 +86,9 @@ def _solve(problem, solver: str, method: str) -> None:
     import cvxpy as cp
 
     if solver == "HIGHS":
-        problem.solve(solver=cp.HIGHS, highs_options={"solver": method})
+        tol = fast_design.HIGHS_FEASIBILITY_TOL
+        problem.solve(solver=cp.HIGHS, highs_options={"solver": method, "primal_feasibility_tolerance": tol,
+                                                      "dual_feasibility_tolerance": tol})
     elif solver == "CLARABEL":
         problem.solve(solver=cp.CLARABEL)
     else:  # pragma: no cover - guarded by check_solver

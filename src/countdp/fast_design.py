@@ -86,6 +86,9 @@ CLARABEL_DIRECT_METHOD = "qdldl"
 two threads alike): n = 256, 26 s -> 6.4 s; n = 512, 116 s -> 50 s; same iterates and optimal
 value to 1e-11 (benchmarks/)."""
 
+HIGHS_FEASIBILITY_TOL = 1e-10
+"""HiGHS's primal and dual feasibility tolerances (default 1e-7, which left DP rows of WM at n = 32,
+alpha = 10/11 broken by 4e-8: a repair of lambda = 1.6e-5; at 1e-10 the repair is ~1e-13, same time)."""
 AUTO_MIN_N = 16
 """``design_lp(backend="auto")`` uses the fast path from this ``n`` (smaller models go to cvxpy,
 whose vertex choice the small-n figures were made with; both give the same optimal value)."""
@@ -360,6 +363,8 @@ def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = Non
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", chosen)
+    for option in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
+        h.setOptionValue(option, HIGHS_FEASIBILITY_TOL)
     if chosen == "ipm":
         h.setOptionValue("run_crossover", "on")
     if threads is not None:
