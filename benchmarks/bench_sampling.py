@@ -9,6 +9,9 @@ matrix) against the release weights ``W / 2**62``: the number of broken DP inequ
 outputs with probability 0 under one input and > 0 under its neighbour, and the worst ratio
 ``max W[i, j'] / W[i, j]`` over neighbours, times alpha, as ``1 + excess`` (alpha-DP iff excess <= 0).
 
+Part 3, the rounding's cost (floats to integer weights) at n = 1024 for the closed forms:
+the UM weight mixed in, max |W/D - P| and the change in L0 (bound: 1e-9 for n <= 1024, alpha <= 0.999).
+
     .venv/bin/python benchmarks/bench_sampling.py
 """
 
@@ -68,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=2_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--alpha", default="91/100")
+    parser.add_argument("--rounding-n", type=int, default=1024)
     args = parser.parse_args(argv)
     print(f"# release throughput, {args.samples:,} samples per call, best of {args.repeats}, "
           f"EM, alpha={args.alpha}, load={os.getloadavg()[0]:.1f}")
@@ -91,6 +95,15 @@ def main(argv: list[str] | None = None) -> int:
                               ("exact (W / 2^62)", np.asarray(design.released.weights), design.released.K)):
             broken, zero_pos, worst = privacy_row(W, a, K)
             print(f"{label:<22} {sampler:<18} {broken:>7} {zero_pos:>8} {worst:>20}")
+
+    print(f"\n# rounding to integer weights at n = {args.rounding_n} (closed forms)")
+    print(f"{'mechanism':<10} {'alpha':>8} {'rounding lambda':>16} {'max|W/D-P|':>11} {'L0 change':>10} {'time s':>7}")
+    for name in ("GM", "EM", "UM"):
+        for alpha in ("1/2", "9/10", "99/100", "999/1000"):
+            start = time.perf_counter()
+            cert = design_named(name, args.rounding_n, alpha).released.certificate
+            print(f"{name:<10} {alpha:>8} {cert.rounding_lambda:16.1e} {cert.max_abs_error:11.1e} "
+                  f"{cert.objective_change:10.1e} {time.perf_counter() - start:7.2f}")
     return 0
 
 

@@ -52,7 +52,8 @@ print("tables:", ", ".join(sorted(p.stem for p in (RESULTS / "tables").glob("*.c
 
 Every mechanism is one JSON artifact, `results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json`,
 holding the matrix `P[i, j] = Pr[output i | true count j]` (rows: outputs, columns: inputs), how it was
-made, and its α-DP certificate. `load_certified` re-verifies the certificate on the stored floats.
+made, its float α-DP certificate, and its release form: integer weights over 2^62 with an exact
+α-DP certificate. `load_certified` re-runs both checks on the stored values.
 We show WM (the LP with weak honesty, row and column monotonicity and symmetry) for n = 4, α = 0.91,
 the mechanism of Figure 7 (built by both the default and the quick configuration)."""),
     ("code", """\
@@ -65,6 +66,8 @@ print(f"artifact: {artifact.relative_to(RESULTS)}")
 print(f"{record['mechanism']} n={record['n']} alpha={record['alpha']} objective={record['objective']} "
       f"value={record['objective_value']:.4f} solver={record['solver']}/{record['method']}")
 print("certificate:", json.dumps(record["dp"]))
+print(f"alpha exactly {record['alpha_exact']}; release weights over D = 2^{record['released'].K}:",
+      json.dumps(record["release"]["certificate"]))
 print("properties:", {name: bool(ok) for name, ok in record["properties"].items()})
 
 fig, ax = plt.subplots(figsize=(4.5, 4))
@@ -123,19 +126,23 @@ with pd.option_context("display.max_colwidth", 120, "display.max_rows", 200):
 ## 4. Designing a mechanism for a new (n, α)
 
 `countdp.design_named` builds the named mechanisms: GM, EM and UM are closed forms, WM and WH are
-linear programs (minimising the uniform-prior L0 error by default). Every design comes back with a
-certificate that the stored floats are α-DP. `countdp.check_all` checks the seven properties and
+linear programs (minimising the uniform-prior L0 error by default). α is exact (`"4/5"`). Every design
+comes back with a certificate that its floats are α-DP, and with the integer weights that a release
+samples, certified α-DP in exact arithmetic; `countdp.release(design, counts)` draws from exactly those.
+`countdp.check_all` checks the seven properties and
 `countdp.expected_error` evaluates any mechanism under any input distribution — here Binomial(n, p),
 the model of Figures 11-13."""),
     ("code", """\
-n, alpha, p = 15, 0.8, 0.3
+n, alpha, p = 15, "4/5", 0.3
 design = countdp.design_named("WM", n, alpha)
 print(f"WM n={design.n} alpha={design.alpha}: design objective {design.objective} = {design.objective_value:.4f} "
       f"(uniform prior, rescaled by (n+1)/n so UM = 1; {design.solver}/{design.method}, "
       f"{design.solve_time * 1000:.0f} ms)")
 print("certificate:", design.certificate)
 print("certified alpha-DP:", design.certificate.certified,
-      "| exact float test:", countdp.is_alpha_dp(design.matrix, alpha))
+      "| float test:", countdp.is_alpha_dp(design.matrix, design.alpha),
+      "| exact test on the release weights:", design.released.certificate.holds)
+print("noisy counts (OS's secure source) for true counts 0, 7, 15:", countdp.release(design, np.array([0, 7, 15])))
 checks = countdp.check_all(design.matrix)
 print("properties:", ", ".join(f"{name}={'yes' if c.holds else 'no'}" for name, c in checks.items()))
 

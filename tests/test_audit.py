@@ -20,9 +20,9 @@ from countdp.audit import (
     audit_sniper,
     clopper_pearson,
     event_masks,
+    matrix_sampler,
     sample_counts,
 )
-from countdp.audit import matrix_sampler
 from countdp.design import design_named
 from countdp.mechanisms import geometric, uniform
 from countdp.sampling import SystemRandomSource, release

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import copy_workflow, snakemake
-
 import yaml
+from conftest import copy_workflow, snakemake
 
 from countdp.alpha import alpha_text, exact_alphas_in
 from countdp.certify import COLUMN_SUM_TOL, MAX_REPAIR_LAMBDA, is_alpha_dp

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from countdp.design import design_named
 from countdp.experiments import (
     adult_sweep,
     binomial_sweep,
@@ -17,7 +18,6 @@ from countdp.experiments import (
     simulate,
     summarise,
 )
-from countdp.design import design_named
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import binomial_distribution, expected_error
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
 
 from countdp.validation import check_distribution, check_matrix, check_n, check_probability
 
@@ -123,4 +122,6 @@ def empirical_error(true_counts: np.ndarray, released: np.ndarray, measure: str 
 def binomial_distribution(n: int, p: float) -> np.ndarray:
     """Binomial(n, p) probabilities of the counts 0..n."""
     n, p = check_n(n), check_probability(p)
+    from scipy.stats import binom  # imported here: scipy.stats is slow to import, and rarely needed
+
     return binom.pmf(np.arange(n + 1), n, p)
