@@ -321,3 +321,11 @@ def test_progress_bar_appears_only_for_slow_work():
     bar.advance()
     bar.close()
     assert "2/2 sizes" in slow.getvalue() and slow.getvalue().endswith("\n")
+
+
+def test_check_a_dp_csv_passes_on_its_floats_and_says_it_has_no_release_weights(tmp_path, capsys):
+    path = tmp_path / "um.csv"
+    np.savetxt(path, np.full((4, 4), 0.25), delimiter=",")
+    assert main(["check", str(path), "--alpha", "2/3"]) == 0
+    out = capsys.readouterr().out
+    assert "holds on the float matrix" in out and "no integer release weights" in out

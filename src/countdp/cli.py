@@ -169,9 +169,9 @@ def _check(args: argparse.Namespace) -> int:
         alpha = args.alpha if args.alpha is not None else record.get("alpha")
         floats = is_alpha_dp(P, float(alpha))
         print(f"  DP  alpha = {alpha}: {'holds' if floats else 'FAILS'} on the float matrix "
-              f"(worst violation {check_dp(P, float(alpha)).worst_violation:.3g}); no integer release weights, "
-              "so nothing here can be released")
-        return 1
+              f"(worst violation {check_dp(P, float(alpha)).worst_violation:.3g}); no integer release weights here, "
+              "so `countdp release` will not use it (design it with `countdp design` to get them)")
+        return 0 if floats else 1
     alpha = args.alpha if args.alpha is not None else record.get("alpha_exact")
     release_block = record["release"]
     D = release_block.get("denominator")
