@@ -156,7 +156,7 @@ for name in ("GM", "WM", "WH", "EM", "UM"):
                  f"L0,1 (Binomial({n}, {p}))": countdp.expected_error(M, prior, "L0d:1"),
                  f"RMSE (Binomial({n}, {p}))": countdp.expected_error(M, prior, "RMSE")})
 errors = pd.DataFrame(rows).set_index("mechanism")
-print(f"expected errors at n={n}, alpha={alpha}:")
+print(f"expected errors at n={n}, alpha={design.alpha}:")
 print(errors.round(4).to_string())"""),
 ]
 

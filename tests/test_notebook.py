@@ -55,7 +55,8 @@ def test_notebook_runs_on_the_quick_results(quick_results, monkeypatch):
     counts = claims["verdict"].value_counts()
     assert f"claims: {len(claims)}" in text
     assert f"  differs: {counts.get('differs', 0)}" in text and f"  reproduced: {counts.get('reproduced', 0)}" in text
-    assert "WM n=15 alpha=0.8" in text and "certified alpha-DP: True | exact float test: True" in text
+    assert "WM n=15 alpha=0.8" in text and "certified alpha-DP: True | float test: True" in text
+    assert "exact test on the release weights: True" in text
     assert "properties: RH=yes" in text and "expected errors at n=15, alpha=0.8:" in text
     shown = "".join(out["data"]["text/html"] for out in outputs if "text/html" in out.get("data", {}))
     for claim_id in claims.loc[claims["verdict"] == "differs", "id"]:  # the differs rows, as a table
