@@ -117,3 +117,14 @@ def test_load_mechanisms_checks_certificate_and_parameters(tmp_path):
         load_mechanisms([["GM", 5, str(path)]], 0.9)
     with pytest.raises(ValueError, match="alpha=0.8"):
         load_mechanisms([["GM", 4, str(path)]], 0.8)
+
+
+def test_a_deterministic_mismatch_is_not_hidden_when_se_is_zero():
+    """Every repetition gives the same value (se = 0): a gap to the exact value is certain, not z = 0."""
+    same = pd.DataFrame({"k": ["a", "a", "b", "b", "c"], "value": [0.5, 0.5, 0.5, 0.5, 0.7], "groups": 10,
+                         "exact_given_data": [0.4, 0.4, 0.5, 0.5, 0.6]})
+    s = summarise(same, ["k"]).set_index("k")
+    assert (s["se"] == 0).all()
+    assert s.loc["a", "z"] == np.inf  # 0.5 every time, expected 0.4
+    assert s.loc["b", "z"] == 0  # exact match
+    assert np.isnan(s.loc["c", "z"])  # one repetition: no spread to judge by

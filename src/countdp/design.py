@@ -25,13 +25,18 @@ from countdp.exact import IntegerMechanism
 from countdp.mechanisms import CLOSED_FORMS
 from countdp.metrics import loss_matrix, objective_value, parse_objective
 from countdp.rounding import round_to_release
-from countdp.validation import check_distribution, check_n
+from countdp.validation import check_distribution, check_fits_in_memory, check_n
 
 NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
     "WM": ("RM", "CM", "WH", "S"),  # the paper's text: WH + RM + CM (S is free, Theorem 1)
     "WH": ("WH", "S"),  # weak honesty alone: matches the paper's Figure 9 narrative
 }
 """LP designs with a name: the property set each one solves for."""
+
+CLOSED_FORM_BYTES_PER_ENTRY = 250
+"""Peak memory of a closed-form design per matrix entry (measured: 730 MB at n = 2048), for the size check."""
+LP_BYTES_PER_ENTRY = 2_000
+"""Peak memory of an LP design per matrix entry (measured: 2.1 GB at n = 1024 with Clarabel), for the size check."""
 
 MECHANISMS = ("GM", "EM", "UM", *NAMED_DESIGNS, "LP")
 
@@ -148,6 +153,7 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     """
     n, alpha_q = check_n(n), exact_alpha(alpha)
     a = float(alpha_q)
+    check_fits_in_memory(n, LP_BYTES_PER_ENTRY, "an LP design")
     props = parse_properties(properties)
     obj = parse_objective(objective)
     method_given = method is not None
@@ -211,6 +217,7 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         raise ValueError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
     if name in CLOSED_FORMS:
         n, alpha_q = check_n(n), exact_alpha(alpha)
+        check_fits_in_memory(n, CLOSED_FORM_BYTES_PER_ENTRY, f"{name} with its release weights")
         obj = parse_objective(objective)
         bound = lp_options.get("max_repair_lambda", MAX_REPAIR_LAMBDA)
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),

@@ -113,7 +113,9 @@ def summarise(raw: pd.DataFrame, keys: Sequence[str],
     """Mean, sd (ddof=1), se = sd/sqrt(reps) of ``value`` per ``keys``; ``exact`` per group.
 
     ``exact(row)`` gives the model's exact expectation (e.g. under Binomial(n, p)); without
-    it, ``exact`` is the mean of ``exact_given_data``.  ``z`` = (mean - exact) / se.
+    it, ``exact`` is the mean of ``exact_given_data``.  ``z`` = (mean - exact) / se; when
+    se = 0, ``z`` is 0 for an exact match and +-inf for a deterministic mismatch (NaN with one
+    repetition).
     """
     grouped = raw.groupby(list(keys), sort=False, dropna=False)
     out = grouped.agg(
@@ -123,8 +125,12 @@ def summarise(raw: pd.DataFrame, keys: Sequence[str],
     out["sd"] = out["sd"].fillna(0.0)
     out["se"] = out["sd"] / np.sqrt(out["repetitions"])
     out["exact"] = [exact(r) for r in out.to_dict("records")] if exact else out["exact_given_data"]
+    gap = out["mean"] - out["exact"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        out["z"] = np.where(out["se"] > 0, (out["mean"] - out["exact"]) / out["se"], 0.0)
+        # se = 0: every repetition gave the same value, so a mismatch is deterministic (z = +-inf),
+        # and a match is exact (z = 0); with one repetition there is no spread to judge by (NaN)
+        deterministic = np.where(gap == 0, 0.0, np.sign(gap) * np.inf)
+        out["z"] = np.where(out["se"] > 0, gap / out["se"], np.where(out["repetitions"] > 1, deterministic, np.nan))
     cols = [*keys, "repetitions", "groups", "mean", "sd", "se", "exact", "exact_given_data", "z"]
     return out[cols]
 

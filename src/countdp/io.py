@@ -95,7 +95,8 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
 
 
 def _rows(rows, convert, indent: str) -> str:
-    lines = f",\n{indent}".join(json.dumps([convert(v) for v in row]) for row in rows)
+    """One JSON list per row, as ``json.dumps`` writes it (floats by ``repr``, ints by ``str``), faster."""
+    lines = f",\n{indent}".join("[" + ", ".join(map(repr, map(convert, row))) + "]" for row in rows)
     return f"[\n{indent}{lines}\n{indent[:-1]}]"
 
 
@@ -109,7 +110,7 @@ def to_json(record: dict) -> str:
     if release is not None:
         out["release"] = {**release, "weights": "@WEIGHTS@"}
     body = json.dumps(out, indent=1)
-    body = body.replace('"@MATRIX@"', _rows(np.asarray(rows), float, "  "))
+    body = body.replace('"@MATRIX@"', _rows(np.asarray(rows, dtype=float).tolist(), float, "  "))
     if release is not None:
         body = body.replace('"@WEIGHTS@"', _rows(release["weights"], int, "   "))
     return body + "\n"

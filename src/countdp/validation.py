@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -60,6 +61,33 @@ def check_matrix(P: object) -> np.ndarray:
     if not np.all(np.isfinite(M)):
         raise ValueError("a mechanism must have finite entries")
     return M
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation (Linux ``MemAvailable``), or None if unknown."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits_in_memory(n: int, bytes_per_entry: int, what: str) -> None:
+    """Raise ``ValueError`` (one line) if ``what`` for groups of size n would need more memory than is available.
+
+    ``bytes_per_entry`` is the measured peak per entry of the (n+1)x(n+1) matrix.
+    """
+    need = (n + 1) ** 2 * bytes_per_entry
+    have = available_memory()
+    if have is not None and need > have:
+        raise ValueError(f"n = {n} is beyond this machine: {what} needs about {need / 2**30:,.1f} GiB of memory, "
+                         f"and {have / 2**30:,.1f} GiB is available")
 
 
 def check_tol(tol: object) -> float:
