@@ -6,14 +6,19 @@ Conventions used throughout the package:
   float array ``P`` with ``P[i, j] = Pr[output i | true count j]`` (rows are outputs,
   columns are inputs).
 * Privacy is given as ``alpha = exp(-epsilon)`` in (0, 1); alpha close to 1 is *more*
-  private.  ``alpha * P[i, j+1] <= P[i, j]`` and ``alpha * P[i, j] <= P[i, j+1]``.
+  private.  ``alpha * P[i, j+1] <= P[i, j]`` and ``alpha * P[i, j] <= P[i, j+1]``.  alpha is
+  exact (``"2/3"``, ``"0.91"`` = 91/100, a Fraction, or a float's binary value).
+* What is released is a design's integer weights ``W`` (columns summing to ``2**62``),
+  certified alpha-DP in exact arithmetic and sampled exactly (``countdp.release``).
 
 Reproduces Cormode, Kulkarni, Srivastava, "Constrained Differential Privacy for Count
 Data", ICDE 2018.
 """
 
+from countdp.alpha import alpha_from_epsilon, exact_alpha
 from countdp.certify import Certificate, certify, is_alpha_dp
 from countdp.design import NAMED_DESIGNS, Design, DesignError, design_lp, design_named
+from countdp.exact import IntegerMechanism, exact_dp_check
 from countdp.mechanisms import explicit_fair, geometric, uniform
 from countdp.metrics import empirical_error, expected_error, objective_value
 from countdp.properties import PROPERTIES, check_all, check_dp, check_property
@@ -27,12 +32,16 @@ __all__ = [
     "Certificate",
     "Design",
     "DesignError",
+    "IntegerMechanism",
+    "alpha_from_epsilon",
     "certify",
     "check_all",
     "check_dp",
     "check_property",
     "design_lp",
     "design_named",
+    "exact_alpha",
+    "exact_dp_check",
     "empirical_error",
     "expected_error",
     "explicit_fair",
