@@ -1,6 +1,6 @@
 """Run the design and sampling benchmarks one after the other (the pipeline one is separate).
 
-    /tmp/venv/bin/python benchmarks/run_all.py [--quick]
+    .venv/bin/python benchmarks/run_all.py [--quick]
 """
 
 from __future__ import annotations
