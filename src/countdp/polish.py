@@ -12,7 +12,10 @@ are active hold to rounding) and gives duals accurate to rounding for the certif
 :func:`countdp.optimality.design_lp_model`: a dropped row (implied, duplicate, halved by RM)
 gets multiplier 0, a row turned into a bound gets the bound's reduced cost, and with
 symmetry folded the S equalities get ``(r_k - r_k') / 2`` for the orbit ``{k, k'}``, which
-splits the folded reduced cost ``r_k + r_k' >= 0`` evenly between the two entries.
+splits the folded reduced cost ``r_k + r_k' >= 0`` evenly between the two entries.  Last,
+each column-sum multiplier is lowered by its column's largest negative reduced cost (an
+interior point's duals are feasible only to its tolerance), which makes the dual exactly
+feasible at the cost of one deficit per column in the dual objective.
 """
 
 from __future__ import annotations
@@ -86,6 +89,15 @@ def full_dual(lp, row_dual: np.ndarray, col_dual: np.ndarray) -> tuple[np.ndarra
         start = _s_row_offset(full, m)
         v = v.copy()
         v[start:start + a.size] = (r[a] - r[b]) / 2.0
+    # An approximate dual (an interior point's) leaves reduced costs slightly negative; each
+    # entry is in exactly one column-sum row (coefficient 1, right-hand side 1), so lowering
+    # that row's multiplier by its column's worst deficit makes the column dual feasible at a
+    # cost of the max, not the sum, of the deficits.
+    N = m["n"] + 1
+    r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
+    deficit = np.maximum(0.0, -r[: N * N].reshape(N, N).min(axis=0))
+    v = v.copy()
+    v[:N] -= deficit * (1 + 1e-12)
     return u, v
 
 
