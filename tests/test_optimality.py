@@ -159,3 +159,23 @@ def test_polished_vertex_needs_no_repair():
     fast = fast_design(32, 10 / 11, ("RM", "CM", "WH", "S"), method="simplex")
     _, cert = certify(fast.matrix, 10 / 11)
     assert fast.extra["optimality"]["polished"] and cert.repair_lambda <= 1e-12
+
+
+@pytest.mark.parametrize("aggregate", ["sum", "max"])
+@pytest.mark.parametrize("props", [(), ("WH", "S"), ("RM", "CM", "WH", "S"), ("F",)],
+                         ids=lambda p: "+".join(p) or "none")
+def test_plain_cvxpy_designs_are_proven(props, aggregate):
+    """Small designs go through cvxpy; their matrices are proven with a dual of the reduced model."""
+    for n, alpha, objective in [(4, 0.62, "L1"), (7, 0.91, "L0"), (12, 0.5, "L2")]:
+        design = design_lp(n, alpha, props, objective, aggregate=aggregate, backend="cvxpy")
+        opt = design.extra["optimality"]
+        assert opt["certified"] and opt["gap"] <= 1e-9 * max(1.0, abs(opt["upper_bound"])), opt
+        assert design.status == "optimal"
+
+
+def test_closed_form_shortcut_is_checked_too():
+    """The GM shortcut (Theorem 3) is also checked against an LP dual where that is cheap."""
+    fast = fast_design(20, 0.76, ("WH", "S"), "L0")
+    opt = fast.extra["optimality"]
+    assert fast.method == "GM" and opt["proof"] == "Theorem 3" and opt["certified"] and "gap" in opt
+    assert opt["lower_bound"] <= 2 * 0.76 / 1.76 + 1e-12

@@ -150,13 +150,15 @@ def design_lp(n: int, alpha: float, properties: object = (), objective: object =
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or x.value is None:
         raise DesignError(f"{solver} returned status {problem.status!r} for {_label(n, a, props, obj)}")
     matrix, certificate = certify(x.value.reshape(N, N), a)
+    optimality = fast_design.prove_matrix(n, a, props, obj, None if weights is None else w, aggregate, matrix)
+    status = problem.status if optimality["certified"] else "not proven optimal"
     return Design(
         mechanism=mechanism, n=n, alpha=a, matrix=matrix, objective=str(obj),
         properties_requested=props,
         objective_value=objective_value(matrix, obj, w, aggregate),
-        certificate=certificate, solver=solver, method=method, status=problem.status,
+        certificate=certificate, solver=solver, method=method, status=status,
         solve_time=elapsed, solver_objective=float(problem.value), aggregate=aggregate,
-        weights=None if weights is None else w.tolist(), extra={"backend": "cvxpy"},
+        weights=None if weights is None else w.tolist(), extra={"backend": "cvxpy", "optimality": optimality},
     )
 
 
