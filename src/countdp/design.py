@@ -91,7 +91,7 @@ def _solve(problem, solver: str, method: str) -> None:
     import cvxpy as cp
 
     if solver == "HIGHS":
-        tol = fast_design.HIGHS_FEASIBILITY_TOL
+        tol = fast_design.HIGHS_TOL
         problem.solve(solver=cp.HIGHS, highs_options={"solver": method, "primal_feasibility_tolerance": tol,
                                                       "dual_feasibility_tolerance": tol})
     elif solver == "CLARABEL":
@@ -199,9 +199,16 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     elapsed = time.perf_counter() - start
     if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or x.value is None:
         raise DesignError(f"{solver} returned status {problem.status!r} for {_label(n, a, props, obj)}")
-    return finish_design(x.value.reshape(N, N), mechanism, n, alpha_q, obj, props, None if weights is None else w,
-                         aggregate, max_repair_lambda, solver=solver, method=method, status=problem.status,
-                         solve_time=elapsed, solver_objective=float(problem.value), extra={"backend": "cvxpy"})
+    design = finish_design(x.value.reshape(N, N), mechanism, n, alpha_q, obj, props,
+                           None if weights is None else w, aggregate, max_repair_lambda, solver=solver,
+                           method=method, status=problem.status, solve_time=elapsed,
+                           solver_objective=float(problem.value), extra={"backend": "cvxpy"})
+    optimality = fast_design.prove_matrix(n, a, props, obj, None if weights is None else w, aggregate,
+                                          design.matrix)
+    design.extra["optimality"] = optimality
+    if not optimality["certified"]:
+        design.status = "not proven optimal"
+    return design
 
 
 def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0",

@@ -52,6 +52,16 @@ IPX + crossover on these models from n ~ 64 (benchmarks/).  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
 :func:`countdp.certify.certify` like every other design.
+
+**Accuracy and proof** (:func:`solve_proven`).  HiGHS runs on a scaled copy of the model
+(column scale ``alpha^|i-j|``, floor :data:`COL_SCALE_FLOOR`; row scale 1/max coefficient)
+with feasibility tolerances :data:`HIGHS_TOL`; its vertex is then recomputed exactly from the
+basis by one sparse LU (:mod:`countdp.polish`), which also gives the duals.  The duals are
+mapped to the rows of the full model and checked by the independent weak-duality routine of
+:mod:`countdp.optimality` on the matrix after :func:`countdp.certify.certify`; the result is
+``extra["optimality"]``.  If the gap does not close (or a solver fails, e.g. Clarabel's
+``AlmostSolved``), the next method of :data:`FALLBACKS` is tried; an answer no method proves
+is returned with ``status = "not proven optimal"`` and every attempt listed.
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ import scipy.sparse as sp
 
 from countdp.constraints import LinearSystem, dp, parse_properties, property_system
 from countdp.metrics import loss_matrix, parse_objective
+from countdp.polish import full_dual
 
 METHODS = ("auto", "simplex", "ipm", "clarabel")
 """Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover
@@ -76,9 +87,11 @@ IPM_MIN_NNZ = 8_000
 LARGE_METHOD = "clarabel"
 """The interior point method ``auto`` uses on large models (measured fastest: benchmarks/)."""
 
-CLARABEL_TOL = 1e-10
-"""Clarabel's gap and feasibility tolerances on the reduced model (default 1e-8 is too loose
-for agreement to 1e-7 at large n)."""
+CLARABEL_TOL = 1e-12
+"""Clarabel's gap and feasibility tolerances on the reduced model.  At 1e-10 the optimality
+certificate missed 1e-9 by a hair at n = 256 (WM, alpha = 0.91: gap 1.3e-9); at 1e-12 it
+closes (n = 128: gap 2.9e-12 in about the same time; n = 256 ends 'AlmostSolved' with gap
+5.3e-10, accepted because it is proven)."""
 
 CLARABEL_DIRECT_METHOD = "qdldl"
 """Clarabel's sparse LDL^T factorisation of the KKT system.  Clarabel 0.11's ``"auto"`` picks
@@ -86,12 +99,13 @@ CLARABEL_DIRECT_METHOD = "qdldl"
 two threads alike): n = 256, 26 s -> 6.4 s; n = 512, 116 s -> 50 s; same iterates and optimal
 value to 1e-11 (benchmarks/)."""
 
-HIGHS_FEASIBILITY_TOL = 1e-10
-"""HiGHS's primal and dual feasibility tolerances (default 1e-7, which left DP rows of WM at n = 32,
-alpha = 10/11 broken by 4e-8: a repair of lambda = 1.6e-5; at 1e-10 the repair is ~1e-13, same time)."""
 AUTO_MIN_N = 16
 """``design_lp(backend="auto")`` uses the fast path from this ``n`` (smaller models go to cvxpy,
 whose vertex choice the small-n figures were made with; both give the same optimal value)."""
+
+CHECK_CLOSED_FORM_MAX_N = 128
+"""Up to this ``n`` a closed-form shortcut is also checked with an LP dual (one reduced solve);
+above it the theorem alone stands (``extra["optimality"]["checked"] = False``)."""
 
 GM_TOL = 1e-12
 """Largest property violation of GM's matrix accepted by the GM closed-form shortcut."""
@@ -102,7 +116,10 @@ class ReducedLP:
     """``min cost @ y`` s.t. ``row_lower <= A y <= row_upper``, ``col_lower <= y <= col_upper``.
 
     ``expand`` maps ``y`` back to ``x = P.ravel()`` (plus the minimax variable, if any, as the
-    last entry), so ``x = expand @ y``.
+    last entry), so ``x = expand @ y``.  ``row_origin[r]`` is the row of the full model of
+    :func:`countdp.optimality.design_lp_model` (inequalities first, then equalities) that row
+    ``r`` comes from; ``singletons`` holds the rows turned into bounds (``var``, ``coef``,
+    ``lo``, ``hi``, ``origin``); ``model`` the arguments that rebuild the full model.
     """
 
     cost: np.ndarray
@@ -116,6 +133,9 @@ class ReducedLP:
     reductions: list[str] = field(default_factory=list)
     full_rows: int = 0
     full_cols: int = 0
+    row_origin: np.ndarray | None = None
+    singletons: dict | None = None
+    model: dict = field(default_factory=dict)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -140,17 +160,17 @@ def _is_uniform(weights: np.ndarray | None, n: int) -> bool:
     return weights is None or bool(np.allclose(weights, 1.0 / (n + 1), rtol=0, atol=1e-15))
 
 
-def _pruned_dp(n: int, alpha: float, row_monotone: bool) -> LinearSystem:
-    """The DP rows, without those implied by RM (module docstring, item 2)."""
+def _pruned_dp(n: int, alpha: float, row_monotone: bool) -> tuple[LinearSystem, np.ndarray]:
+    """The DP rows without those implied by RM (module docstring, item 2), and the kept rows' indices."""
     system = dp(n, alpha)
     if not row_monotone:
-        return system
+        return system, np.arange(system.A_ub.shape[0])
     N = n + 1
     i, j = np.divmod(np.arange(N * n), n)  # rows of each block: row i, pair (j, j+1)
     keep_forward = j < i  # P[i,j] >= a P[i,j+1]: implied by RM when j >= i
     keep_backward = j >= i  # P[i,j+1] >= a P[i,j]: implied by RM when j+1 <= i
-    keep = np.concatenate([keep_forward, keep_backward])
-    return LinearSystem(system.A_ub[keep], system.b_ub[keep], system.A_eq, system.b_eq)
+    keep = np.flatnonzero(np.concatenate([keep_forward, keep_backward]))
+    return LinearSystem(system.A_ub[keep], system.b_ub[keep], system.A_eq, system.b_eq), keep
 
 
 def implied_drops(properties: tuple[str, ...]) -> tuple[str, ...]:
@@ -201,14 +221,25 @@ def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: o
     if rm:
         reductions.append("dp-halved-by-RM")
     fold = fold_symmetry and "S" in props
-    pieces = [_pruned_dp(n, alpha, rm)]
+    dp_rows, dp_kept = _pruned_dp(n, alpha, rm)
+    pieces = [dp_rows]
     idx = np.arange(size).reshape(N, N)
     cols = sp.csr_matrix((np.ones(size), (np.tile(np.arange(N), N), idx.ravel())), shape=(N, size))
     pieces.append(LinearSystem(sp.csr_matrix((0, size)), np.zeros(0), cols, np.ones(N)))
+    ub_origin, eq_origin = [dp_kept], [np.arange(N)]
+    ub_off, eq_off = 2 * N * n, N  # offsets in the full model's inequality / equality rows
     for name in props:
-        if name in drops or (fold and name == "S"):
-            continue
-        pieces.append(property_system(name, n))
+        piece = property_system(name, n)
+        if not (name in drops or (fold and name == "S")):
+            pieces.append(piece)
+            ub_origin.append(ub_off + np.arange(piece.A_ub.shape[0]))
+            eq_origin.append(eq_off + np.arange(piece.A_eq.shape[0]))
+        ub_off += piece.A_ub.shape[0]
+        eq_off += piece.A_eq.shape[0]
+    if aggregate == "max":
+        ub_origin.append(ub_off + np.arange(N))
+        ub_off += N
+    origin = np.concatenate(ub_origin + [ub_off + o for o in eq_origin])
     system = pieces[0]
     for piece in pieces[1:]:
         system = system + piece
@@ -259,23 +290,27 @@ def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: o
     if np.any(lo[empty] > 1e-12) or np.any(hi[empty] < -1e-12):
         raise ValueError("reduced LP has an infeasible empty row")  # pragma: no cover - cannot happen
     single = np.flatnonzero(nnz == 1)
+    var = A.indices[A.indptr[single]]
+    coef = A.data[A.indptr[single]]
     if single.size:
-        var = A.indices[A.indptr[single]]
-        coef = A.data[A.indptr[single]]
         low, high = lo[single] / coef, hi[single] / coef
         low, high = np.where(coef > 0, low, high), np.where(coef > 0, high, low)
         np.maximum.at(col_lo, var, low)
         np.minimum.at(col_hi, var, high)
         reductions.append("singletons-to-bounds")
+    singletons = {"var": var, "coef": coef, "lo": lo[single], "hi": hi[single], "origin": origin[single]}
     multi = np.flatnonzero(nnz >= 2)
-    A, lo, hi = A[multi], lo[multi], hi[multi]
+    A, lo, hi, origin = A[multi], lo[multi], hi[multi], origin[multi]
     keep = _dedup_rows(A, lo, hi)
     if keep.size < A.shape[0]:
         reductions.append("duplicate-rows")
-    A, lo, hi = A[keep], lo[keep], hi[keep]
+    A, lo, hi, origin = A[keep], lo[keep], hi[keep], origin[keep]
+    model = {"n": n, "alpha": alpha, "properties": props, "objective": obj, "weights": weights,
+             "aggregate": aggregate, "folded": fold}
     return ReducedLP(cost=np.asarray(cost, float), A=A.tocsr(), row_lower=lo, row_upper=hi,
                      col_lower=col_lo, col_upper=col_hi, expand=E, n=n, reductions=reductions,
-                     full_rows=full_rows + (N if extra_cols else 0), full_cols=size + extra_cols)
+                     full_rows=full_rows + (N if extra_cols else 0), full_cols=size + extra_cols,
+                     row_origin=origin, singletons=singletons, model=model)
 
 
 def constraint_rows(n: int, properties: tuple[str, ...]) -> list[int]:
@@ -292,7 +327,24 @@ def choose_method(lp: ReducedLP) -> str:
     return "simplex" if lp.A.nnz < IPM_MIN_NNZ else LARGE_METHOD
 
 
-def _solve_clarabel(lp: ReducedLP) -> tuple[np.ndarray, str, float, float]:
+@dataclass
+class Solved:
+    """One solver run on the reduced model: ``y`` and its duals (HiGHS sign convention:
+    ``col_dual = cost - A^T row_dual``), the basis if there is one, and what ran."""
+
+    y: np.ndarray
+    row_dual: np.ndarray
+    col_dual: np.ndarray
+    status: str
+    objective: float
+    seconds: float
+    basis: tuple | None = None
+    polished: bool = False
+
+
+def _solve_clarabel(lp: ReducedLP) -> Solved:
+    """Clarabel's interior point method (not a vertex, no basis); ``AlmostSolved`` is returned
+    too: the caller proves it optimal or falls back."""
     import clarabel
 
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
@@ -310,19 +362,26 @@ def _solve_clarabel(lp: ReducedLP) -> tuple[np.ndarray, str, float, float]:
     settings.verbose = False
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL
     settings.direct_solve_method = CLARABEL_DIRECT_METHOD
-    # Iterative refinement of the KKT solves costs ~25% of the time and moves the optimum by
-    # ~5e-10 here (n = 128: 0.51 s vs 0.68 s); the tolerances above and the DP certificate
-    # afterwards keep the answer exact to the tests' 1e-7 and alpha-DP on its floats.
+    # Iterative refinement of the KKT solves costs ~25% of the time; the answer is proven
+    # optimal afterwards (or another method is tried), so it is not needed.
     settings.iterative_refinement_enable = False
     start = time.perf_counter()
     solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), lp.cost, M, np.concatenate(rhs), cones,
                                       settings).solve()
     elapsed = time.perf_counter() - start
     status = str(solution.status)
-    if not status.endswith("Solved") or "Almost" in status:
+    if not status.endswith("Solved"):
         raise RuntimeError(f"Clarabel returned {status!r}")
-    y = np.asarray(solution.x, float)
-    return y, status, float(solution.obj_val), elapsed
+    z = np.asarray(solution.z, float)
+    sizes = np.cumsum([eq.sum(), has_lo.sum(), has_hi.sum(), fin_lo.sum()])
+    z_eq, z_lo, z_hi, z_cl, z_ch = np.split(z, sizes)
+    row_dual = np.zeros(A.shape[0])
+    row_dual[eq], row_dual[has_lo] = -z_eq, z_lo
+    row_dual[has_hi] -= z_hi
+    col_dual = np.zeros(k)
+    col_dual[fin_lo] += z_cl
+    col_dual[fin_hi] -= z_ch
+    return Solved(np.asarray(solution.x, float), row_dual, col_dual, status, float(solution.obj_val), elapsed)
 
 
 def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
@@ -348,40 +407,144 @@ def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper:
     return model
 
 
-def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = None,
-                  time_limit: float | None = None) -> tuple[np.ndarray, str, str, float, float]:
-    """Solve with highspy; return ``(x, method, status, objective, seconds)``; raise on failure."""
+HIGHS_TOL = 1e-10
+"""HiGHS primal and dual feasibility tolerances (its smallest allowed; default 1e-7 left DP rows
+broken by up to 9e-8).  The vertex is then recomputed exactly from its basis (:mod:`countdp.polish`)."""
+
+
+COL_SCALE_FLOOR = 1e-3
+"""Smallest column scale: HiGHS's dual tolerance acts on ``scale * reduced cost``, so a tinier
+scale would let it accept a basis whose reduced costs are wrong by ``1e-10 / scale``."""
+
+
+def _scales(lp: ReducedLP) -> tuple[np.ndarray, np.ndarray]:
+    """Column scales ``alpha^|i-j|`` (an entry's natural size: DP ties it to its row's diagonal
+    by that factor) and row scales ``1 / max |coefficient|`` of the column-scaled rows.
+
+    HiGHS's tolerances are absolute; without this an entry of size ``alpha^40 ~ 1e-12``
+    (alpha = 1/2) can be left 0 beside a neighbour of 1e-10, breaking a DP row by ~1e-10."""
+    N = lp.n + 1
+    E = sp.csc_matrix(lp.expand)
+    first = E.indices[E.indptr[:-1]]
+    i, j = np.divmod(np.minimum(first, N * N - 1), N)
+    d = np.where(first < N * N, np.abs(i - j), 0)
+    col = np.maximum(lp.model["alpha"] ** d.astype(float), COL_SCALE_FLOOR)
+    scaled = sp.csr_matrix(lp.A @ sp.diags(col))
+    row = 1.0 / np.maximum(abs(scaled).max(axis=1).toarray().ravel(), 1e-300)
+    return col, row
+
+
+def _highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | None) -> Solved:
+    """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model (:func:`_scales`), with the
+    basis of the vertex found (statuses do not change under scaling); values in ``lp``'s units."""
     import highspy
 
-    chosen = choose_method(lp) if method == "auto" else method
-    if chosen not in METHODS[1:]:
-        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-    if chosen == "clarabel":
-        y, text, objective, elapsed = _solve_clarabel(lp)
-        return lp.expand @ y, chosen, text, objective, elapsed
-    model = highs_lp(lp.A, lp.cost, lp.col_lower, lp.col_upper, lp.row_lower, lp.row_upper)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", HIGHS_TOL)
+    h.setOptionValue("dual_feasibility_tolerance", HIGHS_TOL)
     h.setOptionValue("solver", chosen)
-    for option in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
-        h.setOptionValue(option, HIGHS_FEASIBILITY_TOL)
     if chosen == "ipm":
         h.setOptionValue("run_crossover", "on")
     if threads is not None:
         h.setOptionValue("threads", int(threads))
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
-    h.passModel(model)
-    start = time.perf_counter()
+    col, row = _scales(lp)
+    h.passModel(highs_lp(sp.diags(row) @ lp.A @ sp.diags(col), lp.cost * col, lp.col_lower / col,
+                         lp.col_upper / col, lp.row_lower * row, lp.row_upper * row))
+    began = time.perf_counter()
     h.run()
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - began
     status = h.getModelStatus()
     text = h.modelStatusToString(status)
     if status != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(f"HiGHS {chosen} returned {text!r}")
-    y = np.asarray(h.getSolution().col_value, float)
-    objective = float(h.getInfo().objective_function_value)
-    return lp.expand @ y, chosen, text, objective, elapsed
+    solution, basis = h.getSolution(), h.getBasis()
+    basic, upper = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kUpper
+    cs, rs = list(basis.col_status), list(basis.row_status)
+    pattern = (np.array([c == basic for c in cs]), np.array([c == upper for c in cs]),
+               np.array([r != basic for r in rs]), np.array([r == upper for r in rs]))
+    if not basis.valid:
+        pattern = None
+    return Solved(np.asarray(solution.col_value, float) * col, np.asarray(solution.row_dual, float) * row,
+                  np.asarray(solution.col_dual, float) / col, text, float(h.getInfo().objective_function_value),
+                  elapsed, pattern)
+
+
+def _polish(lp: ReducedLP, run: Solved) -> Solved:
+    """The exact vertex and duals of ``run``'s basis (:func:`countdp.polish.basis_vertex`), if any."""
+    from countdp.polish import basis_vertex
+
+    if run.basis is None:
+        return run
+    found = basis_vertex(lp, *run.basis)
+    if found is None:
+        return run
+    y, row_dual, col_dual = found
+    return Solved(y, row_dual, col_dual, run.status, float(lp.cost @ y), run.seconds, run.basis, True)
+
+
+def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = None,
+                  time_limit: float | None = None) -> tuple[np.ndarray, str, str, float, float]:
+    """Solve (no polishing); return ``(x, method, status, objective, seconds)``; raise on failure."""
+    chosen = choose_method(lp) if method == "auto" else method
+    if chosen not in METHODS[1:]:
+        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+    run = _solve_clarabel(lp) if chosen == "clarabel" else _highs(lp, chosen, threads, time_limit)
+    if chosen == "clarabel" and "Almost" in run.status:
+        raise RuntimeError(f"Clarabel returned {run.status!r}")
+    return lp.expand @ run.y, chosen, run.status, run.objective, run.seconds
+
+
+FALLBACKS = {"clarabel": ("clarabel", "ipm", "simplex"), "simplex": ("simplex", "ipm"), "ipm": ("ipm", "simplex")}
+"""Methods tried in turn until one answer is proven optimal (its certificate closes)."""
+
+
+def prove(lp: ReducedLP, run: Solved, P: np.ndarray) -> dict:
+    """The optimality certificate of the final matrix ``P`` with ``run``'s duals (independent check)."""
+    from countdp.optimality import check_optimality, design_lp_model
+    from countdp.polish import full_dual
+
+    m = lp.model
+    full = design_lp_model(m["n"], m["alpha"], m["properties"], m["objective"], m["weights"], m["aggregate"])
+    x = P.ravel()
+    if m["aggregate"] == "max":
+        x = np.concatenate([x, [float((loss_matrix(m["n"], m["objective"]) * P).sum(axis=0).max())]])
+    u, v = full_dual(lp, run.row_dual, run.col_dual)
+    return check_optimality(full, x, u, v)
+
+
+def solve_proven(lp: ReducedLP, method: str, threads: int | None = None) -> tuple[np.ndarray, str, Solved, dict]:
+    """Solve, polish and prove, falling back along :data:`FALLBACKS`.
+
+    Returns ``(P, method, run, optimality)`` for the first proven answer, else for the last
+    answer found with ``optimality["certified"] = False`` and every attempt listed; raises
+    ``RuntimeError`` if no method returned an answer at all.
+    """
+    from countdp.certify import certify
+
+    N = lp.n + 1
+    attempts, last = [], None
+    for chosen in FALLBACKS[method]:
+        try:
+            run = _solve_clarabel(lp) if chosen == "clarabel" else _highs(lp, chosen, threads, None)
+        except RuntimeError as exc:
+            attempts.append(f"{chosen}: {exc}")
+            continue
+        run = _polish(lp, run)
+        P, _ = certify((lp.expand @ run.y)[: N * N].reshape(N, N), lp.model["alpha"])
+        optimality = prove(lp, run, P)
+        optimality["method"], optimality["polished"] = chosen, run.polished
+        last = (P, chosen, run, optimality)
+        if optimality["certified"]:
+            break
+        attempts.append(f"{chosen}: certificate did not close (gap {optimality.get('gap')})")
+    if last is None:
+        raise RuntimeError("; ".join(attempts))
+    if attempts:
+        last[3]["attempts"] = attempts
+    return last
 
 
 def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: object,
@@ -407,7 +570,13 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
                 weights: np.ndarray | None = None, aggregate: str = "sum", method: str = "auto",
                 use_closed_forms: bool = True, fold_symmetry: bool = True,
                 drop_implied: bool = True, threads: int | None = None) -> FastResult:
-    """Solve the design LP on the reduced model (or by a closed form); ``matrix`` is uncertified."""
+    """Solve the design LP on the reduced model (or by a closed form), polished and proven.
+
+    ``matrix`` is the polished answer before :func:`countdp.certify.certify` (which the caller
+    applies; it is deterministic, so the certificate in ``extra["optimality"]`` is for the
+    matrix the caller releases).  ``status`` is ``"optimal"`` only when that certificate
+    closes, else ``"not proven optimal"``.
+    """
     props = parse_properties(properties)
     start = time.perf_counter()
     if use_closed_forms:
@@ -418,18 +587,56 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
             from countdp.metrics import objective_value
 
             value = objective_value(P, objective, weights, aggregate)
+            optimality = {"certified": True, "proof": theorem, "checked": False}
+            if n <= CHECK_CLOSED_FORM_MAX_N:  # also check it with an LP dual (weak duality)
+                from countdp.certify import certify
+
+                checked = prove_matrix(n, alpha, props, objective, weights, aggregate, certify(P, alpha)[0])
+                optimality = {**checked, "proof": theorem, "checked": True}
             return FastResult(P, "closed-form", name, "optimal", time.perf_counter() - start, 0.0, value,
-                              {"backend": "highs", "reductions": [f"closed-form:{name} ({theorem})"]})
+                              {"backend": "highs", "reductions": [f"closed-form:{name} ({theorem})"],
+                               "optimality": optimality})
     lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate, fold_symmetry, drop_implied)
     build = time.perf_counter() - start
-    x, chosen, status, value, seconds = solve_reduced(lp, method, threads)
+    chosen = choose_method(lp) if method == "auto" else method
+    if chosen not in METHODS[1:]:
+        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+    _, used, run, optimality = solve_proven(lp, chosen, threads)
     N = n + 1
-    P = x[: N * N].reshape(N, N)
+    P = (lp.expand @ run.y)[: N * N].reshape(N, N)
     extra = {"backend": "highs", "reductions": lp.reductions, "rows": int(lp.A.shape[0]),
              "cols": int(lp.A.shape[1]), "nnz": int(lp.A.nnz), "full_rows": int(lp.full_rows),
-             "full_cols": int(lp.full_cols), "build_time": build}
-    if chosen == "clarabel":
+             "full_cols": int(lp.full_cols), "build_time": build, "optimality": optimality}
+    if used == "clarabel":
         extra["kkt_solver"] = CLARABEL_DIRECT_METHOD
     solver, label = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"),
-                     "clarabel": ("CLARABEL", "ipm")}[chosen]
-    return FastResult(P, solver, label, status, seconds, build, value, extra)
+                     "clarabel": ("CLARABEL", "ipm")}[used]
+    status = "optimal" if optimality["certified"] else "not proven optimal"
+    return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
+
+
+def prove_matrix(n: int, alpha: float, properties: object, objective: object, weights: np.ndarray | None,
+                 aggregate: str, matrix: np.ndarray) -> dict:
+    """``extra["optimality"]`` for a matrix found elsewhere (e.g. the plain cvxpy model).
+
+    A dual of the design LP is computed on the reduced model (:func:`solve_proven`) and the
+    independent check of :mod:`countdp.optimality` is run with *that* dual against ``matrix``:
+    weak duality does not care where the dual came from, so this proves ``matrix`` optimal
+    (to the gap) or reports that it is not.
+    """
+    from countdp.optimality import check_optimality, design_lp_model
+
+    props = parse_properties(properties)
+    lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate)
+    try:
+        _, used, run, _ = solve_proven(lp, choose_method(lp))
+    except RuntimeError as exc:
+        return {"certified": False, "reason": f"no dual: {exc}"}
+    full = design_lp_model(n, alpha, props, objective, weights, aggregate)
+    x = np.asarray(matrix, float).ravel()
+    if aggregate == "max":
+        x = np.concatenate([x, [float((loss_matrix(n, objective) * matrix).sum(axis=0).max())]])
+    u, v = full_dual(lp, run.row_dual, run.col_dual)
+    result = check_optimality(full, x, u, v)
+    result["dual_from"] = f"reduced model, {used}"
+    return result

@@ -1,0 +1,133 @@
+"""Certificate of optimality of a design LP: an independent weak-duality check.
+
+The LP is the model's definition, built here from :mod:`countdp.constraints` (not from any
+solver's model): variables ``x = P.ravel()`` (plus ``t``, last, for ``aggregate="max"``),
+
+* ``A_ub x >= b_ub``: the DP rows of :func:`~countdp.constraints.dp`, then every requested
+  property's inequality rows (in the order of ``properties``), then for ``max`` the rows
+  ``t - sum_i C[i, j] P[i, j] >= 0``;
+* ``A_eq x == b_eq``: the column sums, then every requested property's equality rows;
+* ``0 <= x <= 1`` (``x <= 1`` is implied by the column sums) and ``0 <= t <= max C``, which
+  contains every optimum (a column's loss is at most ``max C``).
+
+For *any* ``u`` (one per ``A_ub`` row) and ``v`` (one per ``A_eq`` row), with ``u`` clipped
+at 0 and ``r = c - A_ub^T u - A_eq^T v``, every feasible ``x`` has
+``c^T x = r^T x + u^T A_ub x + v^T A_eq x >= b_ub^T u + b_eq^T v + sum_k min(0, r_k hi_k)``
+(weak duality with the box ``0 <= x <= hi``).  That lower bound ``LB`` on the optimum needs no
+trust in the solver; a mechanism whose objective ``UB`` is within ``GAP_REL`` of ``LB`` is
+optimal to that accuracy.
+
+Floating point is accounted for by explicit bounds (Higham, *Accuracy and Stability*, 3.1):
+a computed ``k``-term dot product ``s`` obeys ``|s - exact| <= gamma_k sum |terms|`` with
+``gamma_k = k u / (1 - k u)``, ``u = 2^-53``.  ``r`` is lowered by twice that bound (the factor
+2 covers rounding in evaluating the bound itself, whose relative error is ``<= gamma_k << 1``);
+the scalar sums use :func:`math.fsum` (correctly rounded), so only the products' rounding
+(``u |term|`` each) and the final rounding remain, and are subtracted from ``LB`` (added to
+``UB``).  The check is one pass over the constraint matrix (``O(non-zeros)``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from countdp.constraints import LinearSystem, dp, parse_properties, property_system, stochastic
+from countdp.metrics import loss_matrix, parse_objective
+
+GAP_REL = 1e-9
+"""Largest accepted ``(UB - LB) / max(1, |UB|)``."""
+
+PRIMAL_TOL = 1e-9
+"""Largest accepted violation of any row of the LP by the mechanism checked."""
+
+UNIT = 2.0**-53
+
+
+def _gamma(k: int | np.ndarray) -> np.ndarray:
+    k = np.asarray(k, float)
+    return k * UNIT / (1.0 - k * UNIT)
+
+
+@dataclass(frozen=True)
+class DesignLP:
+    """``min c @ x`` s.t. ``A_ub x >= b_ub``, ``A_eq x == b_eq``, ``0 <= x <= upper`` (docstring)."""
+
+    c: np.ndarray
+    A_ub: sp.csr_matrix
+    b_ub: np.ndarray
+    A_eq: sp.csr_matrix
+    b_eq: np.ndarray
+    upper: np.ndarray
+
+
+def design_lp_model(n: int, alpha: float, properties: object = (), objective: object = "L0",
+                    weights: np.ndarray | None = None, aggregate: str = "sum") -> DesignLP:
+    """The design LP in the row order of the module docstring."""
+    props = parse_properties(properties)
+    N = n + 1
+    size = N * N
+    C = loss_matrix(n, parse_objective(objective))
+    w = np.full(N, 1.0 / N) if weights is None else np.asarray(weights, float)
+    sums = stochastic(n)  # its inequality rows are x >= 0, a bound here
+    system = dp(n, alpha) + LinearSystem(sp.csr_matrix((0, size)), np.zeros(0), sums.A_eq, sums.b_eq)
+    for name in props:
+        system = system + property_system(name, n)
+    A_ub, b_ub, A_eq, b_eq = system.A_ub, system.b_ub, system.A_eq, system.b_eq
+    if aggregate == "sum":
+        return DesignLP((C * w[None, :]).ravel(), A_ub, b_ub, A_eq, b_eq, np.ones(size))
+    if aggregate != "max":
+        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
+    loss = sp.csr_matrix((C.ravel(), (np.tile(np.arange(N), N), np.arange(size))), shape=(N, size))
+    A_ub = sp.vstack([sp.hstack([A_ub, sp.csr_matrix((A_ub.shape[0], 1))]),
+                      sp.hstack([-loss, np.ones((N, 1))])], format="csr")
+    A_eq = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
+    c = np.zeros(size + 1)
+    c[-1] = 1.0
+    return DesignLP(c, A_ub, np.concatenate([b_ub, np.zeros(N)]), A_eq, b_eq,
+                    np.concatenate([np.ones(size), [float(C.max())]]))
+
+
+def _fsum_bound(terms: np.ndarray) -> tuple[float, float]:
+    """``(fsum(terms), bound on |fsum - exact sum of the exact products|)`` for rounded products."""
+    total = math.fsum(terms)
+    return total, UNIT * float(np.abs(terms).sum()) * (1 + 1e-6) + UNIT * abs(total)
+
+
+def check_optimality(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray,
+                     gap_rel: float = GAP_REL, primal_tol: float = PRIMAL_TOL) -> dict:
+    """Check the dual ``(u, v)`` against the primal ``x`` (module docstring); a JSON-ready dict.
+
+    ``certified`` is true iff ``(UB - LB) / max(1, |UB|) <= gap_rel`` and ``x`` breaks no row
+    by more than ``primal_tol``.  ``max_dual_infeasibility`` is the largest ``-u_k`` or
+    ``-r_k`` (before clipping); it does not decide the verdict, the gap does.
+    """
+    x, u, v = (np.asarray(a, float) for a in (x, u, v))
+    if u.shape != lp.b_ub.shape or v.shape != lp.b_eq.shape or x.shape != lp.c.shape:
+        raise ValueError("dual or primal vector of the wrong length")
+    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(v)) and np.all(np.isfinite(x))):
+        return {"certified": False, "reason": "non-finite vector"}
+    u_raw_infeasible = float(max(0.0, -u.min())) if u.size else 0.0
+    u = np.maximum(u, 0.0)
+    AT_ub, AT_eq = lp.A_ub.T.tocsr(), lp.A_eq.T.tocsr()
+    r = lp.c - AT_ub @ u - AT_eq @ v
+    terms = np.diff(AT_ub.indptr) + np.diff(AT_eq.indptr) + 1
+    magnitude = np.abs(lp.c) + abs(AT_ub) @ u + abs(AT_eq) @ np.abs(v)
+    r_low = r - 2.0 * _gamma(terms + 1) * magnitude
+    r_infeasible = float(max(0.0, -r.min()))
+    dual_b, err_b = _fsum_bound(np.concatenate([lp.b_ub * u, lp.b_eq * v]))
+    box, err_box = _fsum_bound(np.minimum(0.0, r_low) * lp.upper)
+    lower = dual_b + box - err_b - err_box
+    primal, err_p = _fsum_bound(lp.c * x)
+    upper = primal + err_p
+    viol = max(float(np.max(lp.b_ub - lp.A_ub @ x, initial=0.0)),
+               float(np.max(np.abs(lp.A_eq @ x - lp.b_eq), initial=0.0)),
+               float(np.max(-x, initial=0.0)))
+    gap = upper - lower
+    certified = bool(gap <= gap_rel * max(1.0, abs(upper)) and viol <= primal_tol)
+    return {"certified": certified, "primal_objective": primal, "dual_objective": dual_b + box,
+            "lower_bound": lower, "upper_bound": upper, "gap": gap, "gap_tolerance_rel": gap_rel,
+            "max_dual_infeasibility": max(u_raw_infeasible, r_infeasible),
+            "max_primal_violation": viol, "primal_tolerance": primal_tol}

@@ -1,0 +1,110 @@
+"""Vertex polishing and dual recovery for the reduced design LP of :mod:`countdp.fast_design`.
+
+A simplex (or crossover) answer is a *basis*: the active rows ``R`` (non-basic row
+activities, at a bound) and the basic columns ``B``, ``|R| = |B|``.  HiGHS accepts a vertex
+whose rows are broken by up to its feasibility tolerance; the exact vertex of that basis is
+the solution of the square sparse system ``A[R, B] y_B = bound_R - A[R, N] y_N`` (one sparse LU,
+plus one step of iterative refinement), and its duals solve ``A[R, B]^T pi_R = cost_B``.
+Polishing thus removes the solver's tolerance from the released matrix (the DP rows that
+are active hold to rounding) and gives duals accurate to rounding for the certificate.
+
+:func:`full_dual` maps reduced duals back to the rows of the full model of
+:func:`countdp.optimality.design_lp_model`: a dropped row (implied, duplicate, halved by RM)
+gets multiplier 0, a row turned into a bound gets the bound's reduced cost, and with
+symmetry folded the S equalities get ``(r_k - r_k') / 2`` for the orbit ``{k, k'}``, which
+splits the folded reduced cost ``r_k + r_k' >= 0`` evenly between the two entries.  Last,
+each column-sum multiplier is lowered by its column's largest negative reduced cost (an
+interior point's duals are feasible only to its tolerance), which makes the dual exactly
+feasible at the cost of one deficit per column in the dual objective.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from countdp.optimality import design_lp_model
+
+
+def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active: np.ndarray,
+                 row_at_upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(y, row_dual, col_dual)`` of the basis, or ``None`` if it is not square and regular."""
+    A = lp.A.tocsc()
+    if int(col_basic.sum()) != int(row_active.sum()) or not col_basic.any():
+        return None
+    y = np.where(col_at_upper, lp.col_upper, lp.col_lower)
+    y = np.where(np.isfinite(y), y, 0.0)
+    y[col_basic] = 0.0
+    bound = np.where(row_at_upper, lp.row_upper, lp.row_lower)[row_active]
+    if not np.all(np.isfinite(bound)):
+        return None
+    rows = sp.csr_matrix(A)[row_active]
+    K = rows[:, col_basic].tocsc()
+    rhs = bound - rows @ y
+    try:
+        lu = spla.splu(K)
+    except RuntimeError:  # singular basis matrix
+        return None
+    yb = lu.solve(rhs)
+    yb = yb + lu.solve(rhs - K @ yb)  # one step of iterative refinement
+    y[col_basic] = yb
+    cb = lp.cost[col_basic]
+    pi = lu.solve(cb, trans="T")
+    pi = pi + lu.solve(cb - K.T @ pi, trans="T")
+    row_dual = np.zeros(lp.A.shape[0])
+    row_dual[row_active] = pi
+    col_dual = lp.cost - lp.A.T @ row_dual
+    col_dual[col_basic] = 0.0
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(row_dual))):
+        return None
+    return y, row_dual, col_dual
+
+
+def full_dual(lp, row_dual: np.ndarray, col_dual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(u, v)``: the reduced LP's duals as multipliers of the full model's rows (docstring)."""
+    m = lp.model
+    full = design_lp_model(m["n"], m["alpha"], m["properties"], m["objective"], m["weights"], m["aggregate"])
+    n_ub = full.b_ub.size
+    mult = np.zeros(n_ub + full.b_eq.size)
+    np.add.at(mult, lp.row_origin, row_dual)
+    s = lp.singletons
+    if s["var"].size:  # a bound from a singleton row: give it the column's reduced cost
+        d = col_dual[s["var"]]
+        at_lo = (d > 0) & (s["coef"] > 0) & (s["lo"] / s["coef"] == lp.col_lower[s["var"]])
+        at_lo |= (d > 0) & (s["coef"] < 0) & (s["hi"] / s["coef"] == lp.col_lower[s["var"]])
+        at_hi = (d < 0) & (s["coef"] > 0) & (s["hi"] / s["coef"] == lp.col_upper[s["var"]])
+        at_hi |= (d < 0) & (s["coef"] < 0) & (s["lo"] / s["coef"] == lp.col_upper[s["var"]])
+        use = np.flatnonzero((at_lo | at_hi) & ((lp.col_lower[s["var"]] != 0) | (d < 0)))
+        _, first = np.unique(s["var"][use], return_index=True)  # one row per bounded column
+        use = use[first]
+        np.add.at(mult, s["origin"][use], d[use] / s["coef"][use])
+    u, v = mult[:n_ub], mult[n_ub:]
+    if m["folded"]:  # balance each orbit's reduced cost with the S equalities' multipliers
+        size = (m["n"] + 1) ** 2
+        r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
+        flat = np.arange(size)
+        half = flat < flat[::-1]
+        a, b = flat[half], flat[::-1][half]
+        start = _s_row_offset(full, m)
+        v = v.copy()
+        v[start:start + a.size] = (r[a] - r[b]) / 2.0
+    # An approximate dual (an interior point's) leaves reduced costs slightly negative; each
+    # entry is in exactly one column-sum row (coefficient 1, right-hand side 1), so lowering
+    # that row's multiplier by its column's worst deficit makes the column dual feasible at a
+    # cost of the max, not the sum, of the deficits.
+    N = m["n"] + 1
+    r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
+    deficit = np.maximum(0.0, -r[: N * N].reshape(N, N).min(axis=0))
+    v = v.copy()
+    v[:N] -= deficit * (1 + 1e-12)
+    return u, v
+
+
+def _s_row_offset(full, model) -> int:
+    """First equality row of S in the full model (column sums, then F's rows if requested)."""
+    n = model["n"]
+    offset = n + 1
+    if "F" in model["properties"]:
+        offset += n
+    return offset
