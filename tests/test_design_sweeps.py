@@ -80,7 +80,7 @@ def _dry_run_jobs(work: Path, config: dict, tmp_path: Path) -> tuple[Counter, st
                          capture_output=True, text=True, timeout=300)
     out = dry.stdout + dry.stderr
     assert dry.returncode == 0, out[-3000:]
-    jobs = Counter(re.findall(r"^rule (\w+):$", out, flags=re.M))
+    jobs = Counter(re.findall(r"^\s*(?:local)?rule (\w+):$", out, flags=re.M))
     return jobs, out
 
 
