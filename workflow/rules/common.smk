@@ -240,8 +240,6 @@ REPORT_FIGURES = {
 REPORT_FORMATS = {"png": "PNG", "pdf": "vector PDF"}
 
 
-
-
 def report_figure(path, key, category):
     """One figure file attached to the report: caption workflow/report/{key}.rst, labelled by REPORT_FIGURES."""
     figure, shows = REPORT_FIGURES[key]
@@ -415,7 +413,6 @@ def needed_mechanism_paths():
 
 def design_sweeps():
     """{(mechanism, objective slug, alpha spelling): sorted n} over needed_mechanism_paths()."""
-
     sweeps = {}
     for path in needed_mechanism_paths():
         m = re.fullmatch(_ARTIFACT_RE, path)
@@ -445,11 +442,12 @@ def design_mem_mb(mechanism, max_n):
 
 
 def design_runtime(mechanism, ns):
-    """Wall-clock minutes of a sweep: 1 minute per design up to n = 128, then growing as n^3
-    (42 s measured at n = 512), doubled for a loaded machine."""
+    """Wall-clock minutes of a sweep: 5 for start-up, plus ten times the expected solve times,
+    0.75 s * (n/128)^3 per LP (measured 0.75 s at n = 128, 6.2 s at 256, 42.5 s at 512: README,
+    Performance); closed forms take milliseconds."""
     if mechanism in ("GM", "EM", "UM"):
         return 5
-    return 5 + math.ceil(sum(2 * max(1.0, (n / 128) ** 3) for n in ns))
+    return 5 + math.ceil(10 * sum(0.75 * (n / 128) ** 3 for n in ns) / 60)
 
 
 # ---------------------------------------------------------------- claims (claims.smk)
