@@ -1,4 +1,4 @@
-"""The Snakemake HTML report (issue 5): every figure with a rendered caption, and the claims.
+"""The Snakemake HTML report: every figure with a rendered caption, and the claims.
 
 ``test_captions_render`` renders every caption of workflow/report/ the way ``snakemake --report``
 does (Jinja with ``snakemake.config``, then docutils), for the default and the quick configuration,

@@ -3,7 +3,8 @@
 Every function here works on plain Python values, numpy arrays and pandas frames, so the
 Snakemake rules stay one-liners and everything can be rerun from Python.  Table builders
 read only certified mechanism artifacts (:func:`countdp.io.load_certified`); the one
-function that designs is :func:`design_artifact`, used by the per-mechanism design rule.
+function that designs is :func:`design_artifact`; the design rules call it through
+:func:`design_sweep`, one job per (mechanism, objective, alpha) over every n a config needs.
 
 Each study also returns *checks*: one row per statement of the paper, with the columns of
 :data:`CHECK_COLUMNS` (``results/tables/intrinsic_checks.csv`` concatenates them).
@@ -110,11 +111,19 @@ def design_artifact(mechanism: str, objective: str, n: int, alpha: str, solver: 
             f"rounding_lambda={rounding.rounding_lambda:.2e} exact_dp={rounding.holds}")
 
 
-def design_job(wildcards, solver: str, path: str, log: str, alpha_exact: str | None = None) -> None:
-    """Entry point of the design rule: design from the path's wildcards, write a one-line log."""
-    summary = design_artifact(wildcards.mechanism, wildcards.objective, int(wildcards.n), wildcards.alpha,
-                              solver, path, alpha_exact)
-    write_text_atomic(log, summary + "\n")
+def design_sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], solver: str,
+                 paths: Sequence[str | Path], log: str | Path, alpha_exact: str | None = None) -> None:
+    """Design one mechanism per ``n`` in ``ns`` (same mechanism, objective and alpha), each saved to
+    the matching entry of ``paths`` exactly as :func:`design_artifact` saves it (``alpha_exact``:
+    the exact value the config gave); the one-line summaries go to ``log``, one per design, in
+    the order of ``ns``.
+    """
+    ns, paths = list(ns), list(paths)
+    if len(ns) != len(paths):
+        raise ValueError(f"design_sweep: {len(ns)} values of n for {len(paths)} paths")
+    summaries = [design_artifact(mechanism, objective, int(n), alpha, solver, path, alpha_exact)
+                 for n, path in zip(ns, paths, strict=True)]
+    write_text_atomic(log, "".join(line + "\n" for line in summaries))
 
 
 # ----------------------------------------------------------------------------- helpers

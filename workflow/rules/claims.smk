@@ -1,4 +1,4 @@
-# The claims table (issue 5): every statement of the paper, what we measured, and a verdict.
+# The claims table: every statement of the paper, what we measured, and a verdict.
 # Theory rows are recomputed from the library; figure rows come from the studies' check tables
 # (CHECK_TABLES, claims_targets: common.smk).
 
@@ -20,6 +20,10 @@ rule claims:
             category="Claims",
             labels={"claims table": "HTML (rendered table)"},
         ),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/claims.log",
     run:

@@ -11,6 +11,9 @@
 #   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.  The
 #     artifact records the exact value the config gave ("10/11"; a decimal 0.91 is 91/100).
 
+import math
+import re
+
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -249,13 +252,6 @@ REPORT_FIGURES = {
 REPORT_FORMATS = {"png": "PNG", "pdf": "vector PDF"}
 
 
-def design_solver(wildcards):
-    """Closed forms do not depend on the solver, so changing it reruns only LP designs."""
-    if wildcards.mechanism in ("GM", "EM", "UM"):
-        return "closed-form"
-    return f"{config['solver']['name']}/{config['solver']['method']}"
-
-
 def report_figure(path, key, category):
     """One figure file attached to the report: caption workflow/report/{key}.rst, labelled by REPORT_FIGURES."""
     figure, shows = REPORT_FIGURES[key]
@@ -404,6 +400,67 @@ def extensions_targets():
     return ["results/tables/ext_checks.csv"] + [
         f"results/figures/ext_{name}.{ext}" for name in EXT_FIGURES for ext in ("pdf", "png")
     ]
+
+
+# ---------------------------------------------------------------- design sweeps (design.smk)
+# Every mechanism artifact the config needs, batched into sweeps: one job per (mechanism,
+# objective, alpha) over every n the studies ask for at that triple.  Each artifact keeps its
+# own file (mechanism_path), and each file belongs to exactly one sweep.
+_ARTIFACT_RE = r"results/mechanisms/(?P<mechanism>[^/]+)/(?P<objective>[^/]+)/n=(?P<n>\d+)/alpha=(?P<alpha>[^/]+)\.json"
+
+
+def needed_mechanism_paths():
+    """Every mechanism artifact a table, figure or evaluation of the config reads."""
+    intrinsic = (fig01_l2_search() + fig01_panel_mechanisms() + fig02_mechanisms() + fig06_mechanisms()
+                 + fig07_mechanisms() + fig08_mechanisms() + fig09_mechanisms())
+    extrinsic = mechanism_file_paths("fig10", n_values(config["fig10"]["n"]), config["fig10"]["alpha"])
+    for a in config["fig11"]["alpha"]:
+        extrinsic += mechanism_file_paths("fig11", n_values(config["fig11"]["n"]), a)
+    for a in config["fig12"]["alpha"]:
+        extrinsic += mechanism_file_paths("fig12", [config["fig12"]["n"]], a)
+    for a in config["fig13"]["alpha"]:
+        extrinsic += mechanism_file_paths("fig13", n_values(config["fig13"]["n"]), a)
+    return sorted(set(intrinsic + extrinsic))
+
+
+def design_sweeps():
+    """{(mechanism, objective slug, alpha spelling): sorted n} over needed_mechanism_paths()."""
+    sweeps = {}
+    for path in needed_mechanism_paths():
+        m = re.fullmatch(_ARTIFACT_RE, path)
+        sweeps.setdefault((m["mechanism"], m["objective"], m["alpha"]), set()).add(int(m["n"]))
+    return {key: sorted(ns) for key, ns in sorted(sweeps.items())}
+
+
+def design_sweep_rule(mechanism, objective, alpha):
+    """Rule name of one sweep, e.g. design_WM_L0_alpha_0_91 (rule names are identifiers)."""
+    slug = re.sub(r"\W", "_", f"{mechanism}_{objective}_alpha_{alpha}")
+    return f"design_{slug}"
+
+
+def design_solver(mechanism):
+    """Closed forms do not depend on the solver, so changing it reruns only LP designs."""
+    if mechanism in ("GM", "EM", "UM"):
+        return "closed-form"
+    return f"{config['solver']['name']}/{config['solver']['method']}"
+
+
+def design_mem_mb(mechanism, max_n):
+    """Memory (MB) of a sweep: an LP over (n+1)^2 variables, measured 236 MB at n = 256 and
+    598 MB at n = 512 (README, Performance); a closed form with its release weights about 250
+    bytes per entry (730 MB at n = 2048)."""
+    if mechanism in ("GM", "EM", "UM"):
+        return 500 + (max_n + 1) ** 2 // 4000
+    return 500 + (max_n + 1) ** 2 // 250
+
+
+def design_runtime(mechanism, ns):
+    """Wall-clock minutes of a sweep: 5 for start-up, plus ten times the expected solve times,
+    0.75 s * (n/128)^3 per LP (measured 0.75 s at n = 128, 6.2 s at 256, 42.5 s at 512: README,
+    Performance); closed forms take milliseconds."""
+    if mechanism in ("GM", "EM", "UM"):
+        return 5
+    return 5 + math.ceil(10 * sum(0.75 * (n / 128) ** 3 for n in ns) / 60)
 
 
 # ---------------------------------------------------------------- claims (claims.smk)

@@ -1,4 +1,4 @@
-# Data for the extrinsic studies (issue 4): the UCI Adult training split as a tidy table of
+# Data for the extrinsic studies: the UCI Adult training split as a tidy table of
 # three binary targets, with a JSON sidecar recording the source used (ucimlrepo or the
 # checksummed snapshot in resources/), its SHA-256 and the row counts.  Synthetic Binomial
 # populations are drawn inside the evaluation jobs (fresh per repetition, seeded).
@@ -14,9 +14,11 @@ rule adult_data:
     params:
         source=config["data"].get("source", "auto"),
         timeout=config["data"].get("fetch_timeout", 20),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/data/adult.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/data_adult.py"

@@ -1,17 +1,37 @@
-# One job per designed mechanism (issue 3).  The job runs inside the Snakemake process
-# (`run:`), so it pays no interpreter/cvxpy start-up: the library is imported once.
-# Path: results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json (see common.smk).
+# Designed mechanisms, batched: one job per sweep, i.e. per (mechanism, objective, alpha) over
+# every n the config needs at that triple (design_sweeps: common.smk), instead of one job per
+# mechanism (Snakemake's per-job cost dwarfed the millisecond LPs).  Each design still has its
+# own cached file, results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
+# (mechanism_path), so downstream rules read single artifacts, and a config change reruns
+# only the sweeps whose n set (or solver, for LPs) changed.  The jobs run inside the Snakemake
+# process (`run:`): the library is imported once.  Resources grow with the sweep's largest n.
 
 
-rule design_mechanism:
-    output:
-        "results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json",
-    log:
-        "results/logs/design/{mechanism}/{objective}/n={n}/alpha={alpha}.log",
-    params:
-        solver=design_solver,
-        alpha_exact=lambda wildcards: alpha_exact(wildcards.alpha),
-    run:
-        from countdp.studies import design_job
+for _key, _ns in design_sweeps().items():
+    _mechanism, _objective, _alpha = _key
 
-        design_job(wildcards, params.solver, output[0], log[0], params.alpha_exact)
+    rule:
+        name:
+            design_sweep_rule(*_key)
+        output:
+            [mechanism_path(_mechanism, _objective, n, _alpha) for n in _ns],
+        log:
+            f"results/logs/design/{_mechanism}/{_objective}/alpha={_alpha}.log",
+        params:
+            mechanism=_mechanism,
+            objective=_objective,
+            alpha=_alpha,
+            alpha_exact=alpha_exact(_alpha),
+            ns=_ns,
+            solver=design_solver(_mechanism),
+        threads: 1
+        group:
+            "designs"  # used only by cluster executors (profiles/slurm); local runs ignore groups
+        resources:
+            mem_mb=design_mem_mb(_mechanism, max(_ns)),
+            runtime=design_runtime(_mechanism, _ns),
+        run:
+            from countdp.studies import design_sweep
+
+            design_sweep(params.mechanism, params.objective, params.alpha, params.ns, params.solver,
+                         list(output), log[0], params.alpha_exact)

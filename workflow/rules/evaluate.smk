@@ -1,4 +1,4 @@
-# Repeated evaluations of the mechanisms on data (issue 4): one job per sweep.
+# Repeated evaluations of the mechanisms on data: one job per sweep.
 #
 #   results/evaluations/adult/{target}/L0/alpha={alpha}/{summary,raw}.csv          Figure 10 (vs n)
 #   results/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}/{summary,raw}.csv Figure 11 (vs p)
@@ -29,10 +29,12 @@ rule eval_fig10_adult:
         ns=n_values(config["fig10"]["n"]),
         repetitions=config["fig10"]["repetitions"],
         seed=config["seed"],
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
     log:
         "results/logs/evaluations/adult/{target}/L0/alpha={alpha}.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/eval_adult.py"
 
@@ -51,10 +53,12 @@ rule eval_fig11_binomial:
         repetitions=config["fig11"]["repetitions"],
         population=config["data"].get("population", 10000),
         seed=config["seed"],
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
     log:
         "results/logs/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/eval_binomial.py"
 
@@ -73,10 +77,12 @@ rule eval_fig12_binomial:
         repetitions=config["fig12"]["repetitions"],
         population=config["data"].get("population", 10000),
         seed=config["seed"],
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
     log:
         "results/logs/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/eval_binomial.py"
 
@@ -97,9 +103,11 @@ rule eval_fig13_binomial:
         repetitions=config["fig13"]["repetitions"],
         population=config["data"].get("population", 10000),
         seed=config["seed"],
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
     log:
         "results/logs/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/eval_binomial.py"

@@ -1,4 +1,4 @@
-# Beyond the paper (issue 8): baselines, Figure 5 verified over all 128 property subsets,
+# Beyond the paper: baselines, Figure 5 verified over all 128 property subsets,
 # minimax designs, prior-aware designs, L1/L2 designs, Gupte-Sundararajan derivability.
 #
 # Reads only config["extensions"] (the `extensions:` block of the config) and, when
@@ -19,6 +19,10 @@ rule ext_baselines:
     params:
         ns=n_values(EXT["baselines"]["n"]),
         alphas=ext_alphas(EXT["baselines"]["alpha"]),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     log:
         ext_log("ext_baselines"),
     run:
@@ -36,6 +40,10 @@ rule ext_subsets:
     params:
         ns=n_values(EXT["subsets"]["n"]),
         alphas=ext_alphas(EXT["subsets"]["alpha"]),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
     log:
         ext_log("ext_subsets"),
     run:
@@ -52,6 +60,10 @@ rule ext_minimax:
     params:
         ns=n_values(EXT["minimax"]["n"]),
         alphas=ext_alphas(EXT["minimax"]["alpha"]),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     log:
         ext_log("ext_minimax"),
     run:
@@ -72,6 +84,10 @@ rule ext_prior:
         cfg=EXT["prior"],
         seed=EXT.get("seed", 0),
         solver=EXT.get("solver", {}).get("name", "HIGHS"),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     log:
         ext_log("ext_prior"),
     run:
@@ -90,6 +106,10 @@ rule ext_objectives:
     params:
         cfg=EXT["objectives"],
         solver=EXT.get("solver", {}),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     log:
         ext_log("ext_objectives"),
     run:
@@ -107,6 +127,10 @@ rule ext_derivability:
     params:
         ns=n_values(EXT["derivability"]["n"]),
         alphas=ext_alphas(EXT["derivability"]["alpha"]),
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     log:
         ext_log("ext_derivability"),
     run:
@@ -120,6 +144,10 @@ rule ext_checks:
         [ext_check_path(s) for s in EXT_STUDIES],
     output:
         "results/tables/ext_checks.csv",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         ext_log("ext_checks"),
     run:

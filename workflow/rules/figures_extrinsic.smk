@@ -1,4 +1,4 @@
-# Figures 10-13 and their tables (issue 4): each rule gathers its sweep evaluations into a tidy
+# Figures 10-13 and their tables: each rule gathers its sweep evaluations into a tidy
 # table (results/tables/) and draws the figure from that table (results/figures/, PDF + PNG).
 # extrinsic_findings.csv checks each qualitative finding of SPEC section 6 on those tables.
 # Names and paths (EXTRINSIC_FIGURES, extrinsic_table, extrinsic_targets, ...): common.smk.
@@ -19,10 +19,12 @@ for _fig in EXTRINSIC_FIGURES:
         params:
             figure=_fig,
             settings=config[_fig],
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
         log:
             f"results/logs/figures/{EXTRINSIC_FIGURES[_fig]}.log",
-        conda:
-            "../../environment.yml"
         script:
             "../scripts/fig10_13_plots.py"
 
@@ -32,9 +34,11 @@ rule extrinsic_findings:
         tables=[extrinsic_table(f) for f in EXTRINSIC_FIGURES],
     output:
         EXTRINSIC_FINDINGS,
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/figures/extrinsic_findings.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/fig10_13_findings.py"

@@ -1,4 +1,4 @@
-# Intrinsic studies (issue 3): tables from certified mechanism artifacts, then figures from
+# Intrinsic studies: tables from certified mechanism artifacts, then figures from
 # the tables (and, for heatmaps, from the artifacts).  No rule here designs a mechanism.
 # Table rules run inside the Snakemake process (numpy/pandas only); figure rules run a
 # script (matplotlib/seaborn in its own interpreter).
@@ -15,6 +15,10 @@ rule fig01_tables:
         checks=CHECKS.format(study="fig01"),
     params:
         alpha=alpha_value(config["fig01"]["alpha"]),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig01_tables.log",
     run:
@@ -29,6 +33,10 @@ rule fig02_tables:
     output:
         claims="results/tables/fig02_claims.csv",
         checks=CHECKS.format(study="fig02"),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig02_tables.log",
     run:
@@ -45,6 +53,10 @@ rule fig03_04_tables:
     params:
         n=config["fig03_04"]["n"],
         alphas=[alpha_value(a) for a in config["fig03_04"]["alpha"]],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig03_04_tables.log",
     run:
@@ -64,6 +76,10 @@ rule fig06_tables:
         mechanisms=config["fig06"]["mechanisms"],
         properties=config["fig06"]["properties"],
         tolerance=config["fig06"]["tolerance"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig06_tables.log",
     run:
@@ -80,6 +96,10 @@ rule fig07_tables:
         checks=CHECKS.format(study="fig07"),
     params:
         paper=config["fig07"].get("paper_truthful", {}),
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig07_tables.log",
     run:
@@ -99,6 +119,10 @@ rule fig08_tables:
         combinations=config["fig08"]["combinations"],
         vs_n_alpha=alpha_value(config["fig08"]["vs_n"]["alpha"]),
         vs_alpha_n=config["fig08"]["vs_alpha"]["n"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig08_tables.log",
     run:
@@ -121,6 +145,10 @@ rule fig09_tables:
         check_alpha=alpha_value(config["fig09"]["convergence_check"]["alpha"]),
         check_n=config["fig09"]["convergence_check"]["n"],
         tolerance=config["fig09"]["convergence_tolerance"],
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig09_tables.log",
     run:
@@ -134,6 +162,10 @@ rule intrinsic_checks:
         expand(CHECKS, study=INTRINSIC_STUDIES),
     output:
         "results/tables/intrinsic_checks.csv",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/intrinsic_checks.log",
     run:
@@ -151,10 +183,12 @@ rule fig01_figure:
     params:
         plot="heatmap_panels",
         title="Unconstrained LP optima (BasicDP only, HiGHS simplex)",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig01_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
 
@@ -167,10 +201,12 @@ rule fig02_figure:
     params:
         plot="heatmap_panels",
         title="LP optima with all seven properties (RH, RM, CH, CM, F, WH, S)",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig02_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
 
@@ -183,10 +219,12 @@ rule fig03_figure:
     params:
         plot="exponent_grid",
         title="GM as powers of α:  x = 1/(1+α),  y = (1−α)/(1+α)",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig03_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
 
@@ -199,10 +237,12 @@ rule fig04_figure:
     params:
         plot="exponent_grid",
         title="EM (explicit fair mechanism) as powers of α",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig04_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
 
@@ -215,10 +255,12 @@ rule fig06_figure:
     params:
         plot="property_table",
         title="Properties of the named mechanisms",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig06_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
 
@@ -231,10 +273,12 @@ rule fig07_figure:
     params:
         plot="named_heatmaps",
         title="",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig07_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
 
@@ -247,10 +291,12 @@ rule fig08_figure:
     params:
         plot="wh_combinations",
         title="",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig08_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
 
@@ -263,9 +309,11 @@ rule fig09_figure:
     params:
         plot="named_l0_vs_n",
         title="",
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     log:
         "results/logs/intrinsic/fig09_figure.log",
-    conda:
-        "../../environment.yml"
     script:
         "../scripts/plot_intrinsic.py"
