@@ -1,4 +1,4 @@
-"""Studies beyond the paper (issue 8): each returns tidy pandas frames (and matrices to draw).
+"""Studies beyond the paper: each returns tidy pandas frames (and matrices to draw).
 
 1. :func:`baseline_table`: the exponential mechanism, the conditioned geometric mechanism
    and randomized response (:mod:`countdp.baselines`) next to GM/EM/UM: the alpha each
