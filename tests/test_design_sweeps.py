@@ -19,6 +19,7 @@ import pytest
 import yaml
 from conftest import SNAKEMAKE, TIMING_FIELDS
 
+from countdp.alpha import alpha_text, exact_alphas_in
 from countdp.studies import design_artifact, design_sweep
 
 ARTIFACT = re.compile(r"results/mechanisms/(?P<mechanism>[^/]+)/(?P<objective>[^/]+)/n=(?P<n>\d+)/"
@@ -61,12 +62,14 @@ def test_workflow_artifacts_equal_single_designs(quick_results, tmp_path):
     """Every artifact the batched jobs wrote in the quick run equals a single design of it."""
     paths = sorted((quick_results / "results/mechanisms").rglob("*.json"))
     assert len(paths) > 50
+    exact = exact_alphas_in(yaml.safe_load((quick_results / "config/quick.yaml").read_text()))
     differ = []
     for k, path in enumerate(paths):
         m = ARTIFACT.search(path.as_posix())
         solver = "closed-form" if m["mechanism"] in ("GM", "EM", "UM") else "HIGHS/simplex"
         single = tmp_path / f"{k}.json"
-        design_artifact(m["mechanism"], m["objective"], int(m["n"]), m["alpha"], solver, single)
+        design_artifact(m["mechanism"], m["objective"], int(m["n"]), m["alpha"], solver, single,
+                        alpha_text(exact[m["alpha"]]))  # the exact value the config gave, as the workflow passes
         if _masked(path) != _masked(single):
             differ.append(path.relative_to(quick_results).as_posix())
     assert not differ, differ[:10]
