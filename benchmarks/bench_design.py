@@ -34,7 +34,7 @@ def run_point(mechanism: str, n: int, alpha: float, backend: str, method: str | 
     import resource
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    from countdp.design import design_named
+    from countdp.design.designer import design_named
 
     start = time.perf_counter()
     options = {"backend": backend}
@@ -94,7 +94,7 @@ def sweep() -> int:
     """The objectives sweep: WM, WH, LP, LP+F, LP+CH+RM x 4 objectives x n x alpha; every design proven."""
     import itertools
 
-    from countdp.design import design_named
+    from countdp.design.designer import design_named
 
     failures = 0
     mechs = [("WM", ()), ("WH", ()), ("LP", ()), ("LP", ("F",)), ("LP", ("CH", "RM"))]

@@ -1,6 +1,6 @@
 """The release path: sampler throughput (seeded and OS-sourced), and what each sampler realizes.
 
-Part 1, throughput of :func:`countdp.sampling.release` on EM's integer weights, one thread,
+Part 1, throughput of :func:`countdp.privacy.sampling.release` on EM's integer weights, one thread,
 best of ``--repeats``.  Targets at n <= 64: >= 20 M samples/s seeded, >= 10 M/s from the OS.
 
 Part 2, privacy of the distribution each sampler *realizes*, computed exactly: the old float
@@ -28,9 +28,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import numpy as np  # noqa: E402
 
-from countdp.design import design_named  # noqa: E402
-from countdp.exact import exact_dp_check  # noqa: E402
-from countdp.sampling import SystemRandomSource, release  # noqa: E402
+from countdp.design.designer import design_named  # noqa: E402
+from countdp.privacy.exact import exact_dp_check  # noqa: E402
+from countdp.privacy.sampling import SystemRandomSource, release  # noqa: E402
 
 SEEDED_TARGET, OS_TARGET = 20e6, 10e6
 CASES = [("GM", 60, "1/2"), ("GM", 40, "1/2"), ("EM", 20, "1/2"), ("GM", 200, "99/100"), ("WM", 60, "10/11")]

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 def reference_lp(n: int, alpha: float, properties: set[str], loss: np.ndarray) -> tuple[float, np.ndarray]:
     """Solve the design LP with scipy's linprog, every constraint written out entry by entry.
 
-    Independent of countdp.constraints: this follows SPEC sections 1-3 literally, one row per
+    Independent of countdp.design.constraints: this follows SPEC sections 1-3 literally, one row per
     inequality, so agreement between the two is evidence that both encode the definitions.
     ``loss[i, j]`` is the objective coefficient of P[i, j].
     """
@@ -120,7 +120,7 @@ def snakemake(workdir: Path, *args: str, configfile: str = QUICK, timeout: float
 
 
 def stray_temp_files(workdir: Path) -> list[str]:
-    """Hidden files under results/, e.g. temporaries of countdp.io.atomic_path (``.{name}.XXXXXXXX{suffix}``)."""
+    """Hidden files under results/, e.g. temporaries of countdp.mechanisms.artifact.atomic_path (``.{name}.XXXXXXXX{suffix}``)."""
     results = workdir / "results"
     return sorted(str(p.relative_to(workdir)) for p in results.rglob(".*") if p.is_file()) if results.is_dir() else []
 
@@ -181,7 +181,7 @@ def quick_results_resumed(tmp_path_factory) -> dict:
     mechanism artifacts exist.  Second start (plain ``snakemake``; the profile sets
     ``rerun-incomplete``): killed hard with SIGKILL once 20 exist, which leaves Snakemake's
     lock.  Then a stray atomic-write temporary is planted (what a SIGKILL inside
-    countdp.io.atomic_path leaves), ``snakemake --unlock`` is run as a user would, and the
+    countdp.mechanisms.artifact.atomic_path leaves), ``snakemake --unlock`` is run as a user would, and the
     third start must finish the workflow (and remove the temporary).
     Shared by tests/test_resume.py (resume leaves no partial file and equals an uninterrupted
     run) and tests/test_extrinsic_workflow.py (--cores 1 equals --cores 2): one single-core

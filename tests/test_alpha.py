@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdp.alpha import alpha_from_epsilon, alpha_text, config_alpha, exact_alpha, exact_alphas_in
+from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, config_alpha, exact_alpha, exact_alphas_in
 
 
 @pytest.mark.parametrize("value,expected", [

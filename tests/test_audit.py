@@ -1,4 +1,4 @@
-"""Statistical audit of the release path (countdp.audit): passes DP mechanisms, catches broken ones.
+"""Statistical audit of the release path (countdp.privacy.audit): passes DP mechanisms, catches broken ones.
 
 Every audit uses a fixed seed, so the outcomes below are deterministic; the false-positive
 bound (at most 1 - confidence per audit of a truly DP sampler) is what makes the "passes"
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from countdp.audit import (
+from countdp.privacy.audit import (
     AuditResult,
     audit,
     audit_counts,
@@ -23,9 +23,9 @@ from countdp.audit import (
     matrix_sampler,
     sample_counts,
 )
-from countdp.design import design_named
-from countdp.mechanisms import geometric, uniform
-from countdp.sampling import SystemRandomSource, release
+from countdp.design.designer import design_named
+from countdp.mechanisms.closed_forms import geometric, uniform
+from countdp.privacy.sampling import SystemRandomSource, release
 
 SAMPLES = 200_000
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from countdp.baselines import (
+from countdp.studies.baselines import (
     BASELINES,
     achieved_alpha,
     baseline_matrix,
@@ -20,9 +20,9 @@ from countdp.baselines import (
     randomized_response,
     rr_keep_probability,
 )
-from countdp.certify import is_alpha_dp
-from countdp.mechanisms import explicit_fair, geometric, uniform
-from countdp.metrics import objective_value
+from countdp.privacy.certify import is_alpha_dp
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.evaluate.metrics import objective_value
 
 ALPHAS = [0.3, 0.62, 0.76, 0.91]
 NS = [1, 2, 5, 8]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from countdp.claims import CLAIM_COLUMNS, Claim, claims_from_checks, claims_markdown, claims_table, theory_claims
+from countdp.claims.table import CLAIM_COLUMNS, Claim, claims_from_checks, claims_markdown, claims_table, theory_claims
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from countdp.certify import is_alpha_dp
+from countdp.privacy.certify import is_alpha_dp
 from countdp.cli import main
-from countdp.mechanisms import explicit_fair, geometric
+from countdp.mechanisms.closed_forms import explicit_fair, geometric
 
 JSON_KEYS = {"mechanism", "n", "alpha", "alpha_exact", "release", "objective", "properties_requested", "matrix",
              "objective_value", "l0", "properties", "dp", "solver"}
@@ -178,8 +178,8 @@ def test_check_and_release_refuse_tampered_weights(tmp_path, capsys):
 
 
 def test_release_a_table_keeps_every_column_and_adds_the_noisy_count(tmp_path, capsys):
-    from countdp.io import load_design
-    from countdp.sampling import release
+    from countdp.mechanisms.artifact import load_design
+    from countdp.privacy.sampling import release
 
     path = tmp_path / "em.json"
     assert main(["design", "EM", "--n", "10", "--alpha", "9/10", "--out", str(path)]) == 0
@@ -244,8 +244,8 @@ def _release_sizes(tmp_path, table, out, *extra):
 def test_release_mixed_sizes_round_trip_and_cache(tmp_path, capsys, suffix):
     import pandas as pd
 
-    from countdp.design import design_named
-    from countdp.sampling import release
+    from countdp.design.designer import design_named
+    from countdp.privacy.sampling import release
 
     frame = _groups(tmp_path)
     table, out = tmp_path / f"groups{suffix}", tmp_path / f"noisy{suffix}"

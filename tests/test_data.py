@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdp import data
-from countdp.data import (
+from countdp.evaluate import data
+from countdp.evaluate.data import (
     ADULT_COLUMNS,
     ADULT_SHA256,
     ADULT_TRAIN_ROWS,

@@ -4,7 +4,7 @@ The artifact list comes from Snakemake itself: ``snakemake -n`` on config/config
 temporary copy of the repository) names every ``results/mechanisms/...json`` a full run would
 write (about 1,500: all closed forms GM/EM/UM and every LP of Figures 1, 2, 6, 8, 9 and of the
 extrinsic sweeps, n up to 40).  Each is designed in-process exactly as the design rule does
-(:func:`countdp.studies.design_artifact`, HiGHS simplex) and its JSON is read back: the
+(:func:`countdp.studies.intrinsic.design_artifact`, HiGHS simplex) and its JSON is read back: the
 certificate must say ``certified: true`` with ``tolerance: 0``, ``max_violation`` 0, a repair
 ``lambda <= 1e-7``, and the stored floats must pass the float alpha-DP test (``is_alpha_dp``,
 no tolerance) and an independent recomputation of the inequalities.  The release weights
@@ -25,9 +25,9 @@ import pytest
 import yaml
 from conftest import copy_workflow, snakemake
 
-from countdp.alpha import alpha_text, exact_alphas_in
-from countdp.certify import COLUMN_SUM_TOL, MAX_REPAIR_LAMBDA, is_alpha_dp
-from countdp.studies import design_artifact, objective_from_slug
+from countdp.privacy.alpha import alpha_text, exact_alphas_in
+from countdp.privacy.certify import COLUMN_SUM_TOL, MAX_REPAIR_LAMBDA, is_alpha_dp
+from countdp.studies.intrinsic import design_artifact, objective_from_slug
 
 ARTIFACT = re.compile(r"results/mechanisms/(?P<mechanism>[^/\s]+)/(?P<objective>[^/\s]+)/"
                       r"n=(?P<n>\d+)/alpha=(?P<alpha>[^/\s]+)\.json")
@@ -47,7 +47,7 @@ def default_artifacts(tmp_path_factory) -> list[str]:
 
 
 def _independent_dp(P: np.ndarray, alpha: float) -> bool:
-    """alpha-DP written out entry by entry (SPEC section 1), not via countdp.certify."""
+    """alpha-DP written out entry by entry (SPEC section 1), not via countdp.privacy.certify."""
     rows, cols = P.shape
     for i in range(rows):
         for j in range(cols - 1):
@@ -113,9 +113,9 @@ def _tamper(path: Path) -> None:
 
 
 def test_loaders_refuse_an_uncertified_artifact(tmp_path):
-    from countdp.experiments import load_mechanisms
-    from countdp.io import load_certified
-    from countdp.studies import load_matrix_records
+    from countdp.evaluate.experiments import load_mechanisms
+    from countdp.mechanisms.artifact import load_certified
+    from countdp.studies.intrinsic import load_matrix_records
 
     path = tmp_path / "WM.json"
     design_artifact("WM", "L0", 4, "0.91", "HIGHS/simplex", path)
@@ -129,8 +129,8 @@ def test_loaders_refuse_an_uncertified_artifact(tmp_path):
 
 def test_loaders_refuse_tampered_release_weights(tmp_path):
     """The float matrix intact, one weight moved so that one DP inequality breaks by a single unit."""
-    from countdp.experiments import load_mechanisms
-    from countdp.io import load_certified, load_design
+    from countdp.evaluate.experiments import load_mechanisms
+    from countdp.mechanisms.artifact import load_certified, load_design
 
     path = tmp_path / "WM.json"
     design_artifact("WM", "L0", 4, "0.91", "HIGHS/simplex", path)

@@ -1,7 +1,7 @@
 """The exact certificate of the release weights, against an independent Python-integer check.
 
 The reference below writes the DP inequalities out with Python integers, entry by entry
-(SPEC section 5.3), sharing no code with :mod:`countdp.exact`'s 128-bit arithmetic.
+(SPEC section 5.3), sharing no code with :mod:`countdp.privacy.exact`'s 128-bit arithmetic.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdp.certify import certify
-from countdp.design import DesignError, design_named, finish_design
-from countdp.exact import RELEASE_K, IntegerMechanism, exact_dp_check
-from countdp.mechanisms import explicit_fair, geometric, uniform
-from countdp.metrics import objective_value
-from countdp.rounding import dp_weights, round_to_release
+from countdp.privacy.certify import certify
+from countdp.design.designer import DesignError, design_named, finish_design
+from countdp.privacy.exact import RELEASE_K, IntegerMechanism, exact_dp_check
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.evaluate.metrics import objective_value
+from countdp.privacy.rounding import dp_weights, round_to_release
 
 
 def reference_exact_dp(W, alpha: Fraction, K: int) -> bool:
@@ -166,7 +166,7 @@ def test_a_poor_solver_answer_is_an_error_naming_its_violation():
 
 
 def test_design_lp_refuses_a_poor_backend_answer(monkeypatch):
-    from countdp import fast_design
+    from countdp.design import fast as fast_design
 
     real = fast_design.fast_design
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdp.design import design_named
-from countdp.experiments import (
+from countdp.design.designer import design_named
+from countdp.evaluate.experiments import (
     adult_sweep,
     binomial_sweep,
     load_mechanisms,
@@ -18,8 +18,8 @@ from countdp.experiments import (
     simulate,
     summarise,
 )
-from countdp.mechanisms import explicit_fair, geometric, uniform
-from countdp.metrics import binomial_distribution, expected_error
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.evaluate.metrics import binomial_distribution, expected_error
 
 CLOSED = {"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}
 
@@ -106,8 +106,8 @@ def test_summarise_statistics():
 
 
 def test_load_mechanisms_checks_certificate_and_parameters(tmp_path):
-    from countdp.design import design_named
-    from countdp.io import save_design
+    from countdp.design.designer import design_named
+    from countdp.mechanisms.artifact import save_design
 
     path = tmp_path / "gm.json"
     save_design(design_named("GM", 4, 0.9), path)

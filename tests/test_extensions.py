@@ -1,4 +1,4 @@
-"""Beyond-the-paper studies (countdp.extensions) against independent facts."""
+"""Beyond-the-paper studies (countdp.studies.extensions) against independent facts."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from conftest import reference_lp, uniform_l0_loss
 
-from countdp import extensions as ex
-from countdp.certify import is_alpha_dp
-from countdp.constraints import PROPERTIES
-from countdp.mechanisms import explicit_fair, geometric
-from countdp.metrics import binomial_distribution, expected_error, loss_matrix, objective_value
-from countdp.properties import is_gm_derivable
+from countdp.studies import extensions as ex
+from countdp.privacy.certify import is_alpha_dp
+from countdp.design.constraints import PROPERTIES
+from countdp.mechanisms.closed_forms import explicit_fair, geometric
+from countdp.evaluate.metrics import binomial_distribution, expected_error, loss_matrix, objective_value
+from countdp.mechanisms.properties import is_gm_derivable
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +181,7 @@ def test_study_entry_points_in_threads_without_pyplot(tmp_path):
         import sys, threading
         from pathlib import Path
         from types import SimpleNamespace as NS
-        from countdp import extensions as ex
+        from countdp.studies import extensions as ex
 
         root = Path(sys.argv[1])
 

@@ -7,12 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from countdp.certify import is_alpha_dp
-from countdp.constraints import constraint_system
-from countdp.design import design_lp, design_named
-from countdp.fast_design import build_reduced_lp, closed_form, fast_design, implied_drops
-from countdp.mechanisms import explicit_fair, geometric
-from countdp.metrics import objective_value
+from countdp.privacy.certify import is_alpha_dp
+from countdp.design.constraints import constraint_system
+from countdp.design.designer import design_lp, design_named
+from countdp.design.fast import build_reduced_lp, closed_form, fast_design, implied_drops
+from countdp.mechanisms.closed_forms import explicit_fair, geometric
+from countdp.evaluate.metrics import objective_value
 
 TOL = 1e-7
 
@@ -130,7 +130,7 @@ def test_auto_backend_dispatch():
 
 def test_grid_of_all_subsets_small():
     """Every property subset at one small size: same L0 optimum as the plain formulation."""
-    from countdp.constraints import PROPERTIES
+    from countdp.design.constraints import PROPERTIES
 
     n, alpha = 5, 0.76
     for r in range(len(PROPERTIES) + 1):
@@ -148,7 +148,7 @@ def test_grid_of_all_subsets_small():
                          ids=lambda p: "+".join(p))
 def test_clarabel_qdldl_matches_cvxpy(n, alpha, props):
     """The large-model path (Clarabel, QDLDL factorisation) gives the plain optimum, certified."""
-    from countdp.certify import certify
+    from countdp.privacy.certify import certify
 
     ref = design_lp(n, alpha, props, "L0", backend="cvxpy")
     fast = fast_design(n, alpha, props, "L0", method="clarabel", use_closed_forms=False)

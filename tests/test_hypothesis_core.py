@@ -2,7 +2,7 @@
 
 Matrices are built from a hypothesis-drawn seed with numpy, so every failure is reproducible
 from hypothesis's report.  The reference checkers below follow SPEC section 3 literally (one
-inequality at a time) and share no code with countdp.constraints.
+inequality at a time) and share no code with countdp.design.constraints.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from countdp.certify import certify, is_alpha_dp
-from countdp.mechanisms import explicit_fair, geometric, uniform
-from countdp.metrics import empirical_error, expected_error, objective_value
-from countdp.properties import PROPERTIES, check_all, check_dp, check_property
-from countdp.rounding import round_to_release
-from countdp.sampling import release
+from countdp.privacy.certify import certify, is_alpha_dp
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.evaluate.metrics import empirical_error, expected_error, objective_value
+from countdp.mechanisms.properties import PROPERTIES, check_all, check_dp, check_property
+from countdp.privacy.rounding import round_to_release
+from countdp.privacy.sampling import release
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -71,7 +71,7 @@ def ref_violation(P: np.ndarray, name: str) -> float:
 def ref_dp_violation(P: np.ndarray, alpha: float, column_slack: float = 1e-12) -> float:
     """Worst breach of alpha-DP, of 0 <= P <= 1, and of the column sums beyond ``column_slack``.
 
-    ``column_slack`` mirrors ``countdp.certify.COLUMN_SUM_TOL``: check_dp (tol 0) is documented
+    ``column_slack`` mirrors ``countdp.privacy.certify.COLUMN_SUM_TOL``: check_dp (tol 0) is documented
     to be exactly is_alpha_dp, which allows |column sum - 1| <= 1e-12.
     """
     N = P.shape[0]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from countdp.mechanisms import explicit_fair, geometric, uniform
-from countdp.metrics import (
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.evaluate.metrics import (
     binomial_distribution,
     empirical_error,
     expected_error,

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from countdp.certify import certify
+from countdp.privacy.certify import certify
 from countdp.cli import main
-from countdp.design import design_named
-from countdp.exact import exact_dp_check
-from countdp.mechanisms import explicit_fair, geometric
-from countdp.rounding import dp_weights
-from countdp.sampling import SystemRandomSource, guide_table, outputs_for_draws, release, uniform_draws
+from countdp.design.designer import design_named
+from countdp.privacy.exact import exact_dp_check
+from countdp.mechanisms.closed_forms import explicit_fair, geometric
+from countdp.privacy.rounding import dp_weights
+from countdp.privacy.sampling import SystemRandomSource, guide_table, outputs_for_draws, release, uniform_draws
 
 
 def _cumulative(W: np.ndarray) -> np.ndarray:

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdp import studies as st
-from countdp.design import design_named
-from countdp.io import design_to_dict
+from countdp.studies import intrinsic as st
+from countdp.design.designer import design_named
+from countdp.mechanisms.artifact import design_to_dict
 
 
 def record(mechanism, n, alpha, **kwargs):

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.alpha import alpha_from_epsilon, alpha_text, epsilon_of, exact_alpha
-from countdp.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
-from countdp.constraints import PROPERTIES
-from countdp.design import MECHANISMS, SOLVERS, DesignError, design_named
-from countdp.exact import exact_dp_check
-from countdp.io import design_to_dict, load_design, load_matrix, load_record, save_design, to_json, write_text_atomic
-from countdp.metrics import objective_value
-from countdp.properties import DEFAULT_TOL, check_all, check_dp
-from countdp.sampling import release
+from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of, exact_alpha
+from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
+from countdp.design.constraints import PROPERTIES
+from countdp.design.designer import MECHANISMS, SOLVERS, DesignError, design_named
+from countdp.privacy.exact import exact_dp_check
+from countdp.mechanisms.artifact import design_to_dict, load_design, load_matrix, load_record, save_design, to_json, write_text_atomic
+from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
+from countdp.privacy.sampling import release
 from countdp.validation import check_n, check_tol
 
 
@@ -218,7 +218,7 @@ def _release_counts(args: argparse.Namespace) -> int:
         raise UsageError("give either true counts or --input, not both")
     if not args.count_column or args.out is None:
         raise UsageError("--input needs --count-column and --out")
-    from countdp.release_table import read_table, release_table, write_table  # pandas: only for tables
+    from countdp.privacy.release_table import read_table, release_table, write_table  # pandas: only for tables
 
     try:
         frame = read_table(args.input)
@@ -240,8 +240,8 @@ def _release_by_size(args: argparse.Namespace) -> int:
         missing.append("--alpha or --epsilon")
     if missing:
         raise UsageError(f"--size-column needs {', '.join(missing)}")
-    from countdp.mechanism_cache import MechanismCache
-    from countdp.release_table import read_table, release_by_size, release_record, write_table
+    from countdp.privacy.mechanism_cache import MechanismCache
+    from countdp.privacy.release_table import read_table, release_by_size, release_record, write_table
 
     try:
         alpha = args.alpha if args.epsilon is None else alpha_from_epsilon(args.epsilon)

@@ -27,6 +27,6 @@ rule claims:
     log:
         "results/logs/claims.log",
     run:
-        from countdp.claims import build_claims
+        from countdp.claims.table import build_claims
 
         build_claims(input, output.table, output.markdown, output.html, log[0])

@@ -17,11 +17,11 @@ import re
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from countdp.alpha import alpha_text, exact_alphas_in
-from countdp.constraints import PROPERTIES
-from countdp.constraints import parse_properties
-from countdp.metrics import parse_objective
-from countdp.studies import alpha_spelling
+from countdp.privacy.alpha import alpha_text, exact_alphas_in
+from countdp.design.constraints import PROPERTIES
+from countdp.design.constraints import parse_properties
+from countdp.evaluate.metrics import parse_objective
+from countdp.studies.intrinsic import alpha_spelling
 from countdp.validation import number_or_fraction
 from countdp.workflow_config import ConfigError, check_config
 
@@ -41,7 +41,7 @@ except ValueError as error:
     raise WorkflowError(f"config: {error}") from None
 
 
-# Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.io.atomic_path
+# Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.mechanisms.artifact.atomic_path
 # leaves its temporary file (".{name}.XXXXXXXX{suffix}", next to the output) behind.  It is
 # never taken for an output, and the run that starts next removes it (the lock on the working
 # directory means no other run is writing there, unless it was started with --nolock).

@@ -31,7 +31,7 @@ for _key, _ns in design_sweeps().items():
             mem_mb=design_mem_mb(_mechanism, max(_ns)),
             runtime=design_runtime(_mechanism, _ns),
         run:
-            from countdp.studies import design_sweep
+            from countdp.studies.intrinsic import design_sweep
 
             design_sweep(params.mechanism, params.objective, params.alpha, params.ns, params.solver,
                          list(output), log[0], params.alpha_exact)

@@ -6,7 +6,7 @@
 #   results/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}/{summary,raw}.csv   Figure 13 (vs n)
 #
 # Inputs are the certified L0 mechanism artifacts of design.smk (mechanism_path), re-verified
-# with countdp.io.load_certified.  Seeds: countdp.experiments.rng_for(config seed, parameters).
+# with countdp.mechanisms.artifact.load_certified.  Seeds: countdp.evaluate.experiments.rng_for(config seed, parameters).
 # The helpers (mechanism_files, fig10_evaluations, ...) live in common.smk.
 
 

@@ -8,7 +8,7 @@
 # results/figures/ext_*.{pdf,png}, and each job's log (row counts, wall-clock and solver
 # times: tables carry no timings, so they are byte-identical across runs) to
 # results/logs/extensions/.  The jobs run in threads of the Snakemake process; their work is
-# countdp.extensions.build_study.  Helpers (EXT, ext_figure, extensions_targets, ...): common.smk.
+# countdp.studies.extensions.build_study.  Helpers (EXT, ext_figure, extensions_targets, ...): common.smk.
 
 
 rule ext_baselines:
@@ -26,7 +26,7 @@ rule ext_baselines:
     log:
         ext_log("ext_baselines"),
     run:
-        from countdp.extensions import build_study
+        from countdp.studies.extensions import build_study
 
         build_study("baselines", input, output, params, log[0])
 
@@ -47,7 +47,7 @@ rule ext_subsets:
     log:
         ext_log("ext_subsets"),
     run:
-        from countdp.extensions import build_study
+        from countdp.studies.extensions import build_study
 
         build_study("subsets", input, output, params, log[0])
 
@@ -67,7 +67,7 @@ rule ext_minimax:
     log:
         ext_log("ext_minimax"),
     run:
-        from countdp.extensions import build_study
+        from countdp.studies.extensions import build_study
 
         build_study("minimax", input, output, params, log[0])
 
@@ -91,7 +91,7 @@ rule ext_prior:
     log:
         ext_log("ext_prior"),
     run:
-        from countdp.extensions import build_study
+        from countdp.studies.extensions import build_study
 
         build_study("prior", input, output, params, log[0])
 
@@ -113,7 +113,7 @@ rule ext_objectives:
     log:
         ext_log("ext_objectives"),
     run:
-        from countdp.extensions import build_study
+        from countdp.studies.extensions import build_study
 
         build_study("objectives", input, output, params, log[0])
 
@@ -134,7 +134,7 @@ rule ext_derivability:
     log:
         ext_log("ext_derivability"),
     run:
-        from countdp.extensions import build_study
+        from countdp.studies.extensions import build_study
 
         build_study("derivability", input, output, params, log[0])
 
@@ -151,7 +151,7 @@ rule ext_checks:
     log:
         ext_log("ext_checks"),
     run:
-        from countdp.extensions import build_study
+        from countdp.studies.extensions import build_study
 
         build_study("checks", input, output, params, log[0])
 

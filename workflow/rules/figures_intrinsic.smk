@@ -22,7 +22,7 @@ rule fig01_tables:
     log:
         "results/logs/intrinsic/fig01_tables.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("fig01", input, output, params, log[0])
 
@@ -40,7 +40,7 @@ rule fig02_tables:
     log:
         "results/logs/intrinsic/fig02_tables.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("fig02", input, output, params, log[0])
 
@@ -60,7 +60,7 @@ rule fig03_04_tables:
     log:
         "results/logs/intrinsic/fig03_04_tables.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("fig03_04", input, output, params, log[0])
 
@@ -83,7 +83,7 @@ rule fig06_tables:
     log:
         "results/logs/intrinsic/fig06_tables.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("fig06", input, output, params, log[0])
 
@@ -103,7 +103,7 @@ rule fig07_tables:
     log:
         "results/logs/intrinsic/fig07_tables.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("fig07", input, output, params, log[0])
 
@@ -126,7 +126,7 @@ rule fig08_tables:
     log:
         "results/logs/intrinsic/fig08_tables.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("fig08", input, output, params, log[0])
 
@@ -152,7 +152,7 @@ rule fig09_tables:
     log:
         "results/logs/intrinsic/fig09_tables.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("fig09", input, output, params, log[0])
 
@@ -169,7 +169,7 @@ rule intrinsic_checks:
     log:
         "results/logs/intrinsic/intrinsic_checks.log",
     run:
-        from countdp.studies import build_tables
+        from countdp.studies.intrinsic import build_tables
 
         build_tables("intrinsic_checks", input, output, params, log[0])
 

@@ -2,7 +2,7 @@
 
 import logging
 
-from countdp.data import load_adult, write_adult
+from countdp.evaluate.data import load_adult, write_adult
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 

@@ -3,9 +3,9 @@
 import logging
 import time
 
-from countdp.data import read_adult_table
-from countdp.experiments import adult_sweep, load_mechanisms
-from countdp.io import write_csv_atomic
+from countdp.evaluate.data import read_adult_table
+from countdp.evaluate.experiments import adult_sweep, load_mechanisms
+from countdp.mechanisms.artifact import write_csv_atomic
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 

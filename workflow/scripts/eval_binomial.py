@@ -3,8 +3,8 @@
 import logging
 import time
 
-from countdp.experiments import binomial_sweep, load_mechanisms
-from countdp.io import write_csv_atomic
+from countdp.evaluate.experiments import binomial_sweep, load_mechanisms
+from countdp.mechanisms.artifact import write_csv_atomic
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 

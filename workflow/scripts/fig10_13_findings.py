@@ -10,7 +10,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from countdp.io import write_csv_atomic
+from countdp.mechanisms.artifact import write_csv_atomic
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 

@@ -17,8 +17,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from countdp.io import atomic_path, write_csv_atomic  # noqa: E402
-from countdp.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER  # noqa: E402
+from countdp.mechanisms.artifact import atomic_path, write_csv_atomic  # noqa: E402
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER  # noqa: E402
 
 smk = snakemake  # noqa: F821 - injected by Snakemake
 

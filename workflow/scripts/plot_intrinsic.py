@@ -1,8 +1,8 @@
-"""Render one intrinsic figure (rule params.plot names the function in countdp.plots)."""
+"""Render one intrinsic figure (rule params.plot names the function in countdp.plots.figures)."""
 
 from pathlib import Path
 
-from countdp import plots
+from countdp.plots import figures as plots
 
 snakemake = globals()["snakemake"]  # injected by Snakemake's `script:` directive
 draw = getattr(plots, snakemake.params.plot)

@@ -270,7 +270,7 @@ def load_adult(source: str = "auto", snapshot: str | Path = "resources/adult.dat
 
 def write_adult(table: pd.DataFrame, record: dict, csv_path: str | Path, json_path: str | Path) -> dict:
     """Write the tidy table and its JSON sidecar atomically; the sidecar holds the table's SHA-256."""
-    from countdp.io import atomic_path, write_text_atomic
+    from countdp.mechanisms.artifact import atomic_path, write_text_atomic
 
     data = table.to_csv(index=False, lineterminator="\n").encode()
     with atomic_path(csv_path) as tmp:

@@ -4,7 +4,7 @@ For a mechanism with integer weights ``W`` (columns summing to ``D = 2**K``, row
 a release of true count ``j`` draws a uniform integer ``u`` in ``[0, D)`` and returns the
 smallest output ``i`` with ``u < W[0, j] + ... + W[i, j]``.  Exactly ``W[i, j]`` of the ``D``
 possible draws give ``i``, so the released distribution is ``W / D`` exactly: the object the
-exact certificate (:mod:`countdp.exact`) is checked on.  No floating point is involved.
+exact certificate (:mod:`countdp.privacy.exact`) is checked on.  No floating point is involved.
 
 Randomness:
 
@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from countdp.exact import IntegerMechanism
+from countdp.privacy.exact import IntegerMechanism
 
 
 class SystemRandomSource:
@@ -104,7 +104,7 @@ def outputs_for_draws(cumulative: np.ndarray, K: int, columns: np.ndarray, draws
 def _released_form(mechanism: object) -> IntegerMechanism:
     released = getattr(mechanism, "released", mechanism)
     if not isinstance(released, IntegerMechanism):
-        raise ValueError("release needs a certified mechanism (countdp.design_named(...), countdp.io.load_design(...) "
+        raise ValueError("release needs a certified mechanism (countdp.design_named(...), countdp.mechanisms.artifact.load_design(...) "
                          f"or an IntegerMechanism), got {type(mechanism).__name__}")
     return released
 
@@ -112,7 +112,7 @@ def _released_form(mechanism: object) -> IntegerMechanism:
 def release(mechanism: object, true_counts: object, rng: object = None) -> np.ndarray:
     """Draw one noisy count per true count, exactly from the mechanism's integer weights.
 
-    ``mechanism``: a :class:`~countdp.design.Design` or an :class:`~countdp.exact.IntegerMechanism`
+    ``mechanism``: a :class:`~countdp.design.designer.Design` or an :class:`~countdp.privacy.exact.IntegerMechanism`
     (both carry weights that passed the exact alpha-DP test; a bare float matrix is refused).
     ``rng``: ``None`` for the OS's secure source (real data), or a seeded numpy ``Generator``
     (experiments).  ``out[k]`` has the distribution ``W[:, true_counts[k]] / D``.

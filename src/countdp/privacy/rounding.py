@@ -14,7 +14,7 @@
 
 ``T`` is computed with exact int64 arithmetic for its integer part (``lam * X`` is split
 into 31-bit halves) and floats only for fractions below one unit.  The result is then
-checked by the exact test (:func:`~countdp.exact.exact_dp_check`); if the check ever
+checked by the exact test (:func:`~countdp.privacy.exact.exact_dp_check`); if the check ever
 failed, ``lam`` would be doubled and the rounding redone.  For the LP designs of this project
 ``lam`` is about 1e-13 to 1e-11, and the objective moves by less than that.
 """
@@ -28,8 +28,8 @@ from typing import TypeVar
 
 import numpy as np
 
-from countdp.alpha import alpha_text, exact_alpha
-from countdp.exact import (
+from countdp.privacy.alpha import alpha_text, exact_alpha
+from countdp.privacy.exact import (
     MIN_RELEASE_K,
     RELEASE_K,
     IntegerMechanism,
@@ -52,7 +52,7 @@ def _mixing_lambda(X: np.ndarray, shortfall: np.ndarray, alpha: Fraction, D: int
     """The UM weight that leaves every DP inequality of ``T`` at least ``1 + alpha`` units of slack.
 
     The slack of ``Y = X + e/N`` is ``(q X[i, j] - p X[i, j']) / q + (e_j - alpha e_j') / N``; the
-    integer part is formed exactly (:func:`~countdp.exact.scaled_products`) and only then
+    integer part is formed exactly (:func:`~countdp.privacy.exact.scaled_products`) and only then
     converted to float, so the estimate is accurate to a relative 2**-50.
     """
     N = X.shape[0]
@@ -148,7 +148,7 @@ def _checked(W: np.ndarray, alpha: Fraction, K: int, lam: float) -> tuple[np.nda
 
 def dp_weights(P: object, alpha: object, K: int) -> tuple[np.ndarray, float]:
     """Integer weights ``W`` (columns summing to ``2**K``, any ``1 <= K <= 62``) for ``P`` that pass
-    :func:`~countdp.exact.exact_dp_check`, and the mixing weight used: ``(W, lam)``.
+    :func:`~countdp.privacy.exact.exact_dp_check`, and the mixing weight used: ``(W, lam)``.
 
     ``P`` must be non-negative with columns summing to 1 within 1e-9.  Raises ``ValueError``
     if alpha is too close to 1 for ``2**K``.

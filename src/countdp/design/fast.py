@@ -1,7 +1,7 @@
-"""Fast LP mechanism design: the same optimum as :func:`countdp.design.design_lp`, a smaller model.
+"""Fast LP mechanism design: the same optimum as :func:`countdp.design.designer.design_lp`, a smaller model.
 
 The plain formulation (``design_lp(..., backend="cvxpy")``) hands cvxpy one variable per entry
-of ``P`` and every constraint of :func:`countdp.constraints.constraint_system`.  This module
+of ``P`` and every constraint of :func:`countdp.design.constraints.constraint_system`.  This module
 builds an *equivalent* LP directly as a sparse matrix and passes it to HiGHS (``highspy``)
 without a modelling layer.  Every step below either keeps the feasible set exactly, or is an
 exact change of variables, so the optimal value is unchanged (tests compare against the cvxpy
@@ -51,14 +51,14 @@ models, Clarabel's interior point method (tolerances 1e-10, QDLDL factorisation:
 IPX + crossover on these models from n ~ 64 (benchmarks/).  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
-:func:`countdp.certify.certify` like every other design.
+:func:`countdp.privacy.certify.certify` like every other design.
 
 **Accuracy and proof** (:func:`solve_proven`).  HiGHS runs on a scaled copy of the model
 (column scale ``alpha^|i-j|``, floor :data:`COL_SCALE_FLOOR`; row scale 1/max coefficient)
 with feasibility tolerances :data:`HIGHS_TOL`; its vertex is then recomputed exactly from the
-basis by one sparse LU (:mod:`countdp.polish`), which also gives the duals.  The duals are
+basis by one sparse LU (:mod:`countdp.design.polish`), which also gives the duals.  The duals are
 mapped to the rows of the full model and checked by the independent weak-duality routine of
-:mod:`countdp.optimality` on the matrix after :func:`countdp.certify.certify`; the result is
+:mod:`countdp.design.optimality` on the matrix after :func:`countdp.privacy.certify.certify`; the result is
 ``extra["optimality"]``.  If the gap does not close (or a solver fails, e.g. Clarabel's
 ``AlmostSolved``), the next method of :data:`FALLBACKS` is tried; an answer no method proves
 is returned with ``status = "not proven optimal"`` and every attempt listed.
@@ -72,9 +72,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.constraints import LinearSystem, dp, parse_properties, property_system
-from countdp.metrics import loss_matrix, parse_objective
-from countdp.polish import full_dual
+from countdp.design.constraints import LinearSystem, dp, parse_properties, property_system
+from countdp.evaluate.metrics import loss_matrix, parse_objective
+from countdp.design.polish import full_dual
 
 METHODS = ("auto", "simplex", "ipm", "clarabel")
 """Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover
@@ -117,7 +117,7 @@ class ReducedLP:
 
     ``expand`` maps ``y`` back to ``x = P.ravel()`` (plus the minimax variable, if any, as the
     last entry), so ``x = expand @ y``.  ``row_origin[r]`` is the row of the full model of
-    :func:`countdp.optimality.design_lp_model` (inequalities first, then equalities) that row
+    :func:`countdp.design.optimality.design_lp_model` (inequalities first, then equalities) that row
     ``r`` comes from; ``singletons`` holds the rows turned into bounds (``var``, ``coef``,
     ``lo``, ``hi``, ``origin``); ``model`` the arguments that rebuild the full model.
     """
@@ -206,7 +206,7 @@ def _dedup_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
                      weights: np.ndarray | None = None, aggregate: str = "sum",
                      fold_symmetry: bool = True, drop_implied: bool = True) -> ReducedLP:
-    """The design LP of :func:`countdp.design.design_lp`, reduced (module docstring, 2-4)."""
+    """The design LP of :func:`countdp.design.designer.design_lp`, reduced (module docstring, 2-4)."""
     props = parse_properties(properties)
     obj = parse_objective(objective)
     N = n + 1
@@ -409,7 +409,7 @@ def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper:
 
 HIGHS_TOL = 1e-10
 """HiGHS primal and dual feasibility tolerances (its smallest allowed; default 1e-7 left DP rows
-broken by up to 9e-8).  The vertex is then recomputed exactly from its basis (:mod:`countdp.polish`)."""
+broken by up to 9e-8).  The vertex is then recomputed exactly from its basis (:mod:`countdp.design.polish`)."""
 
 
 COL_SCALE_FLOOR = 1e-3
@@ -473,8 +473,8 @@ def _highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | 
 
 
 def _polish(lp: ReducedLP, run: Solved) -> Solved:
-    """The exact vertex and duals of ``run``'s basis (:func:`countdp.polish.basis_vertex`), if any."""
-    from countdp.polish import basis_vertex
+    """The exact vertex and duals of ``run``'s basis (:func:`countdp.design.polish.basis_vertex`), if any."""
+    from countdp.design.polish import basis_vertex
 
     if run.basis is None:
         return run
@@ -503,8 +503,8 @@ FALLBACKS = {"clarabel": ("clarabel", "ipm", "simplex"), "simplex": ("simplex", 
 
 def prove(lp: ReducedLP, run: Solved, P: np.ndarray) -> dict:
     """The optimality certificate of the final matrix ``P`` with ``run``'s duals (independent check)."""
-    from countdp.optimality import check_optimality, design_lp_model
-    from countdp.polish import full_dual
+    from countdp.design.optimality import check_optimality, design_lp_model
+    from countdp.design.polish import full_dual
 
     m = lp.model
     full = design_lp_model(m["n"], m["alpha"], m["properties"], m["objective"], m["weights"], m["aggregate"])
@@ -522,7 +522,7 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None) -> tupl
     answer found with ``optimality["certified"] = False`` and every attempt listed; raises
     ``RuntimeError`` if no method returned an answer at all.
     """
-    from countdp.certify import certify
+    from countdp.privacy.certify import certify
 
     N = lp.n + 1
     attempts, last = [], None
@@ -550,7 +550,7 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None) -> tupl
 def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: object,
                 weights: np.ndarray | None, aggregate: str) -> tuple[str, np.ndarray] | None:
     """``("GM"|"EM", matrix)`` when a theorem says it is an optimum of this LP (docstring, 1)."""
-    from countdp.mechanisms import explicit_fair, geometric
+    from countdp.mechanisms.closed_forms import explicit_fair, geometric
 
     obj = parse_objective(objective)
     if not (obj.name == "L0" or (obj.name == "L0d" and obj.d == 0)):
@@ -572,7 +572,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
                 drop_implied: bool = True, threads: int | None = None) -> FastResult:
     """Solve the design LP on the reduced model (or by a closed form), polished and proven.
 
-    ``matrix`` is the polished answer before :func:`countdp.certify.certify` (which the caller
+    ``matrix`` is the polished answer before :func:`countdp.privacy.certify.certify` (which the caller
     applies; it is deterministic, so the certificate in ``extra["optimality"]`` is for the
     matrix the caller releases).  ``status`` is ``"optimal"`` only when that certificate
     closes, else ``"not proven optimal"``.
@@ -584,12 +584,12 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         if found is not None:
             name, P = found
             theorem = "Theorem 4" if name == "EM" else "Theorem 3"
-            from countdp.metrics import objective_value
+            from countdp.evaluate.metrics import objective_value
 
             value = objective_value(P, objective, weights, aggregate)
             optimality = {"certified": True, "proof": theorem, "checked": False}
             if n <= CHECK_CLOSED_FORM_MAX_N:  # also check it with an LP dual (weak duality)
-                from countdp.certify import certify
+                from countdp.privacy.certify import certify
 
                 checked = prove_matrix(n, alpha, props, objective, weights, aggregate, certify(P, alpha)[0])
                 optimality = {**checked, "proof": theorem, "checked": True}
@@ -620,11 +620,11 @@ def prove_matrix(n: int, alpha: float, properties: object, objective: object, we
     """``extra["optimality"]`` for a matrix found elsewhere (e.g. the plain cvxpy model).
 
     A dual of the design LP is computed on the reduced model (:func:`solve_proven`) and the
-    independent check of :mod:`countdp.optimality` is run with *that* dual against ``matrix``:
+    independent check of :mod:`countdp.design.optimality` is run with *that* dual against ``matrix``:
     weak duality does not care where the dual came from, so this proves ``matrix`` optimal
     (to the gap) or reports that it is not.
     """
-    from countdp.optimality import check_optimality, design_lp_model
+    from countdp.design.optimality import check_optimality, design_lp_model
 
     props = parse_properties(properties)
     lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate)

@@ -1,6 +1,6 @@
 """Statistical audit of a mechanism's *sampler*: does what it releases look alpha-DP?
 
-:func:`countdp.certify.is_alpha_dp` proves that a matrix ``P`` is alpha-DP on its floats.  It
+:func:`countdp.privacy.certify.is_alpha_dp` proves that a matrix ``P`` is alpha-DP on its floats.  It
 says nothing about the code that turns ``P`` into noisy counts: an off-by-one in the inverse
 CDF, a column index mix-up or a mechanism built for the wrong alpha all release outputs whose
 distribution is not ``P``.  This module tests the *released outputs* as a black box, in the
@@ -8,7 +8,7 @@ style of the stochastic tester of Google's differential-privacy library and of D
 (Bichsel et al., IEEE S&P 2021):
 
 1. For every input ``j`` in ``0..n``, draw ``m`` releases from the sampler (by default
-   :func:`countdp.sampling.release` on a certified mechanism's integer weights, or the same
+   :func:`countdp.privacy.sampling.release` on a certified mechanism's integer weights, or the same
    sampler on plain integer weights of a bare matrix) and count how often each output occurs.
 2. For every *event* ``E`` (a set of outputs: single outputs, prefixes ``{i <= k}``, suffixes
    ``{i >= k}`` or sets given by the caller) and every input ``j``, compute one-sided
@@ -39,7 +39,7 @@ the event made of the outputs with the largest empirical likelihood ratio, and t
 those events on the held-out part (so the choice costs no multiple-testing correction).
 
 **Where the randomness comes from.**  Releases of *real* data go through
-``countdp.sampling.release(mechanism, counts)``, which draws its bits from the operating
+``countdp.privacy.sampling.release(mechanism, counts)``, which draws its bits from the operating
 system's cryptographically secure source (``os.urandom``), so nobody can regenerate the noise
 and subtract it.  Experiments and this audit use *seeded* generators instead
 (``numpy.random.default_rng(seed)``), so that a figure or a failing audit can be reproduced
@@ -59,9 +59,9 @@ from functools import partial
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from countdp.exact import RELEASE_K, IntegerMechanism
-from countdp.rounding import largest_remainder_weights
-from countdp.sampling import SystemRandomSource, guide_table, outputs_for_draws, release, uniform_draws
+from countdp.privacy.exact import RELEASE_K, IntegerMechanism
+from countdp.privacy.rounding import largest_remainder_weights
+from countdp.privacy.sampling import SystemRandomSource, guide_table, outputs_for_draws, release, uniform_draws
 from countdp.validation import check_alpha, check_matrix, check_n
 
 Sampler = Callable[[np.ndarray, np.random.Generator], np.ndarray]
@@ -235,7 +235,7 @@ def matrix_sampler(P: np.ndarray) -> Sampler:
     """The release sampler run on plain largest-remainder weights of any column-stochastic ``P``.
 
     For auditing matrices that are *not* certified (a release refuses them): the draws go
-    through the very mapping :func:`countdp.sampling.release` uses, on ``W / 2**62``, which
+    through the very mapping :func:`countdp.privacy.sampling.release` uses, on ``W / 2**62``, which
     differs from ``P`` by at most one unit of ``2**-62`` per entry.
     """
     cumulative = np.cumsum(largest_remainder_weights(P, RELEASE_K).T, axis=1)
@@ -375,7 +375,7 @@ def audit(mechanism: object, alpha: float, *, samples_per_input: int = DEFAULT_S
           confidence: float = DEFAULT_CONFIDENCE, events: object = "outputs", rng: object = None,
           n: int | None = None) -> AuditResult:
     """Audit ``mechanism`` (a certified Design or IntegerMechanism, sampled with
-    :func:`~countdp.sampling.release`; a bare matrix, sampled by :func:`matrix_sampler`; or a
+    :func:`~countdp.privacy.sampling.release`; a bare matrix, sampled by :func:`matrix_sampler`; or a
     sampler function ``f(true_counts, rng)`` with ``n`` given) for ``alpha``-DP.
 
     ``rng`` is a numpy ``Generator``, an integer seed (reproducible) or ``None`` (a fresh seed

@@ -1,7 +1,7 @@
 """Studies beyond the paper: each returns tidy pandas frames (and matrices to draw).
 
 1. :func:`baseline_table`: the exponential mechanism, the conditioned geometric mechanism
-   and randomized response (:mod:`countdp.baselines`) next to GM/EM/UM: the alpha each
+   and randomized response (:mod:`countdp.studies.baselines`) next to GM/EM/UM: the alpha each
    really achieves, its certificate and its errors.
 2. :func:`subset_map`: Figure 5 verified: the L0 LP (uniform prior) solved for all 128
    subsets of the seven properties over a grid of ``(n, alpha)``, grouped by optimal value
@@ -24,10 +24,10 @@ study depends on *which* optimum is used, it says so and picks a canonical one:
 * ``minimax_study`` and ``prior_study`` solve lexicographically: the primary objective, then
   among its optima the secondary one (average <-> worst input), so reported secondary numbers
   are the best achievable, not a solver's accident.
-* ``objective_study`` uses :func:`countdp.design.design_lp` (HiGHS simplex vertex, recorded)
+* ``objective_study`` uses :func:`countdp.design.designer.design_lp` (HiGHS simplex vertex, recorded)
   like the project's Figures 1 and 2.
 
-Every matrix that is evaluated is certified alpha-DP with :func:`countdp.certify.certify`.
+Every matrix that is evaluated is certified alpha-DP with :func:`countdp.privacy.certify.certify`.
 """
 
 from __future__ import annotations
@@ -42,22 +42,22 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from countdp.baselines import (
+from countdp.studies.baselines import (
     achieved_alpha,
     baseline_matrix,
     calibrate_conditioned,
     certified_baseline,
     rr_keep_probability,
 )
-from countdp.certify import certify
-from countdp.checks import CHECK_COLUMNS
-from countdp.checks import check_row as check
-from countdp.constraints import PROPERTIES, constraint_system, parse_properties
-from countdp.fast_design import highs_lp
-from countdp.io import atomic_path, write_csv_atomic, write_text_atomic
-from countdp.mechanisms import explicit_fair, geometric, uniform
-from countdp.metrics import expected_error, loss_matrix, objective_value, parse_objective
-from countdp.properties import check_all, gupte_sundararajan_violation
+from countdp.privacy.certify import certify
+from countdp.studies.checks import CHECK_COLUMNS
+from countdp.studies.checks import check_row as check
+from countdp.design.constraints import PROPERTIES, constraint_system, parse_properties
+from countdp.design.fast import highs_lp
+from countdp.mechanisms.artifact import atomic_path, write_csv_atomic, write_text_atomic
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.evaluate.metrics import expected_error, loss_matrix, objective_value, parse_objective
+from countdp.mechanisms.properties import check_all, gupte_sundararajan_violation
 from countdp.validation import check_alpha, check_distribution, check_n
 
 VALUE_TOL = 1e-7
@@ -107,8 +107,8 @@ def all_subsets() -> list[tuple[str, ...]]:
 class DesignModel:
     """BasicDP + ``properties`` over ``x = P.ravel()`` (plus ``t`` >= every column loss), in HiGHS.
 
-    Built from :func:`countdp.constraints.constraint_system` without reductions, so it is an
-    independent route to the optimum from :mod:`countdp.fast_design`.  Supports lexicographic
+    Built from :func:`countdp.design.constraints.constraint_system` without reductions, so it is an
+    independent route to the optimum from :mod:`countdp.design.fast`.  Supports lexicographic
     solves (:meth:`bound`) and the minimum-norm point of the current feasible set.
     """
 
@@ -544,7 +544,7 @@ def prior_study(n: int, alpha: float, distributions: Mapping[str, Sequence[float
     Returns ``(table, gains)``: ``gains`` pairs each prior-aware design with its uniform
     counterpart (:data:`PRIOR_COUNTERPART`) on the objective it was designed for.
     """
-    from countdp.design import design_named
+    from countdp.design.designer import design_named
 
     n, a = check_n(n), check_alpha(alpha)
     sets = dict(PRIOR_SETS if property_sets is None else property_sets)
@@ -595,7 +595,7 @@ def prior_checks(gains: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
 
 def binomial_distributions(n: int, ps: Sequence[float]) -> dict[str, np.ndarray]:
     """``{"Binomial(p=...)": pmf}`` for each ``p``."""
-    from countdp.metrics import binomial_distribution
+    from countdp.evaluate.metrics import binomial_distribution
 
     return {f"Binomial(p={p:g})": binomial_distribution(n, p) for p in ps}
 
@@ -624,8 +624,8 @@ def objective_study(n: int, alpha: float, ps: Sequence[float],
     own objective value, its uniform-prior L0/L1/L2 and its expected L0, L1 and RMSE under
     Binomial(n, p); ``matrices[(set, objective)]`` is the certified matrix (for heatmaps).
     """
-    from countdp.design import design_lp
-    from countdp.metrics import binomial_distribution
+    from countdp.design.designer import design_lp
+    from countdp.evaluate.metrics import binomial_distribution
 
     n, a = check_n(n), check_alpha(alpha)
     sets = dict(fig8_property_sets() if property_sets is None else property_sets)
@@ -673,7 +673,7 @@ DERIVABILITY_MECHANISMS = ("GM", "EM", "WM", "WH", "UM", "EXP", "CGM", "RR")
 
 def named_matrix(name: str, n: int, alpha: float, solver: str = "HIGHS") -> np.ndarray:
     """Certified matrix of a named mechanism or baseline (WM/WH are LP designs)."""
-    from countdp.design import design_named
+    from countdp.design.designer import design_named
 
     if name in ("WM", "WH"):
         return design_named(name, n, alpha, solver=solver).matrix
@@ -734,7 +734,7 @@ SET_COLOURS = {"BasicDP": "GM", "none": "GM", "WH": "WH", "WM": "WM", "ALL": "EM
 
 
 def _colour(key: str) -> str:
-    from countdp.style import MECHANISM_COLORS
+    from countdp.plots.style import MECHANISM_COLORS
 
     return MECHANISM_COLORS.get(SET_COLOURS.get(key, BEHAVIOUR_COLOURS.get(key, key)), "#000000")
 
@@ -780,7 +780,7 @@ def _save(fig, paths: Sequence[str]) -> None:
 @_serialised
 def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Top: uniform-prior L0 vs n per alpha; bottom: achieved alpha / alpha of EXP and naive CGM."""
-    from countdp.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
+    from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
 
     alphas = sorted(table.alpha.unique())
     fig, axes = _subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.2), squeeze=False,
@@ -1024,14 +1024,14 @@ def _minimax(inp, out, par, timings):
 
 
 def _prior(inp, out, par, timings):
-    from countdp.studies import parse_alpha
+    from countdp.studies.intrinsic import parse_alpha
 
     cfg = par.cfg
     n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])
     dists = binomial_distributions(n, cfg.get("binomial_p", []))
     targets = cfg.get("adult_targets") or []
     if targets:
-        from countdp.data import empirical_distribution, group_counts, read_adult_table
+        from countdp.evaluate.data import empirical_distribution, group_counts, read_adult_table
 
         adult = read_adult_table(inp.adult[0], inp.adult[1])
         rng = np.random.default_rng([int(par.seed), n])
@@ -1046,7 +1046,7 @@ def _prior(inp, out, par, timings):
 
 
 def _objectives(inp, out, par, timings):
-    from countdp.studies import parse_alpha
+    from countdp.studies.intrinsic import parse_alpha
 
     cfg = par.cfg
     n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])

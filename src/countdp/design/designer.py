@@ -1,11 +1,11 @@
 """Mechanism design by linear programming (Section III and Theorem 2), and named designs.
 
 The LP has one variable per entry of ``P`` (flattened row-major), the BasicDP constraints,
-any subset of the seven properties, and a linear objective from :mod:`countdp.metrics`.
-alpha is exact (:mod:`countdp.alpha`); the solvers see ``float(alpha)``.  Every design comes
+any subset of the seven properties, and a linear objective from :mod:`countdp.evaluate.metrics`.
+alpha is exact (:mod:`countdp.privacy.alpha`); the solvers see ``float(alpha)``.  Every design comes
 back as a :class:`Design` carrying its float matrix, certified alpha-DP on its final floats
-(:mod:`countdp.certify`, with a bounded repair), and its released form: integer weights
-certified alpha-DP in exact arithmetic (:mod:`countdp.rounding`, :mod:`countdp.exact`).
+(:mod:`countdp.privacy.certify`, with a bounded repair), and its released form: integer weights
+certified alpha-DP in exact arithmetic (:mod:`countdp.privacy.rounding`, :mod:`countdp.privacy.exact`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from fractions import Fraction
 import numpy as np
 import scipy.sparse as sp
 
-from countdp import fast_design
-from countdp.alpha import exact_alpha
-from countdp.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
-from countdp.constraints import constraint_system, parse_properties
-from countdp.exact import IntegerMechanism
-from countdp.mechanisms import CLOSED_FORMS
-from countdp.metrics import loss_matrix, objective_value, parse_objective
-from countdp.rounding import round_to_release
+from countdp.design import fast as fast_design
+from countdp.privacy.alpha import exact_alpha
+from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
+from countdp.design.constraints import constraint_system, parse_properties
+from countdp.privacy.exact import IntegerMechanism
+from countdp.mechanisms.closed_forms import CLOSED_FORMS
+from countdp.evaluate.metrics import loss_matrix, objective_value, parse_objective
+from countdp.privacy.rounding import round_to_release
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
 
 NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
@@ -57,7 +57,7 @@ class Design:
 
     ``alpha`` is ``float(alpha_exact)``.  ``certificate`` certifies ``matrix`` on its floats
     (with ``objective_before_repair`` the objective of the solver's answer); ``released``
-    holds the integer weights that :func:`countdp.sampling.release` samples, certified in
+    holds the integer weights that :func:`countdp.privacy.sampling.release` samples, certified in
     exact arithmetic.
     """
 
@@ -140,11 +140,11 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
               max_repair_lambda: float | None = MAX_REPAIR_LAMBDA) -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
 
-    ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.alpha.exact_alpha`).
+    ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.privacy.alpha.exact_alpha`).
 
     ``weights`` is a prior over inputs (default uniform); ``aggregate="max"`` minimises the
     worst input's loss instead of the weighted sum (minimax).  ``backend``: ``"cvxpy"`` the
-    plain dense model; ``"highs"`` the reduced model of :mod:`countdp.fast_design` (same
+    plain dense model; ``"highs"`` the reduced model of :mod:`countdp.design.fast` (same
     optimal value; solver HIGHS; with ``method=None`` large models go to Clarabel, recorded in
     ``Design.solver``); ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and
     ``n >= fast_design.AUTO_MIN_N``.  ``Design.extra["backend"]`` records which one ran.

@@ -1,8 +1,8 @@
 """The float DP certificate: a designed matrix is alpha-DP on its final floating-point values.
 
 This certifies the *float* matrix that designs, tables and figures use.  What is released is
-its integer form, certified again in exact arithmetic (:mod:`countdp.exact`,
-:mod:`countdp.rounding`); the float certificate bounds how far a solver's answer had to be
+its integer form, certified again in exact arithmetic (:mod:`countdp.privacy.exact`,
+:mod:`countdp.privacy.rounding`); the float certificate bounds how far a solver's answer had to be
 repaired, and a design whose repair exceeds ``MAX_REPAIR_LAMBDA`` is an error, not a file.
 
 :func:`is_alpha_dp` is the exact test, evaluated in IEEE double arithmetic with tolerance 0:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from countdp.certify import Certificate, certify
+from countdp.privacy.certify import Certificate, certify
 from countdp.validation import check_alpha, check_matrix, check_n
 
 BASELINES = ("EXP", "EXP-cal", "CGM", "CGM-naive", "RR")
@@ -157,7 +157,7 @@ def baseline_matrix(name: str, n: int, alpha: float) -> np.ndarray:
 
 
 def certified_baseline(name: str, n: int, alpha: float) -> tuple[np.ndarray, Certificate]:
-    """Baseline ``name`` certified alpha-DP on its final floats (:func:`countdp.certify.certify`).
+    """Baseline ``name`` certified alpha-DP on its final floats (:func:`countdp.privacy.certify.certify`).
 
     ``CGM-naive`` is not alpha-DP, so its certificate records a real repair (UM mixing), not
     an ulp; use it only to show the gap, and ``CGM`` for comparisons at equal privacy.

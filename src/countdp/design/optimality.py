@@ -1,9 +1,9 @@
 """Certificate of optimality of a design LP: an independent weak-duality check.
 
-The LP is the model's definition, built here from :mod:`countdp.constraints` (not from any
+The LP is the model's definition, built here from :mod:`countdp.design.constraints` (not from any
 solver's model): variables ``x = P.ravel()`` (plus ``t``, last, for ``aggregate="max"``),
 
-* ``A_ub x >= b_ub``: the DP rows of :func:`~countdp.constraints.dp`, then every requested
+* ``A_ub x >= b_ub``: the DP rows of :func:`~countdp.design.constraints.dp`, then every requested
   property's inequality rows (in the order of ``properties``), then for ``max`` the rows
   ``t - sum_i C[i, j] P[i, j] >= 0``;
 * ``A_eq x == b_eq``: the column sums, then every requested property's equality rows;
@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.constraints import LinearSystem, dp, parse_properties, property_system, stochastic
-from countdp.metrics import loss_matrix, parse_objective
+from countdp.design.constraints import LinearSystem, dp, parse_properties, property_system, stochastic
+from countdp.evaluate.metrics import loss_matrix, parse_objective
 
 GAP_REL = 1e-9
 """Largest accepted ``(UB - LB) / max(1, |UB|)``."""

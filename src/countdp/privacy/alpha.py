@@ -9,7 +9,7 @@ exact arithmetic, so alpha is carried as a :class:`fractions.Fraction`:
   ``alpha >= e^-epsilon``, so the guarantee is never weaker than the epsilon asked for.
 
 The float ``float(alpha)`` is what the LP solvers see; the exact value is what the release
-certificate (:mod:`countdp.exact`) is checked against.
+certificate (:mod:`countdp.privacy.exact`) is checked against.
 """
 
 from __future__ import annotations

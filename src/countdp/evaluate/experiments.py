@@ -4,8 +4,8 @@ One call of :func:`simulate` runs a whole sweep (a list of parameter points) for
 mechanisms.  For every point and repetition it draws the true group counts once (shared by
 all mechanisms: common random numbers), releases noisy counts with each mechanism, and
 records the empirical error together with its exact expectation given the drawn counts.
-Mechanisms are certified :class:`~countdp.exact.IntegerMechanism` objects: the noise is drawn
-by the release sampler itself (:func:`countdp.sampling.release`, on a seeded generator), and
+Mechanisms are certified :class:`~countdp.privacy.exact.IntegerMechanism` objects: the noise is drawn
+by the release sampler itself (:func:`countdp.privacy.sampling.release`, on a seeded generator), and
 the expectations use the distribution it samples, ``W / D``.
 :func:`summarise` turns the repetitions into mean, standard deviation, standard error and
 the exact expectation under the model (Binomial(n, p) for synthetic data; for Adult the
@@ -27,9 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from countdp.data import POPULATION, binomial_groups, empirical_distribution, group_counts
-from countdp.metrics import binomial_distribution, empirical_error, expected_error
-from countdp.sampling import release
+from countdp.evaluate.data import POPULATION, binomial_groups, empirical_distribution, group_counts
+from countdp.evaluate.metrics import binomial_distribution, empirical_error, expected_error
+from countdp.privacy.sampling import release
 
 NOISE_ONLY_KEYS = ("alpha", "mechanism")
 """Parameters that change the released noise but not the drawn data."""
@@ -184,11 +184,11 @@ def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], mechani
 def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, int], object]:
     """``{(mechanism, n): IntegerMechanism}`` from ``[mechanism, n, path]`` triples of design artifacts.
 
-    Every file is read with :func:`countdp.io.load_certified` (the float certificate and the
+    Every file is read with :func:`countdp.mechanisms.artifact.load_certified` (the float certificate and the
     exact certificate of the release weights are re-verified) and must hold the stated ``n``
     and ``alpha``.
     """
-    from countdp.io import load_certified
+    from countdp.mechanisms.artifact import load_certified
 
     out = {}
     for mechanism, n, path in files:

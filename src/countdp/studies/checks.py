@@ -1,7 +1,7 @@
 """The shape of a study's check table: one row per statement tested against our results.
 
 Every study (intrinsic figures, extrinsic findings, extensions) reports the statements it
-tests in these columns; :mod:`countdp.claims` merges them into the claims table.
+tests in these columns; :mod:`countdp.claims.table` merges them into the claims table.
 """
 
 from __future__ import annotations

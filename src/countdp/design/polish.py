@@ -1,4 +1,4 @@
-"""Vertex polishing and dual recovery for the reduced design LP of :mod:`countdp.fast_design`.
+"""Vertex polishing and dual recovery for the reduced design LP of :mod:`countdp.design.fast`.
 
 A simplex (or crossover) answer is a *basis*: the active rows ``R`` (non-basic row
 activities, at a bound) and the basic columns ``B``, ``|R| = |B|``.  HiGHS accepts a vertex
@@ -9,7 +9,7 @@ Polishing thus removes the solver's tolerance from the released matrix (the DP r
 are active hold to rounding) and gives duals accurate to rounding for the certificate.
 
 :func:`full_dual` maps reduced duals back to the rows of the full model of
-:func:`countdp.optimality.design_lp_model`: a dropped row (implied, duplicate, halved by RM)
+:func:`countdp.design.optimality.design_lp_model`: a dropped row (implied, duplicate, halved by RM)
 gets multiplier 0, a row turned into a bound gets the bound's reduced cost, and with
 symmetry folded the S equalities get ``(r_k - r_k') / 2`` for the orbit ``{k, k'}``, which
 splits the folded reduced cost ``r_k + r_k' >= 0`` evenly between the two entries.  Last,
@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from countdp.optimality import design_lp_model
+from countdp.design.optimality import design_lp_model
 
 
 def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active: np.ndarray,

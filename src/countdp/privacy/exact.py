@@ -2,7 +2,7 @@
 
 An :class:`IntegerMechanism` holds non-negative integer weights ``W`` (int64), rows outputs and
 columns inputs, every column summing *exactly* to ``D = 2**K``.  The sampler
-(:mod:`countdp.sampling`) releases output ``i`` for input ``j`` with probability exactly
+(:mod:`countdp.privacy.sampling`) releases output ``i`` for input ``j`` with probability exactly
 ``W[i, j] / D``, so this object *is* the distribution that is sampled.
 
 **The exact test.**  For ``alpha = p/q`` (a :class:`~fractions.Fraction`), the mechanism is
@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from countdp.alpha import alpha_text, exact_alpha
+from countdp.privacy.alpha import alpha_text, exact_alpha
 
 RELEASE_K = 62
 """Default ``K``: ``D = 2**62``, so cumulative weights fit int64 and draws are 62 random bits."""
@@ -158,7 +158,7 @@ class IntegerMechanism:
 
     Construction runs :func:`exact_dp_check` and raises ``ValueError`` if it fails, so every
     instance is certified.  ``certificate`` carries the rounding's cost when the weights were
-    derived from a float matrix (:func:`countdp.rounding.round_to_release`).
+    derived from a float matrix (:func:`countdp.privacy.rounding.round_to_release`).
     """
 
     alpha: Fraction
@@ -209,8 +209,8 @@ class IntegerMechanism:
 
     @cached_property
     def guide(self) -> tuple[np.ndarray, int]:
-        """The sampler's guide table (:func:`countdp.sampling.guide_table`)."""
-        from countdp.sampling import guide_table
+        """The sampler's guide table (:func:`countdp.privacy.sampling.guide_table`)."""
+        from countdp.privacy.sampling import guide_table
 
         return guide_table(self.cumulative, self.K)
 

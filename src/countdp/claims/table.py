@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from countdp.certify import is_alpha_dp
-from countdp.checks import CHECK_COLUMNS
-from countdp.design import design_lp, design_named
-from countdp.mechanisms import explicit_fair, explicit_fair_diagonal, geometric
-from countdp.metrics import objective_value
-from countdp.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
+from countdp.privacy.certify import is_alpha_dp
+from countdp.studies.checks import CHECK_COLUMNS
+from countdp.design.designer import design_lp, design_named
+from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric
+from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 
 CLAIM_COLUMNS = ("id", "source", "statement", "paper_value", "our_value", "test", "verdict", "explanation")
 VERDICTS = ("reproduced", "differs", "not checkable")
@@ -346,7 +346,7 @@ def claims_markdown(table: pd.DataFrame) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ")
 
     lines = ["# Claims of Cormode, Kulkarni, Srivastava (ICDE 2018): what we measured", "",
-             f"{len(table)} claims: {summary}. Verdicts are computed from the results by `countdp.claims`; "
+             f"{len(table)} claims: {summary}. Verdicts are computed from the results by `countdp.claims.table`; "
              "`differs` rows explain the difference.", "",
              "| " + " | ".join(CLAIM_COLUMNS) + " |", "|" + "---|" * len(CLAIM_COLUMNS)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
@@ -413,7 +413,7 @@ def claims_html(table: pd.DataFrame) -> str:
         "<h1>Claims of Cormode, Kulkarni, Srivastava (ICDE 2018): what we measured</h1>",
         f'<p class="counts"><b>{len(table)} claims:</b> {badges}</p>',
         "<p>One row per statement of the paper: the paper's value, the value this pipeline measured, the test "
-        "used, and a verdict computed from the results by <code>countdp.claims</code>. Rows "
+        "used, and a verdict computed from the results by <code>countdp.claims.table</code>. Rows "
         f"<code>{CHECK_TABLE_PREFIXES['intrinsic_checks']}-*</code> come from the intrinsic studies (Figures 1-9, "
         f"<code>intrinsic_checks.csv</code>), rows <code>{CHECK_TABLE_PREFIXES['extrinsic_findings']}-*</code> "
         "from the extrinsic findings (Figures 10-13, <code>extrinsic_findings.csv</code>), rows "
@@ -430,9 +430,9 @@ def build_claims(check_tables: Iterable[str | Path], table_path: str | Path, mar
                  html_path: str | Path, log: str | Path | None = None) -> pd.DataFrame:
     """Entry point of the claims rule: the table (CSV), its Markdown and HTML pages, a one-line log.
 
-    Every file is written atomically (``countdp.io``); returns the table.
+    Every file is written atomically (``countdp.mechanisms.artifact``); returns the table.
     """
-    from countdp.io import write_csv_atomic, write_text_atomic
+    from countdp.mechanisms.artifact import write_csv_atomic, write_text_atomic
 
     table = claims_table(check_tables)
     write_csv_atomic(table, table_path)

@@ -2,7 +2,7 @@
 
 Every function here works on plain Python values, numpy arrays and pandas frames, so the
 Snakemake rules stay one-liners and everything can be rerun from Python.  Table builders
-read only certified mechanism artifacts (:func:`countdp.io.load_certified`); the one
+read only certified mechanism artifacts (:func:`countdp.mechanisms.artifact.load_certified`); the one
 function that designs is :func:`design_artifact`; the design rules call it through
 :func:`design_sweep`, one job per (mechanism, objective, alpha) over every n a config needs.
 
@@ -18,18 +18,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from countdp.alpha import exact_alpha
-from countdp.checks import CHECK_COLUMNS, check_row
-from countdp.constraints import PROPERTIES
-from countdp.io import load_certified, save_design, write_csv_atomic, write_text_atomic
-from countdp.mechanisms import (
+from countdp.privacy.alpha import exact_alpha
+from countdp.studies.checks import CHECK_COLUMNS, check_row
+from countdp.design.constraints import PROPERTIES
+from countdp.mechanisms.artifact import load_certified, save_design, write_csv_atomic, write_text_atomic
+from countdp.mechanisms.closed_forms import (
     explicit_fair,
     explicit_fair_diagonal,
     explicit_fair_exponents,
     geometric,
     geometric_exponents,
 )
-from countdp.metrics import objective_value, parse_objective
+from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.validation import number_or_fraction
 
 CLOSED_FORM_MECHANISMS = ("GM", "EM", "UM")
@@ -82,7 +82,7 @@ def design_artifact(mechanism: str, objective: str, n: int, alpha: str, solver: 
     ``alpha_exact`` is the exact value it stands for (``"10/11"``; default: the decimal
     ``alpha`` itself), and must round to it.  Returns a one-line summary (for the job's log).
     """
-    from countdp.design import design_named
+    from countdp.design.designer import design_named
 
     a = parse_alpha(alpha)
     if alpha_spelling(a) != alpha:
@@ -233,7 +233,7 @@ def fig01_tables(panel_records: Sequence[dict], l2_records: Sequence[dict],
 # ----------------------------------------------------------------------------- Figure 2
 def fig02_tables(records: Sequence[dict], tol: float = 1e-7) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Figure 2: each constrained panel's Pr[|out - in| <= 1] and property checks."""
-    from countdp.properties import check_all
+    from countdp.mechanisms.properties import check_all
 
     rows, checks = [], []
     for r in records:
@@ -268,7 +268,7 @@ def gm_exponent_table(n: int, alphas: Sequence[float]) -> pd.DataFrame:
 
     The closed form is derived here from the noise distribution (clamping sums the
     geometric tail: sum_{k>=j} (1-a)/(1+a) a^k = a^j/(1+a)) and checked against
-    :func:`countdp.mechanisms.geometric` at every alpha: ``check_passed`` is the verdict.
+    :func:`countdp.mechanisms.closed_forms.geometric` at every alpha: ``check_passed`` is the verdict.
     """
     i, j = np.indices((n + 1, n + 1))
     exponent = np.abs(i - j)
@@ -294,7 +294,7 @@ def em_exponent_table(n: int, alphas: Sequence[float]) -> pd.DataFrame:
     """Figure 4: EM[i, j] = y * alpha^e with e = d if d <= m_j else ceil((d + m_j)/2).
 
     The exponents are computed here from equation (16) with integer arithmetic and checked
-    against :func:`countdp.mechanisms.explicit_fair` (entries and column sums) at every alpha.
+    against :func:`countdp.mechanisms.closed_forms.explicit_fair` (entries and column sums) at every alpha.
     """
     i, j = np.indices((n + 1, n + 1))
     d = np.abs(i - j)
@@ -332,7 +332,7 @@ def fig03_04_checks(gm: pd.DataFrame, em: pd.DataFrame, n: int) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- Figure 6
 def fig06_grid(records: Sequence[dict], properties: Sequence[str], tol: float) -> pd.DataFrame:
     """One row per (mechanism, n, alpha, property): does it hold (within ``tol``)?"""
-    from countdp.properties import check_property
+    from countdp.mechanisms.properties import check_property
 
     rows = []
     for r in records:

@@ -3,7 +3,7 @@
 Each public function takes ``inputs`` (a mapping from input names to paths, as a Snakemake
 rule names them: ``mechanisms`` for certified artifacts, ``table`` for a CSV), ``outputs``
 (paths ending in ``.pdf`` / ``.png``) and a ``title``; it reads only tables and certified
-artifacts.  Colours, markers and labels of mechanisms come from :mod:`countdp.style`.
+artifacts.  Colours, markers and labels of mechanisms come from :mod:`countdp.plots.style`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from countdp.studies import load_matrix_records, wh_threshold  # noqa: E402
-from countdp.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS  # noqa: E402
+from countdp.studies.intrinsic import load_matrix_records, wh_threshold  # noqa: E402
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS  # noqa: E402
 
 PAPER_RC = {
     "font.size": 8.5,

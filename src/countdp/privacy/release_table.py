@@ -4,7 +4,7 @@ Two forms:
 
 * :func:`release_table`: one mechanism for every row (all groups of the same size n);
 * :func:`release_by_size`: a size column gives each row its group size n, and each distinct
-  n gets its own certified mechanism (designed once, then cached: :mod:`countdp.mechanism_cache`).
+  n gets its own certified mechanism (designed once, then cached: :mod:`countdp.privacy.mechanism_cache`).
 
 A CSV table is read as text (every column kept verbatim); a Parquet table keeps its types.
 Bad input raises ``ValueError`` with one line naming the row (counted from 1, after the header)
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from countdp.progress import Progress
-from countdp.sampling import release
+from countdp.privacy.sampling import release
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -42,7 +42,7 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
     """Write CSV or Parquet (by suffix) atomically: a temporary file renamed into place."""
-    from countdp.io import atomic_path, write_csv_atomic
+    from countdp.mechanisms.artifact import atomic_path, write_csv_atomic
 
     if Path(path).suffix.lower() in PARQUET_SUFFIXES:
         with atomic_path(path) as tmp:
@@ -150,7 +150,7 @@ def release_record(input_path: str | os.PathLike, output_path: str | os.PathLike
     import hashlib
     import json
 
-    from countdp.alpha import alpha_text, exact_alpha
+    from countdp.privacy.alpha import alpha_text, exact_alpha
 
     def digest(design) -> str:
         block = {"alpha_exact": alpha_text(design.alpha_exact), **design.released.to_dict()}

@@ -1,7 +1,7 @@
 """A folder of designed mechanisms, one certified JSON per (mechanism, objective, n, alpha).
 
 ``MechanismCache(root).get("EM", 12, "9/10")`` loads ``root/EM/L0/n=12/alpha=9_10.json`` if
-it is there (both certificates re-verified by :func:`countdp.io.load_design`; a file that
+it is there (both certificates re-verified by :func:`countdp.mechanisms.artifact.load_design`; a file that
 fails is an error naming it), and otherwise designs the mechanism and saves it atomically.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from countdp.alpha import exact_alpha
+from countdp.privacy.alpha import exact_alpha
 
 
 def default_cache_dir() -> Path:
@@ -33,8 +33,8 @@ class MechanismCache:
         return self.root / mechanism / slug / f"n={int(n)}" / f"alpha={a.numerator}_{a.denominator}.json"
 
     def get(self, mechanism: str, n: int, alpha: object, objective: str = "L0", **design_options):
-        from countdp.design import design_named
-        from countdp.io import load_design, save_design
+        from countdp.design.designer import design_named
+        from countdp.mechanisms.artifact import load_design, save_design
 
         path = self.path(mechanism, n, alpha, objective)
         if path.is_file():

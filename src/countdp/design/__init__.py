@@ -1,0 +1,1 @@
+"""Mechanism design: the design LP (constraints, objectives), its backends, and certificates of optimality."""

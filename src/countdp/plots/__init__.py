@@ -1,0 +1,1 @@
+"""Figures: one function per figure, one atomic save policy."""
