@@ -120,7 +120,7 @@ def snakemake(workdir: Path, *args: str, configfile: str = QUICK, timeout: float
 
 
 def stray_temp_files(workdir: Path) -> list[str]:
-    """Hidden files under results/, e.g. temporaries of countdp.mechanisms.artifact.atomic_path (``.{name}.XXXXXXXX{suffix}``)."""
+    """Hidden files under results/, e.g. temporaries of ``atomic_path`` (``.{name}.XXXXXXXX{suffix}``)."""
     results = workdir / "results"
     return sorted(str(p.relative_to(workdir)) for p in results.rglob(".*") if p.is_file()) if results.is_dir() else []
 

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
+from countdp.design.designer import design_named
+from countdp.mechanisms.closed_forms import geometric, uniform
 from countdp.privacy.audit import (
     AuditResult,
     audit,
@@ -23,8 +25,6 @@ from countdp.privacy.audit import (
     matrix_sampler,
     sample_counts,
 )
-from countdp.design.designer import design_named
-from countdp.mechanisms.closed_forms import geometric, uniform
 from countdp.privacy.sampling import SystemRandomSource, release
 
 SAMPLES = 200_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.mechanisms.closed_forms import geometric, uniform
+from countdp.privacy.certify import certify, is_alpha_dp
 
 
 def test_uniform_is_exactly_dp():

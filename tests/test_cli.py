@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from countdp.privacy.certify import is_alpha_dp
 from countdp.cli import main
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
+from countdp.privacy.certify import is_alpha_dp
 
 JSON_KEYS = {"mechanism", "n", "alpha", "alpha_exact", "release", "objective", "properties_requested", "matrix",
              "objective_value", "l0", "properties", "dp", "solver"}

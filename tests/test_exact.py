@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdp.privacy.certify import certify
 from countdp.design.designer import DesignError, design_named, finish_design
-from countdp.privacy.exact import RELEASE_K, IntegerMechanism, exact_dp_check
-from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.privacy.certify import certify
+from countdp.privacy.exact import RELEASE_K, IntegerMechanism, exact_dp_check
 from countdp.privacy.rounding import dp_weights, round_to_release
 
 

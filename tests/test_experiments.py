@@ -18,8 +18,8 @@ from countdp.evaluate.experiments import (
     simulate,
     summarise,
 )
-from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.evaluate.metrics import binomial_distribution, expected_error
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 
 CLOSED = {"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from conftest import reference_lp, uniform_l0_loss
 
-from countdp.studies import extensions as ex
-from countdp.privacy.certify import is_alpha_dp
 from countdp.design.constraints import PROPERTIES
-from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.evaluate.metrics import binomial_distribution, expected_error, loss_matrix, objective_value
+from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.mechanisms.properties import is_gm_derivable
+from countdp.privacy.certify import is_alpha_dp
+from countdp.studies import extensions as ex
 
 
 @pytest.fixture(scope="module")

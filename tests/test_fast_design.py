@@ -7,12 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from countdp.privacy.certify import is_alpha_dp
 from countdp.design.constraints import constraint_system
 from countdp.design.designer import design_lp, design_named
 from countdp.design.fast import build_reduced_lp, closed_form, fast_design, implied_drops
-from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.closed_forms import explicit_fair, geometric
+from countdp.privacy.certify import is_alpha_dp
 
 TOL = 1e-7
 

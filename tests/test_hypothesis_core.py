@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from countdp.privacy.certify import certify, is_alpha_dp
-from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.evaluate.metrics import empirical_error, expected_error, objective_value
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.mechanisms.properties import PROPERTIES, check_all, check_dp, check_property
+from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.privacy.rounding import round_to_release
 from countdp.privacy.sampling import release
 

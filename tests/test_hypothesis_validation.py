@@ -14,12 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.design.constraints import parse_properties
 from countdp.design.designer import design_named
+from countdp.evaluate.metrics import (
+    binomial_distribution,
+    empirical_error,
+    expected_error,
+    objective_value,
+    parse_objective,
+)
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
-from countdp.evaluate.metrics import binomial_distribution, empirical_error, expected_error, objective_value, parse_objective
 from countdp.mechanisms.properties import check_all, check_dp, check_property
+from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.privacy.sampling import release
 from countdp.validation import check_alpha, check_distribution, check_matrix, check_n
 

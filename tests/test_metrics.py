@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.evaluate.metrics import (
     binomial_distribution,
     empirical_error,
@@ -14,6 +13,7 @@ from countdp.evaluate.metrics import (
     objective_value,
     parse_objective,
 )
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 
 
 def test_uniform_mechanism_error_is_n_over_n_plus_1_for_any_input():

@@ -7,15 +7,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.design.constraints import constraint_system
 from countdp.design.designer import design_lp, design_named
 from countdp.design.fast import build_reduced_lp, fast_design, solve_proven
-from countdp.mechanisms.artifact import design_to_dict
-from countdp.mechanisms.closed_forms import explicit_fair
-from countdp.evaluate.metrics import objective_value
 from countdp.design.optimality import check_optimality, design_lp_model
 from countdp.design.polish import full_dual
+from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.artifact import design_to_dict
+from countdp.mechanisms.closed_forms import explicit_fair
+from countdp.privacy.certify import certify, is_alpha_dp
 
 DEFAULT_ALPHAS = [0.3, 0.4, 0.5, 0.55, 0.6, 0.62, 2 / 3, 0.65, 0.67, 0.7, 0.75, 0.76, 0.8, 0.85, 0.9, 0.91,
                   10 / 11, 0.95, 0.99]

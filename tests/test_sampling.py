@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from countdp.privacy.certify import certify
 from countdp.cli import main
 from countdp.design.designer import design_named
-from countdp.privacy.exact import exact_dp_check
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
+from countdp.privacy.certify import certify
+from countdp.privacy.exact import exact_dp_check
 from countdp.privacy.rounding import dp_weights
 from countdp.privacy.sampling import SystemRandomSource, guide_table, outputs_for_draws, release, uniform_draws
 

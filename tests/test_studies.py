@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdp.studies import intrinsic as st
 from countdp.design.designer import design_named
 from countdp.mechanisms.artifact import design_to_dict
+from countdp.studies import intrinsic as st
 
 
 def record(mechanism, n, alpha, **kwargs):

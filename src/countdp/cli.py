@@ -16,14 +16,22 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of, exact_alpha
-from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.design.constraints import PROPERTIES
 from countdp.design.designer import MECHANISMS, SOLVERS, DesignError, design_named
-from countdp.privacy.exact import exact_dp_check
-from countdp.mechanisms.artifact import design_to_dict, load_design, load_matrix, load_record, save_design, to_json, write_text_atomic
 from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.artifact import (
+    design_to_dict,
+    load_design,
+    load_matrix,
+    load_record,
+    save_design,
+    to_json,
+    write_text_atomic,
+)
 from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
+from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of, exact_alpha
+from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
+from countdp.privacy.exact import exact_dp_check
 from countdp.privacy.sampling import release
 from countdp.validation import check_n, check_tol
 

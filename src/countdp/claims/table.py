@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from countdp.design.designer import design_lp, design_named
+from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric
+from countdp.mechanisms.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 from countdp.privacy.certify import is_alpha_dp
 from countdp.studies.checks import CHECK_COLUMNS
-from countdp.design.designer import design_lp, design_named
-from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric
-from countdp.evaluate.metrics import objective_value
-from countdp.mechanisms.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 
 CLAIM_COLUMNS = ("id", "source", "statement", "paper_value", "our_value", "test", "verdict", "explanation")
 VERDICTS = ("reproduced", "differs", "not checkable")

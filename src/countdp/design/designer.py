@@ -18,12 +18,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design import fast as fast_design
+from countdp.design.constraints import constraint_system, parse_properties
+from countdp.evaluate.metrics import loss_matrix, objective_value, parse_objective
+from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.alpha import exact_alpha
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
-from countdp.design.constraints import constraint_system, parse_properties
 from countdp.privacy.exact import IntegerMechanism
-from countdp.mechanisms.closed_forms import CLOSED_FORMS
-from countdp.evaluate.metrics import loss_matrix, objective_value, parse_objective
 from countdp.privacy.rounding import round_to_release
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
 

@@ -73,8 +73,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.constraints import LinearSystem, dp, parse_properties, property_system
-from countdp.evaluate.metrics import loss_matrix, parse_objective
 from countdp.design.polish import full_dual
+from countdp.evaluate.metrics import loss_matrix, parse_objective
 
 METHODS = ("auto", "simplex", "ipm", "clarabel")
 """Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_text, exact_alpha
-from countdp.privacy.certify import Certificate, is_alpha_dp
 from countdp.design.designer import Design
-from countdp.privacy.exact import IntegerMechanism
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.properties import check_all
+from countdp.privacy.alpha import alpha_text, exact_alpha
+from countdp.privacy.certify import Certificate, is_alpha_dp
+from countdp.privacy.exact import IntegerMechanism
 from countdp.validation import check_matrix
 
 RELEASE_MATRIX_TOL = 1e-9

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from countdp.privacy.certify import COLUMN_SUM_TOL, dp_slack
 from countdp.design.constraints import PROPERTIES, parse_properties, property_system
+from countdp.privacy.certify import COLUMN_SUM_TOL, dp_slack
 from countdp.validation import check_alpha, check_matrix, check_tol
 
 DEFAULT_TOL = 1e-9

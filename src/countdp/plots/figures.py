@@ -21,8 +21,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from countdp.studies.intrinsic import load_matrix_records, wh_threshold  # noqa: E402
 from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS  # noqa: E402
+from countdp.studies.intrinsic import load_matrix_records, wh_threshold  # noqa: E402
 
 PAPER_RC = {
     "font.size": 8.5,

@@ -1,1 +1,1 @@
-"""Privacy: exact alpha, float and exact certificates, rounding to integer weights, the exact sampler, audits and table release."""
+"""Privacy: exact alpha, float and exact certificates, integer weights, the exact sampler, audits, table release."""

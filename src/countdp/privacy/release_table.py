@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from countdp.progress import Progress
 from countdp.privacy.sampling import release
+from countdp.progress import Progress
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 

@@ -104,7 +104,8 @@ def outputs_for_draws(cumulative: np.ndarray, K: int, columns: np.ndarray, draws
 def _released_form(mechanism: object) -> IntegerMechanism:
     released = getattr(mechanism, "released", mechanism)
     if not isinstance(released, IntegerMechanism):
-        raise ValueError("release needs a certified mechanism (countdp.design_named(...), countdp.mechanisms.artifact.load_design(...) "
+        raise ValueError("release needs a certified mechanism (countdp.design_named(...), "
+                         "countdp.mechanisms.artifact.load_design(...) "
                          f"or an IntegerMechanism), got {type(mechanism).__name__}")
     return released
 

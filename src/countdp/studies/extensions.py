@@ -40,8 +40,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
+from countdp.design.constraints import PROPERTIES, parse_properties
+from countdp.design.highs_model import DesignModel, lexicographic_design
+from countdp.evaluate.metrics import expected_error, objective_value, parse_objective
+from countdp.mechanisms.artifact import atomic_path, write_csv_atomic, write_text_atomic
+from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.mechanisms.properties import check_all, gupte_sundararajan_violation
+from countdp.privacy.certify import certify
 from countdp.studies.baselines import (
     achieved_alpha,
     baseline_matrix,
@@ -49,15 +55,8 @@ from countdp.studies.baselines import (
     certified_baseline,
     rr_keep_probability,
 )
-from countdp.privacy.certify import certify
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
-from countdp.design.constraints import PROPERTIES, constraint_system, parse_properties
-from countdp.design.fast import highs_lp
-from countdp.mechanisms.artifact import atomic_path, write_csv_atomic, write_text_atomic
-from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
-from countdp.evaluate.metrics import expected_error, loss_matrix, objective_value, parse_objective
-from countdp.mechanisms.properties import check_all, gupte_sundararajan_violation
 from countdp.validation import check_alpha, check_distribution, check_n
 
 VALUE_TOL = 1e-7
@@ -101,152 +100,6 @@ def subset_name(properties: Sequence[str]) -> str:
 def all_subsets() -> list[tuple[str, ...]]:
     """The 128 subsets of the seven properties, by size then in the paper's order."""
     return [s for k in range(len(PROPERTIES) + 1) for s in itertools.combinations(PROPERTIES, k)]
-
-
-# ----------------------------------------------------------------------- a small LP model
-class DesignModel:
-    """BasicDP + ``properties`` over ``x = P.ravel()`` (plus ``t`` >= every column loss), in HiGHS.
-
-    Built from :func:`countdp.design.constraints.constraint_system` without reductions, so it is an
-    independent route to the optimum from :mod:`countdp.design.fast`.  Supports lexicographic
-    solves (:meth:`bound`) and the minimum-norm point of the current feasible set.
-    """
-
-    def __init__(self, n: int, alpha: float, properties: object = (), objective: object = "L0"):
-        import highspy
-
-        self._hs = highspy
-        self.n, self.alpha = check_n(n), check_alpha(alpha)
-        self.N = self.n + 1
-        self.size = self.N * self.N
-        self.properties = parse_properties(properties)
-        system = constraint_system(self.n, self.alpha, self.properties)
-        C = loss_matrix(self.n, objective)
-        self.loss = C
-        column_loss = sp.csr_matrix((C.ravel(), (np.tile(np.arange(self.N), self.N), np.arange(self.size))),
-                                    shape=(self.N, self.size))
-        A = sp.vstack([system.A_ub, system.A_eq, column_loss], format="csr")
-        A = sp.hstack([A, sp.csr_matrix(np.concatenate(
-            [np.zeros(system.A_ub.shape[0] + system.A_eq.shape[0]), -np.ones(self.N)])[:, None])], format="csc")
-        lo = np.concatenate([system.b_ub, system.b_eq, np.full(self.N, -np.inf)])
-        hi = np.concatenate([np.full(system.b_ub.size, np.inf), system.b_eq, np.zeros(self.N)])
-        lp = highs_lp(A, np.zeros(self.size + 1), np.concatenate([np.zeros(self.size), [-np.inf]]),
-                      np.full(self.size + 1, np.inf), lo, hi)
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
-        self.h.setOptionValue("threads", 1)
-        self.h.passModel(lp)
-        self.solve_time = 0.0
-        self.qp_solver = ""
-
-    def cost(self, goal: str, weights: object = None) -> np.ndarray:
-        """Cost vector over ``(x, t)``: ``"sum"`` (weighted loss) or ``"max"`` (``t``)."""
-        c = np.zeros(self.size + 1)
-        if goal == "max":
-            c[-1] = 1.0
-        elif goal == "sum":
-            w = np.full(self.N, 1.0 / self.N) if weights is None else check_distribution(weights, self.n)
-            c[: self.size] = (self.loss * w[None, :]).ravel()
-        else:
-            raise ValueError(f"goal must be 'sum' or 'max', got {goal!r}")
-        return c
-
-    def _run(self) -> np.ndarray:
-        start = time.perf_counter()
-        self.h.run()
-        self.solve_time += time.perf_counter() - start
-        status = self.h.getModelStatus()
-        if status != self._hs.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"HiGHS: {self.h.modelStatusToString(status)} for n={self.n}, "
-                               f"alpha={self.alpha}, properties={subset_name(self.properties)}")
-        return np.asarray(self.h.getSolution().col_value, float)
-
-    def minimise(self, c: np.ndarray) -> tuple[np.ndarray, float]:
-        """Minimise ``c @ (x, t)``; returns the raw solution and its value."""
-        idx = np.arange(self.size + 1, dtype=np.int32)
-        self.h.changeColsCost(idx.size, idx, np.asarray(c, float))
-        z = self._run()
-        return z, float(c @ z)
-
-    def bound(self, c: np.ndarray, value: float, rel: float = 1e-9) -> None:
-        """Keep ``c @ (x, t) <= value (1 + rel)``: restrict to (near) the optimal face."""
-        nz = np.flatnonzero(c).astype(np.int32)
-        self.h.addRow(-self._hs.kHighsInf, value + rel * max(1.0, abs(value)), nz.size, nz, c[nz])
-
-    def min_norm(self, qp_iteration_limit: int = 20000) -> np.ndarray:
-        """The point of the current feasible set with the smallest ``||x||_2`` (unique).
-
-        HiGHS's active-set QP solver first; on degenerate faces it can cycle, so after
-        ``qp_iteration_limit`` iterations the same QP goes to Clarabel (interior point, run with
-        tight tolerances: ~1e-7 on the entries; the default ones give only ~1e-5).
-        ``self.qp_solver`` records which one answered.
-        """
-        hs = self._hs
-        self.h.changeColsCost(self.size + 1, np.arange(self.size + 1, dtype=np.int32), np.zeros(self.size + 1))
-        hess = hs.HighsHessian()
-        hess.dim_ = self.size + 1
-        hess.format_ = hs.HessianFormat.kTriangular
-        hess.start_ = np.concatenate([np.arange(self.size + 1), [self.size]]).astype(np.int32)
-        hess.index_ = np.arange(self.size, dtype=np.int32)
-        hess.value_ = np.full(self.size, 2.0)
-        self.h.passHessian(hess)
-        self.h.setOptionValue("qp_iteration_limit", int(qp_iteration_limit))
-        start = time.perf_counter()
-        self.h.run()
-        self.solve_time += time.perf_counter() - start
-        if self.h.getModelStatus() == hs.HighsModelStatus.kOptimal:
-            self.qp_solver = "HiGHS-QP"
-            return np.asarray(self.h.getSolution().col_value, float)
-        self.qp_solver = "CLARABEL"
-        return self._min_norm_clarabel()
-
-    def _min_norm_clarabel(self) -> np.ndarray:
-        import cvxpy as cp
-
-        lp = self.h.getLp()
-        A = sp.csc_matrix((np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_),
-                           np.asarray(lp.a_matrix_.start_)), shape=(lp.num_row_, lp.num_col_)).tocsr()
-        lo, hi = np.asarray(lp.row_lower_), np.asarray(lp.row_upper_)
-        big = self._hs.kHighsInf
-        eq = np.isclose(lo, hi)
-        has_lo, has_hi = (lo > -big) & ~eq, (hi < big) & ~eq
-        z = cp.Variable(lp.num_col_)
-        cons = [z[: self.size] >= 0]
-        if eq.any():
-            cons.append(A[eq] @ z == lo[eq])
-        if has_lo.any():
-            cons.append(A[has_lo] @ z >= lo[has_lo])
-        if has_hi.any():
-            cons.append(A[has_hi] @ z <= hi[has_hi])
-        problem = cp.Problem(cp.Minimize(cp.sum_squares(z[: self.size])), cons)
-        start = time.perf_counter()
-        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12,
-                      tol_ktratio=1e-10, max_iter=400)
-        self.solve_time += time.perf_counter() - start
-        if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or z.value is None:
-            raise RuntimeError(f"Clarabel: {problem.status} for n={self.n}, alpha={self.alpha}, "
-                               f"properties={subset_name(self.properties)}")
-        return np.asarray(z.value, float)
-
-    def matrix(self, z: np.ndarray) -> np.ndarray:
-        return z[: self.size].reshape(self.N, self.N)
-
-
-def lexicographic_design(n: int, alpha: float, properties: object = (), objective: object = "L0",
-                         first: str = "sum", weights: object = None) -> tuple[np.ndarray, dict]:
-    """Optimise ``first`` (``"sum"`` with ``weights``, or ``"max"``), then the other goal on its optima.
-
-    Returns the certified matrix and a record of both solver values and the solve time.
-    """
-    model = DesignModel(n, alpha, properties, objective)
-    second = "max" if first == "sum" else "sum"
-    c1 = model.cost(first, weights)
-    _, v1 = model.minimise(c1)
-    model.bound(c1, v1)
-    z, v2 = model.minimise(model.cost(second, weights))
-    P, cert = certify(model.matrix(z), model.alpha)
-    return P, {"first": first, "first_value": v1, "second_value": v2, "solve_time": model.solve_time,
-               "certified": cert.certified, "repair_lambda": cert.repair_lambda}
 
 
 # ------------------------------------------------------------------------ 1. baselines

@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from countdp.privacy.alpha import exact_alpha
-from countdp.studies.checks import CHECK_COLUMNS, check_row
 from countdp.design.constraints import PROPERTIES
+from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.mechanisms.artifact import load_certified, save_design, write_csv_atomic, write_text_atomic
 from countdp.mechanisms.closed_forms import (
     explicit_fair,
@@ -29,7 +28,8 @@ from countdp.mechanisms.closed_forms import (
     geometric,
     geometric_exponents,
 )
-from countdp.evaluate.metrics import objective_value, parse_objective
+from countdp.privacy.alpha import exact_alpha
+from countdp.studies.checks import CHECK_COLUMNS, check_row
 from countdp.validation import number_or_fraction
 
 CLOSED_FORM_MECHANISMS = ("GM", "EM", "UM")
