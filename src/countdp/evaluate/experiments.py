@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from countdp.evaluate.data import POPULATION, binomial_groups, empirical_distribution, group_counts
-from countdp.evaluate.metrics import binomial_distribution, empirical_error, expected_error
-from countdp.privacy.sampling import release
+from countdp.evaluate.metrics import binomial_distribution, empirical_errors, expected_error, expected_errors
+from countdp.privacy.sampling import release_each
 
 NOISE_ONLY_KEYS = ("alpha", "mechanism")
 """Parameters that change the released noise but not the drawn data."""
@@ -88,23 +88,24 @@ def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Seque
         n = int(point["n"])
         data_params = {k: v for k, v in point.items() if k not in NOISE_ONLY_KEYS}
         chosen = {m: mechanism_for(m, point) for m in mechanisms}
-        matrices = {m: released_matrix(mech) for m, mech in chosen.items()}
-        for m, P in matrices.items():
-            if P.shape != (n + 1, n + 1):
-                raise ValueError(f"{m} at {dict(point)}: matrix has shape {P.shape}, expected {(n + 1, n + 1)}")
-        for rep in range(repetitions):
-            counts = draw(point, rng_for(seed, study=study, stream="data", rep=rep, **data_params))
-            q = empirical_distribution(counts, n)
-            for m, P in matrices.items():
-                noise = rng_for(seed, study=study, stream="noise", rep=rep, mechanism=m, **point)
-                released = release(chosen[m], counts, noise)
-                for measure in measures:
-                    rows.append({
-                        **point, "mechanism": m, "rep": rep, "measure": measure, "d": measure_d(measure),
-                        "groups": int(counts.size),
-                        "value": empirical_error(counts, released, measure),
-                        "exact_given_data": expected_error(P, q, measure),
-                    })
+        for m, mech in chosen.items():
+            shape = released_matrix(mech).shape
+            if shape != (n + 1, n + 1):
+                raise ValueError(f"{m} at {dict(point)}: matrix has shape {shape}, expected {(n + 1, n + 1)}")
+        reps = range(repetitions)
+        counts = [draw(point, rng_for(seed, study=study, stream="data", rep=rep, **data_params)) for rep in reps]
+        q = [empirical_distribution(c, n) for c in counts]
+        values, exact = {}, {}  # (mechanism, measure) -> one value per repetition
+        for m, mech in chosen.items():
+            noise = [rng_for(seed, study=study, stream="noise", rep=rep, mechanism=m, **point) for rep in reps]
+            released = release_each(mech, counts, noise)
+            for measure in measures:
+                values[m, measure] = empirical_errors(counts, released, measure)
+                exact[m, measure] = expected_errors(released_matrix(mech), q, measure)
+        rows += [{**point, "mechanism": m, "rep": rep, "measure": measure, "d": measure_d(measure),
+                  "groups": int(counts[rep].size), "value": float(values[m, measure][rep]),
+                  "exact_given_data": float(exact[m, measure][rep])}
+                 for rep in reps for m in chosen for measure in measures]
     return pd.DataFrame(rows)
 
 

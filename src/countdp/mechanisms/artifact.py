@@ -15,16 +15,17 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from countdp.design.designer import Design
-from countdp.evaluate.metrics import objective_value
-from countdp.mechanisms.properties import check_all
 from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.certify import Certificate, is_alpha_dp
 from countdp.privacy.exact import IntegerMechanism
 from countdp.validation import check_matrix
+
+if TYPE_CHECKING:  # the design modules (scipy.sparse, the LP code) load only when a design is written or rebuilt
+    from countdp.design.designer import Design
 
 RELEASE_MATRIX_TOL = 1e-9
 """Largest allowed ``max |W/D - matrix|`` between an artifact's weights and its float matrix."""
@@ -58,6 +59,9 @@ def write_csv_atomic(frame, path: str | os.PathLike, float_format: str | None = 
 
 def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
     """The JSON-ready record of a design: matrix, objective, properties and DP certificate."""
+    from countdp.evaluate.metrics import objective_value
+    from countdp.mechanisms.properties import check_all
+
     cert = design.certificate
     checks = check_all(design.matrix, tol)
     return {
@@ -191,6 +195,8 @@ def load_certified(path: str | os.PathLike) -> dict:
 
 def load_design(path: str | os.PathLike) -> Design:
     """A design JSON as a :class:`Design` (both certificates re-verified), ready to release."""
+    from countdp.design.designer import Design
+
     r = load_certified(path)
     dp = r["dp"]
     certificate = Certificate(r["alpha"], True, dp["max_violation_before_repair"], dp["max_violation"],

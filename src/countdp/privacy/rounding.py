@@ -90,16 +90,17 @@ def _round_mixture(X: np.ndarray, shortfall: np.ndarray, lam: float, K: int) -> 
     N = X.shape[0]
     D = 1 << K
     a, M = _dyadic(lam) if lam > 0 else (0, 62)
-    lam_exact = Fraction(a, 1 << M)
     # lam * X = (u / 2**(M-31) + v / 2**M) with u = a * (X >> 31), v = a * (X & (2**31-1)), both < 2**63
     u, v = a * (X >> 31), a * (X & (2**31 - 1))
     u_int, u_frac = u >> (M - 31), u & ((1 << (M - 31)) - 1)
     v_int, v_frac = v >> M, v & ((1 << M) - 1)
     lam_x_frac = u_frac * 2.0 ** -(M - 31) + v_frac * 2.0**-M  # in [0, 2)
-    # per column: (1 - lam) e_j / N + lam D / N, split into integer and fractional parts exactly
-    column = [(1 - lam_exact) * int(e) / N + lam_exact * D / N for e in shortfall]
-    column_int = np.array([math.floor(c) for c in column], dtype=np.int64)
-    column_frac = np.array([float(c - math.floor(c)) for c in column])
+    # per column: (1 - lam) e_j / N + lam D / N = ((2**M - a) e_j + a D) / (2**M N), split into its
+    # integer part and its fraction (Python's int / int is correctly rounded, as float(Fraction) is)
+    scale = (1 << M) * N
+    parts = [divmod(((1 << M) - a) * int(e) + a * D, scale) for e in shortfall]
+    column_int = np.array([whole for whole, _ in parts], dtype=np.int64)
+    column_frac = np.array([rest / scale for _, rest in parts])
     t = column_frac[None, :] - lam_x_frac
     whole = np.floor(t)
     W = X - u_int - v_int + column_int[None, :] + whole.astype(np.int64)

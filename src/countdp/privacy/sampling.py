@@ -18,6 +18,7 @@ Randomness:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -110,6 +111,13 @@ def _released_form(mechanism: object) -> IntegerMechanism:
     return released
 
 
+def _checked_columns(counts: np.ndarray, N: int) -> np.ndarray:
+    """``counts`` flattened to int64 inputs, or ``ValueError`` unless every one is an integer in 0..N-1."""
+    if counts.size and (not np.issubdtype(counts.dtype, np.integer) or counts.min() < 0 or counts.max() >= N):
+        raise ValueError(f"true counts must be integers in 0..{N - 1}")
+    return counts.ravel().astype(np.int64)
+
+
 def release(mechanism: object, true_counts: object, rng: object = None) -> np.ndarray:
     """Draw one noisy count per true count, exactly from the mechanism's integer weights.
 
@@ -118,15 +126,28 @@ def release(mechanism: object, true_counts: object, rng: object = None) -> np.nd
     ``rng``: ``None`` for the OS's secure source (real data), or a seeded numpy ``Generator``
     (experiments).  ``out[k]`` has the distribution ``W[:, true_counts[k]] / D``.
     """
+    return release_each(mechanism, [true_counts], [rng])[0]
+
+
+def release_each(mechanism: object, true_counts: Sequence[object], rngs: Sequence[object]) -> list[np.ndarray]:
+    """``[release(mechanism, c, rng) for c, rng in zip(true_counts, rngs)]``, with one search for all.
+
+    Each array of counts takes its draws from its own ``rng`` (so every result is the very
+    array :func:`release` returns for it); the draws are then mapped to outputs together.
+    """
+    if len(true_counts) != len(rngs):
+        raise ValueError(f"release_each: {len(true_counts)} arrays of counts for {len(rngs)} random sources")
     released = _released_form(mechanism)
-    counts = np.asarray(true_counts)
-    N = released.n + 1
-    if counts.size and (not np.issubdtype(counts.dtype, np.integer) or counts.min() < 0 or counts.max() >= N):
-        raise ValueError(f"true counts must be integers in 0..{N - 1}")
-    source = SystemRandomSource() if rng is None else rng
-    columns = counts.ravel().astype(np.int64)
-    draws = uniform_draws(source, columns.size, released.K)
-    return outputs_for_draws(released.cumulative, released.K, columns, draws, released.guide).reshape(counts.shape)
+    if not len(true_counts):
+        return []
+    arrays = [np.asarray(c) for c in true_counts]
+    columns = [_checked_columns(c, released.n + 1) for c in arrays]
+    draws = [uniform_draws(SystemRandomSource() if rng is None else rng, c.size, released.K)
+             for c, rng in zip(columns, rngs)]
+    out = outputs_for_draws(released.cumulative, released.K, np.concatenate(columns), np.concatenate(draws),
+                            released.guide)
+    ends = np.cumsum([c.size for c in columns])[:-1]
+    return [part.reshape(c.shape) for part, c in zip(np.split(out, ends), arrays)]
 
 
-__all__ = ["SystemRandomSource", "guide_table", "outputs_for_draws", "release", "uniform_draws"]
+__all__ = ["SystemRandomSource", "guide_table", "outputs_for_draws", "release", "release_each", "uniform_draws"]
