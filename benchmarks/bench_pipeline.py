@@ -10,7 +10,9 @@ at the original ``src/``, which is the same code).
     /tmp/venv/bin/python benchmarks/bench_pipeline.py --keep --extra "--profile profiles/default"
 
 Prints the clean-run time, the no-op rerun time (which should be seconds: nothing to do),
-the number of files produced, and snakemake's exit codes; the log tail on failure.
+the number of files produced, snakemake's exit codes (the log tail on failure), and the clean
+run's top rules by job-seconds with their share of the wall clock and of the critical path
+(read from its ``.snakemake/log``: :mod:`snakemake_log_times`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from snakemake_log_times import format_table, latest_log, parse_jobs  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 IGNORE = shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", "*.egg-info",
@@ -55,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configfile", default="", help="passed to snakemake (relative to the repo)")
     parser.add_argument("--extra", default="", help="further snakemake arguments, one string")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per snakemake run")
+    parser.add_argument("--top", type=int, default=15, help="rule families in the table")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy and print its path")
     args = parser.parse_args(argv)
 
@@ -69,10 +75,16 @@ def main(argv: list[str] | None = None) -> int:
         seconds, code, log = timed(cmd, work, args.timeout)
         files = sum(1 for p in (work / "results").rglob("*") if p.is_file()) if (work / "results").exists() else 0
         rows.append((label, seconds, code, files))
-        print(f"{label:>12}: {seconds:9.1f} s  exit {code}  files in results/: {files}", flush=True)
+        print(f"{label:>12}: {seconds:9.1f} s  exit {code}  files in results/: {files}  "
+              f"load={os.getloadavg()[0]:.1f}", flush=True)
         if code != 0:
             print("---- log tail ----\n" + "\n".join(log.splitlines()[-40:]))
             break
+        if label == "clean":
+            table = format_table(parse_jobs(latest_log(work).read_text()), args.top)
+    if rows[0][2] == 0:
+        print(f"# clean run, top rules (job_s: total job time; share_s: share of the wall clock; "
+              f"critical_s: time on the critical path)\n{table}")
     if args.keep:
         print(f"# kept {work}")
     else:
