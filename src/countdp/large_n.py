@@ -1,0 +1,248 @@
+"""Large-n L0 designs by aggregation onto a small template, with a certificate of optimality.
+
+Conventions as everywhere: ``P[i, j] = Pr[output i | input j]``, ``N = n + 1``, ``x = P.ravel()``,
+``alpha = e^-eps``; the LP is :func:`countdp.optimality.design_lp_model` for objective L0,
+uniform weights and ``aggregate="sum"``.
+
+**Structure used.**  Far from the two corners an optimal design looks like GM: along the
+diagonal it is translation invariant, and away from the diagonal it decays by ``alpha`` per
+step.  An entry ``(i, j)`` is described by three distances: ``a = min(i, j)`` (to the top-left
+corner), ``b = n - max(i, j)`` (to the bottom-right one) and ``e = |i - j|`` (to the diagonal),
+``a + e + b = n``.  Clipping each at a width ``W`` and giving the remainder to one unclipped
+distance (``e`` first, then ``a``, then ``b``) sends ``(i, j)`` to an entry ``(i0, j0)`` of a
+template of size ``n0 + 1`` (``n0 = 3 W + 4``) with the same clipped distances, the same side of
+the diagonal, and ``e - e0`` extra diagonal steps (:func:`feature_map`).
+
+**Two small LPs.**  The primal is restricted to ``x = E x0`` with ``x[i, j] = alpha^(e - e0)
+x0[i0, j0]`` (``E`` is a weighted copy map); the dual to ``u = F y0``, every constraint row of
+the big model taking the multiplier of the template row that its first entry maps to (level
+``W + 1``; S-multipliers 0).  Both restrictions are exact LPs of template size (rows of the
+big model that become identical are merged); each gives a feasible point of the big primal,
+resp. dual, so their optimal values bracket the big optimum.
+
+**Correctness does not rest on the structure.**  The expanded primal ``E x0`` (after the float
+DP certificate of :func:`countdp.certify.certify`) and the expanded dual ``F y0`` are checked by
+the independent weak-duality routine :func:`countdp.optimality.check_optimality` on the full
+model; only a closed gap (``<= 1e-9`` relative) is reported as optimal.  If the structure does
+not hold (corners wider than ``W``, ``alpha`` near 1, ``n`` too small), the gap stays open, the
+next ``W`` is tried, and in the end ``None`` is returned with the reason: the caller falls back
+to the general LP.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.sparse as sp
+
+from countdp.constraints import parse_properties
+
+WIDTHS = (8, 16, 32, 64)
+"""Template widths ``W`` tried in turn (template size ``3 W + 4``)."""
+
+HARD = ({"CM"}, {"CH"})
+"""Property sets with one of these (and no F) have no closed form; the large-n path is for them."""
+
+
+def applies(n: int, properties: tuple[str, ...], objective, weights, aggregate: str) -> bool:
+    """True when the large-n path is meant for this LP: L0, uniform weights, sum, CM or CH, no F."""
+    from countdp.fast_design import _is_uniform
+    from countdp.metrics import parse_objective
+
+    obj = parse_objective(objective)
+    props = set(properties)
+    return (obj.name == "L0" and aggregate == "sum" and _is_uniform(weights, n) and "F" not in props
+            and bool(props & {"CM", "CH"}))
+
+
+def feature_map(i: np.ndarray, j: np.ndarray, n: int, n0: int, W: int) -> tuple[np.ndarray, ...]:
+    """Template entry ``(i0, j0)`` of entry ``(i, j)`` and the extra distance ``e - e0`` (docstring)."""
+    a, b, d = np.minimum(i, j), n - np.maximum(i, j), i - j
+    e = np.abs(d)
+    a1, b1, e1 = np.minimum(a, W), np.minimum(b, W), np.minimum(e, W)
+    e0 = np.where(e >= W, n0 - a1 - b1, e1)
+    a0 = np.where((e < W) & (a >= W), n0 - e1 - b1, a1)
+    b0 = n0 - a0 - e0
+    lo, hi = a0, n0 - b0
+    return np.where(d >= 0, hi, lo), np.where(d >= 0, lo, hi), e - e0
+
+
+def _row_entries(n: int, props: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The first entry ``(i, j)`` of every inequality row of the full model, block by block."""
+    N = n + 1
+    i, j = np.divmod(np.arange(N * n), n)
+    blocks = [(i, j), (i, j)]  # DP forward, DP backward
+    ii, jj = np.indices((N, N))
+    for name in props:
+        if name in ("RM", "CM"):
+            first, second = (jj < ii, jj > ii) if name == "RM" else (ii > jj, ii < jj)
+            blocks.append((np.concatenate([ii[first], ii[second]]), np.concatenate([jj[first], jj[second]])))
+        elif name in ("RH", "CH"):
+            off = ii != jj
+            blocks.append((ii[off], jj[off]))
+        elif name == "WH":
+            blocks.append((np.arange(N), np.arange(N)))
+        elif name != "S":
+            raise ValueError(f"large-n path does not handle property {name}")
+    return blocks
+
+
+def _row_map(n: int, n0: int, W: int, props: tuple[str, ...]) -> np.ndarray:
+    """For every inequality row of the size-``n`` model, the template row it copies."""
+    N0 = n0 + 1
+    out, offset = [], 0
+    for (pi, pj), (qi, qj) in zip(_row_entries(n, props), _row_entries(n0, props)):
+        table = np.full((N0, N0), -1)
+        table[qi, qj] = offset + np.arange(qi.size)
+        i0, j0, _ = feature_map(pi, pj, n, n0, W + 1)
+        rows = table[i0, j0]
+        if np.any(rows < 0):
+            raise ValueError("template row missing")  # pragma: no cover - the map keeps the block
+        out.append(rows)
+        offset += qi.size
+    return np.concatenate(out)
+
+
+def _cancel(A: sp.csr_matrix, col: np.ndarray, weight: np.ndarray, ncol: int) -> sp.csr_matrix:
+    """``A @ E`` (``E`` maps entry ``k`` to ``weight[k] * x0[col[k]]``) with the coefficients
+    that cancel in exact arithmetic (``alpha^(k+1)`` against ``alpha * alpha^k``) set to zero: a
+    rounding residue would otherwise become a spurious row ``-tiny * x0 >= 0`` once rows are
+    normalised."""
+    A = A.tocoo()
+    key = A.row.astype(np.int64) * ncol + col[A.col]
+    order = np.argsort(key, kind="stable")
+    key, terms = key[order], (A.data * weight[A.col])[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    value = np.add.reduceat(terms, first)
+    size = np.add.reduceat(np.abs(terms), first)
+    keep = np.abs(value) > 1e-12 * size
+    rows, cols = np.divmod(key[first][keep], ncol)
+    return sp.csr_matrix((value[keep], (rows, cols)), shape=(A.shape[0], ncol))
+
+
+def _merge_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray):
+    """``A``, ``lo``, ``hi`` without exact duplicate rows and without empty rows (checked)."""
+    from countdp.fast_design import _dedup_rows
+
+    A = A.tocsr()
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    empty = np.diff(A.indptr) == 0
+    if np.any(lo[empty] > 0) or np.any(hi[empty] < 0):
+        raise ValueError("restricted LP has an infeasible empty row")
+    keep = np.flatnonzero(~empty)
+    A, lo, hi = A[keep], lo[keep], hi[keep]
+    keep = _dedup_rows(A, lo, hi)
+    return A[keep], lo[keep], hi[keep]
+
+
+def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """HiGHS dual simplex, then the exact vertex and duals of its basis (:mod:`countdp.polish`)."""
+    import highspy
+
+    from countdp.fast_design import HIGHS_TOL, highs_lp
+    from countdp.polish import basis_vertex
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", HIGHS_TOL)
+    h.setOptionValue("dual_feasibility_tolerance", HIGHS_TOL)
+    h.setOptionValue("time_limit", float(time_limit))
+    h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    basis = h.getBasis()
+    basic, upper = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kUpper
+    cs, rs = list(basis.col_status), list(basis.row_status)
+    lp = SimpleNamespace(A=sp.csr_matrix(A), cost=np.asarray(cost, float), col_lower=col_lo, col_upper=col_hi,
+                         row_lower=row_lo, row_upper=row_hi)
+    found = basis_vertex(lp, np.array([c == basic for c in cs]), np.array([c == upper for c in cs]),
+                         np.array([r != basic for r in rs]), np.array([r == upper for r in rs]))
+    if found is None:
+        sol = h.getSolution()
+        return np.asarray(sol.col_value, float), np.asarray(sol.row_dual, float)
+    return found[0], found[1]
+
+
+def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float) -> dict:
+    """One template width: both restricted LPs, expansion, certificate (module docstring)."""
+    from countdp.certify import certify
+    from countdp.optimality import check_optimality
+
+    N, n0 = n + 1, 3 * W + 4
+    N0 = n0 + 1
+    ii, jj = np.indices((N, N))
+    i0, j0, extra = feature_map(ii.ravel(), jj.ravel(), n, n0, W)
+    col = i0 * N0 + j0
+    power = alpha ** np.arange(int(extra.min()), int(extra.max()) + 1, dtype=float)
+    weight = power[extra - extra.min()]
+    E = sp.csr_matrix((weight, (np.arange(N * N), col)), shape=(N * N, N0 * N0))
+    # Restricted primal: min c^T E x0 s.t. A E x0 >= b (merged), x0 >= 0.
+    inf = np.full(full.b_ub.size, np.inf)
+    A = _cancel(sp.vstack([full.A_ub, full.A_eq], format="csr"), col, weight, N0 * N0)
+    lo, hi = np.concatenate([full.b_ub, full.b_eq]), np.concatenate([inf, full.b_eq])
+    scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # exact merging of scaled copies
+    A, lo, hi = _merge_rows(sp.diags(scale) @ A, lo * scale, hi * scale)
+    cost = E.T @ full.c
+    primal = _solve(A, cost, np.zeros(N0 * N0), np.full(N0 * N0, np.inf), lo, hi, time_limit)
+    if primal is None:
+        return {"certified": False, "reason": f"W={W}: restricted primal not solved"}
+    # Restricted dual: max b^T F y0 s.t. (A^T F y0)_p <= c_p for every entry p, y0_ub >= 0.
+    rows_ub = _row_map(n, n0, W, props)
+    r0 = int(rows_ub.max()) + 1
+    cols_eq, _, _ = feature_map(np.arange(N), np.arange(N), n, n0, W + 1)  # column sum j copies j0
+    F = sp.block_diag([sp.csr_matrix((np.ones(rows_ub.size), (np.arange(rows_ub.size), rows_ub)), shape=(rows_ub.size, r0)),
+                       sp.csr_matrix((np.ones(N), (np.arange(N), cols_eq)), shape=(N, N0))], format="csr")
+    n_eq = full.b_eq.size
+    A_rows = sp.vstack([full.A_ub, full.A_eq[:N]], format="csr")
+    D = (A_rows.T @ F).tocsr()
+    D, dlo, dhi = _merge_rows(D, np.full(N * N, -np.inf), full.c.copy())
+    gain = F.T @ np.concatenate([full.b_ub, full.b_eq[:N]])
+    ylo = np.concatenate([np.zeros(r0), np.full(N0, -np.inf)])
+    dual = _solve(D, -gain, ylo, np.full(r0 + N0, np.inf), dlo, dhi, time_limit)
+    if dual is None:
+        return {"certified": False, "reason": f"W={W}: restricted dual not solved"}
+    y = F @ dual[0]
+    u, v = y[: full.b_ub.size], np.concatenate([y[full.b_ub.size:], np.zeros(n_eq - N)])
+    # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
+    r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
+    v[:N] -= np.maximum(0.0, -r.reshape(N, N).min(axis=0)) * (1 + 1e-12)
+    P, _ = certify((E @ primal[0]).reshape(N, N), alpha)
+    result = check_optimality(full, P.ravel(), u, v)
+    result.update({"template_n": n0, "width": W, "primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])})
+    result["matrix"], result["u"], result["v"] = P, u, v
+    return result
+
+
+def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, ...] = WIDTHS,
+                   time_limit: float = 120.0) -> tuple[np.ndarray | None, dict]:
+    """``(P, info)``: a proven-optimal L0 design, or ``(None, info)`` with ``info["reason"]``.
+
+    ``P`` is certified alpha-DP on its floats; ``info["optimality"]`` is the certificate of
+    :func:`countdp.optimality.check_optimality` on the full model with the expanded dual.
+    """
+    from countdp.optimality import design_lp_model
+
+    props = parse_properties(properties)
+    start = time.perf_counter()
+    tried = []
+    full = None
+    for W in widths:
+        if 3 * W + 4 > n:
+            break
+        if full is None:
+            full = design_lp_model(n, alpha, props)
+        result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)))
+        P = result.pop("matrix", None)
+        result.pop("u", None), result.pop("v", None)
+        tried.append({"width": W, "gap": result.get("gap"), "certified": result["certified"]})
+        if result["certified"]:
+            return P, {"used": True, "width": W, "template_n": 3 * W + 4, "tried": tried,
+                       "seconds": time.perf_counter() - start, "optimality": result}
+        if time.perf_counter() - start > time_limit:
+            break
+    reason = "no template width closed the certificate" if tried else f"n={n} below the smallest template"
+    return None, {"used": False, "reason": reason, "tried": tried, "seconds": time.perf_counter() - start}
