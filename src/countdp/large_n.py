@@ -39,11 +39,11 @@ import scipy.sparse as sp
 
 from countdp.constraints import parse_properties
 
-WIDTHS = (8, 16, 32, 64)
+WIDTHS = (16, 32, 64)
 """Template widths ``W`` tried in turn (template size ``3 W + 4``)."""
 
-HARD = ({"CM"}, {"CH"})
-"""Property sets with one of these (and no F) have no closed form; the large-n path is for them."""
+MIN_N = 128
+"""The hook in :func:`countdp.fast_design.fast_design` tries this path from this ``n``."""
 
 
 def applies(n: int, properties: tuple[str, ...], objective, weights, aggregate: str) -> bool:
@@ -134,8 +134,37 @@ def _merge_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray):
         raise ValueError("restricted LP has an infeasible empty row")
     keep = np.flatnonzero(~empty)
     A, lo, hi = A[keep], lo[keep], hi[keep]
-    keep = _dedup_rows(A, lo, hi)
+    keep = _first_of_each(A, lo, hi)
     return A[keep], lo[keep], hi[keep]
+
+
+def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``: rows are
+    grouped by a 64-bit hash of their exact bits, then every row is compared with its group's
+    first row (a collision falls back to :func:`countdp.fast_design._dedup_rows`)."""
+    from countdp.fast_design import _dedup_rows
+
+    A.sort_indices()
+    nnz = np.diff(A.indptr)
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    h = np.zeros(A.shape[0], np.uint64)
+    row = np.repeat(np.arange(A.shape[0]), nnz)
+    with np.errstate(over="ignore"):
+        term = (A.indices.astype(np.uint64) + np.uint64(1)) * mix ^ A.data.view(np.uint64)
+        term = term * (np.arange(A.nnz, dtype=np.uint64) - A.indptr[row].astype(np.uint64) + np.uint64(3))
+        np.add.at(h, row, term * mix)
+        h = h ^ (lo.view(np.uint64) * np.uint64(31)) ^ (hi.view(np.uint64) * np.uint64(17)) ^ nnz.astype(np.uint64)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    rep = first[inverse]
+    same = (nnz == nnz[rep]) & (lo == lo[rep]) & (hi == hi[rep])
+    start, rstart = A.indptr[row], A.indptr[rep[row]]
+    other = np.minimum(rstart + np.arange(A.nnz) - start, max(A.nnz - 1, 0))
+    same_entry = (A.indices == A.indices[other]) & (A.data == A.data[other])
+    ok = same.copy()
+    np.logical_and.at(ok, row, same_entry)
+    if not ok.all():
+        return _dedup_rows(A, lo, hi)  # pragma: no cover - a 64-bit hash collision
+    return np.sort(first)
 
 
 def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
@@ -167,6 +196,22 @@ def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[
     return found[0], found[1]
 
 
+def _solve_primal(A, cost, lo, hi) -> np.ndarray | None:
+    """Clarabel (interior point, tolerance 1e-12) on the restricted primal.  Column sums carry
+    coefficients down to ``alpha^n``, which HiGHS drops (``small_matrix_value`` >= 1e-12), and
+    that makes the model look infeasible; Clarabel keeps them.  The point need not be a vertex:
+    the certificate checks it."""
+    from countdp.fast_design import _solve_clarabel
+
+    k = A.shape[1]
+    lp = SimpleNamespace(A=A, cost=cost, row_lower=lo, row_upper=hi, col_lower=np.zeros(k),
+                         col_upper=np.full(k, np.inf))
+    try:
+        return np.maximum(_solve_clarabel(lp).y, 0.0)
+    except RuntimeError:
+        return None
+
+
 def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float) -> dict:
     """One template width: both restricted LPs, expansion, certificate (module docstring)."""
     from countdp.certify import certify
@@ -187,7 +232,7 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
     scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # exact merging of scaled copies
     A, lo, hi = _merge_rows(sp.diags(scale) @ A, lo * scale, hi * scale)
     cost = E.T @ full.c
-    primal = _solve(A, cost, np.zeros(N0 * N0), np.full(N0 * N0, np.inf), lo, hi, time_limit)
+    primal = _solve_primal(A, cost, lo, hi)
     if primal is None:
         return {"certified": False, "reason": f"W={W}: restricted primal not solved"}
     # Restricted dual: max b^T F y0 s.t. (A^T F y0)_p <= c_p for every entry p, y0_ub >= 0.
@@ -210,7 +255,7 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
     # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
     r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
     v[:N] -= np.maximum(0.0, -r.reshape(N, N).min(axis=0)) * (1 + 1e-12)
-    P, _ = certify((E @ primal[0]).reshape(N, N), alpha)
+    P, _ = certify((E @ primal).reshape(N, N), alpha)
     result = check_optimality(full, P.ravel(), u, v)
     result.update({"template_n": n0, "width": W, "primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])})
     result["matrix"], result["u"], result["v"] = P, u, v
