@@ -13,14 +13,14 @@ distance (``e`` first, then ``a``, then ``b``) sends ``(i, j)`` to an entry ``(i
 template of size ``n0 + 1`` (``n0 = 3 W + 4``) with the same clipped distances, the same side of
 the diagonal, and ``e - e0`` extra diagonal steps (:func:`feature_map`).
 
-**Two small LPs.**  The primal is restricted to ``x = E x0`` with ``x[i, j] = alpha^(e - e0)
-x0[i0, j0]`` (``E`` is a weighted copy map); the dual to ``u = F y0``, every constraint row of
+**Two small LPs.**  The primal is restricted to ``x = E z`` with ``x[i, j] = alpha^e z[i0, j0]``
+(``E`` is a weighted copy map; ``z`` is the template entry over its natural size ``alpha^e0``); the dual to ``u = F y0``, every constraint row of
 the big model taking the multiplier of the template row that its first entry maps to (level
 ``W + 1``; S-multipliers 0).  Both restrictions are exact LPs of template size (rows of the
 big model that become identical are merged); each gives a feasible point of the big primal,
 resp. dual, so their optimal values bracket the big optimum.
 
-**Correctness does not rest on the structure.**  The expanded primal ``E x0`` (after the float
+**Correctness does not rest on the structure.**  The expanded primal ``E z`` (after the float
 DP certificate of :func:`countdp.certify.certify`) and the expanded dual ``F y0`` are checked by
 the independent weak-duality routine :func:`countdp.optimality.check_optimality` on the full
 model; only a closed gap (``<= 1e-9`` relative) is reported as optimal.  If the structure does
@@ -106,9 +106,9 @@ def _row_map(n: int, n0: int, W: int, props: tuple[str, ...]) -> np.ndarray:
 
 
 def _cancel(A: sp.csr_matrix, col: np.ndarray, weight: np.ndarray, ncol: int) -> sp.csr_matrix:
-    """``A @ E`` (``E`` maps entry ``k`` to ``weight[k] * x0[col[k]]``) with the coefficients
+    """``A @ E`` (``E`` maps entry ``k`` to ``weight[k] * z[col[k]]``) with the coefficients
     that cancel in exact arithmetic (``alpha^(k+1)`` against ``alpha * alpha^k``) set to zero: a
-    rounding residue would otherwise become a spurious row ``-tiny * x0 >= 0`` once rows are
+    rounding residue would otherwise become a spurious row ``-tiny * z >= 0`` once rows are
     normalised."""
     A = A.tocoo()
     key = A.row.astype(np.int64) * ncol + col[A.col]
@@ -220,12 +220,13 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
     N, n0 = n + 1, 3 * W + 4
     N0 = n0 + 1
     ii, jj = np.indices((N, N))
-    i0, j0, extra = feature_map(ii.ravel(), jj.ravel(), n, n0, W)
+    i0, j0, _ = feature_map(ii.ravel(), jj.ravel(), n, n0, W)
     col = i0 * N0 + j0
-    power = alpha ** np.arange(int(extra.min()), int(extra.max()) + 1, dtype=float)
-    weight = power[extra - extra.min()]
+    # x[i, j] = alpha^|i-j| z[i0, j0]: z is x0 over its natural size alpha^e0 (all z ~ 1, so the
+    # interior point's tolerance is relative for every entry).
+    weight = (alpha ** np.arange(N, dtype=float))[np.abs(ii - jj).ravel()]
     E = sp.csr_matrix((weight, (np.arange(N * N), col)), shape=(N * N, N0 * N0))
-    # Restricted primal: min c^T E x0 s.t. A E x0 >= b (merged), x0 >= 0.
+    # Restricted primal: min c^T E z s.t. A E z >= b (merged), z >= 0.
     inf = np.full(full.b_ub.size, np.inf)
     A = _cancel(sp.vstack([full.A_ub, full.A_eq], format="csr"), col, weight, N0 * N0)
     lo, hi = np.concatenate([full.b_ub, full.b_eq]), np.concatenate([inf, full.b_eq])
