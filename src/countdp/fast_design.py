@@ -599,11 +599,12 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     large = None
     from countdp import large_n  # large n, L0: a small template LP, proven on the full model
 
-    if use_closed_forms and n >= large_n.MIN_N and large_n.applies(n, props, objective, weights, aggregate):
+    if (method == "auto" and use_closed_forms and n >= large_n.MIN_N
+            and large_n.applies(n, props, objective, weights, aggregate)):
         P, large = large_n.large_n_design(n, alpha, props)
         if P is not None:
-            return FastResult(P, "HIGHS", "large-n template (Clarabel primal, HiGHS dual)", "optimal", time.perf_counter() - start, 0.0,
-                              large["optimality"]["primal_objective"],
+            return FastResult(P, "HIGHS", "large-n template (Clarabel primal, HiGHS dual)", "optimal",
+                              time.perf_counter() - start, 0.0, large["optimality"]["primal_objective"],
                               {"backend": "highs", "reductions": ["large-n template"],
                                "optimality": large.pop("optimality"), "large_n": large})
     lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate, fold_symmetry, drop_implied)

@@ -14,9 +14,10 @@ template of size ``n0 + 1`` (``n0 = 3 W + 4``) with the same clipped distances, 
 the diagonal, and ``e - e0`` extra diagonal steps (:func:`feature_map`).
 
 **Two small LPs.**  The primal is restricted to ``x = E z`` with ``x[i, j] = alpha^e z[i0, j0]``
-(``E`` is a weighted copy map; ``z`` is the template entry over its natural size ``alpha^e0``); the dual to ``u = F y0``, every constraint row of
-the big model taking the multiplier of the template row that its first entry maps to (level
-``W + 1``; S-multipliers 0).  Both restrictions are exact LPs of template size (rows of the
+(``E`` is a weighted copy map; ``z`` is the template entry over its natural size ``alpha^e0``);
+the dual to ``u = F y0``, every constraint row of the big model taking the multiplier of the
+template row that its first entry maps to (level ``W + 1``; S-multipliers 0: by Theorem 1 the
+LP without S has the same optimum).  Both restrictions are exact LPs of template size (rows of the
 big model that become identical are merged); each gives a feasible point of the big primal,
 resp. dual, so their optimal values bracket the big optimum.
 
@@ -93,7 +94,7 @@ def _row_map(n: int, n0: int, W: int, props: tuple[str, ...]) -> np.ndarray:
     """For every inequality row of the size-``n`` model, the template row it copies."""
     N0 = n0 + 1
     out, offset = [], 0
-    for (pi, pj), (qi, qj) in zip(_row_entries(n, props), _row_entries(n0, props)):
+    for (pi, pj), (qi, qj) in zip(_row_entries(n, props), _row_entries(n0, props), strict=True):
         table = np.full((N0, N0), -1)
         table[qi, qj] = offset + np.arange(qi.size)
         i0, j0, _ = feature_map(pi, pj, n, n0, W + 1)
@@ -124,7 +125,6 @@ def _cancel(A: sp.csr_matrix, col: np.ndarray, weight: np.ndarray, ncol: int) ->
 
 def _merge_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray):
     """``A``, ``lo``, ``hi`` without exact duplicate rows and without empty rows (checked)."""
-    from countdp.fast_design import _dedup_rows
 
     A = A.tocsr()
     A.sum_duplicates()
@@ -240,7 +240,8 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
     rows_ub = _row_map(n, n0, W, props)
     r0 = int(rows_ub.max()) + 1
     cols_eq, _, _ = feature_map(np.arange(N), np.arange(N), n, n0, W + 1)  # column sum j copies j0
-    F = sp.block_diag([sp.csr_matrix((np.ones(rows_ub.size), (np.arange(rows_ub.size), rows_ub)), shape=(rows_ub.size, r0)),
+    m = rows_ub.size
+    F = sp.block_diag([sp.csr_matrix((np.ones(m), (np.arange(m), rows_ub)), shape=(m, r0)),
                        sp.csr_matrix((np.ones(N), (np.arange(N), cols_eq)), shape=(N, N0))], format="csr")
     n_eq = full.b_eq.size
     A_rows = sp.vstack([full.A_ub, full.A_eq[:N]], format="csr")
