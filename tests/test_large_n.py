@@ -6,7 +6,7 @@ import pytest
 
 from countdp import fast_design as fd
 from countdp import large_n
-from countdp.certify import is_alpha_dp
+from countdp.certify import certify, is_alpha_dp
 from countdp.design import design_named
 from countdp.optimality import check_optimality, design_lp_model
 
@@ -31,10 +31,12 @@ def test_wm_agrees_with_general_lp(alpha):
 def test_figure8_sets_agree_with_general_lp(extra):
     n, alpha = 64, 0.91
     props = ("WH", *extra)
-    P, info = large_n.large_n_design(n, alpha, props)
-    if not ({"CM", "CH"} & set(props)):  # a closed form (GM) or the general path handles these
+    if not ({"CM", "CH"} & set(props)):  # GM (closed form, Theorem 3) handles these; no hook
         assert not large_n.applies(n, props, "L0", None, "sum")
-    assert P is not None, info  # every Figure 8 set closes at alpha = 0.91 (measured)
+        assert fd.closed_form(n, alpha, props, "L0", None, "sum") is not None
+        return
+    P, info = large_n.large_n_design(n, alpha, props)
+    assert P is not None, info  # every Figure 8 set with CM or CH closes at alpha = 0.91 (measured)
     assert info["optimality"]["certified"]
     assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, props)) <= 1e-8
 
@@ -50,7 +52,7 @@ def test_certificate_is_checked_independently_and_rejects_a_perturbed_dual():
     n, alpha, W = 64, 0.91, 16
     full = design_lp_model(n, alpha, WM)
     result = large_n._attempt(full, n, alpha, WM, W, 60.0)
-    P, u, v = result["matrix"], result["u"], result["v"]
+    P, u, v = certify(result["matrix"], alpha)[0], result["u"], result["v"]
     assert check_optimality(full, P.ravel(), u, v)["certified"]
     bumped = v.copy()
     bumped[: n + 1] += 1e-6  # column-sum multipliers too high: dual infeasible, bound drops

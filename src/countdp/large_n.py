@@ -212,55 +212,89 @@ def _solve_primal(A, cost, lo, hi) -> np.ndarray | None:
         return None
 
 
-def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float) -> dict:
-    """One template width: both restricted LPs, expansion, certificate (module docstring)."""
-    from countdp.certify import certify
-    from countdp.optimality import check_optimality
-
-    N, n0 = n + 1, 3 * W + 4
-    N0 = n0 + 1
-    ii, jj = np.indices((N, N))
+def _maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...]):
+    """``E`` (entries <- template entries, weights ``alpha^|i-j|``) and ``F`` (the full model's
+    inequality rows and column sums <- template rows), as sparse matrices."""
+    N, N0 = n + 1, n0 + 1
+    ii, jj = np.indices((N, N), dtype=np.int32)
     i0, j0, _ = feature_map(ii.ravel(), jj.ravel(), n, n0, W)
     col = i0 * N0 + j0
-    # x[i, j] = alpha^|i-j| z[i0, j0]: z is x0 over its natural size alpha^e0 (all z ~ 1, so the
-    # interior point's tolerance is relative for every entry).
     weight = (alpha ** np.arange(N, dtype=float))[np.abs(ii - jj).ravel()]
     E = sp.csr_matrix((weight, (np.arange(N * N), col)), shape=(N * N, N0 * N0))
-    # Restricted primal: min c^T E z s.t. A E z >= b (merged), z >= 0.
-    inf = np.full(full.b_ub.size, np.inf)
-    A = _cancel(sp.vstack([full.A_ub, full.A_eq], format="csr"), col, weight, N0 * N0)
-    lo, hi = np.concatenate([full.b_ub, full.b_eq]), np.concatenate([inf, full.b_eq])
-    scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # exact merging of scaled copies
-    A, lo, hi = _merge_rows(sp.diags(scale) @ A, lo * scale, hi * scale)
-    cost = E.T @ full.c
-    primal = _solve_primal(A, cost, lo, hi)
-    if primal is None:
-        return {"certified": False, "reason": f"W={W}: restricted primal not solved"}
-    # Restricted dual: max b^T F y0 s.t. (A^T F y0)_p <= c_p for every entry p, y0_ub >= 0.
     rows_ub = _row_map(n, n0, W, props)
     r0 = int(rows_ub.max()) + 1
     cols_eq, _, _ = feature_map(np.arange(N), np.arange(N), n, n0, W + 1)  # column sum j copies j0
     m = rows_ub.size
     F = sp.block_diag([sp.csr_matrix((np.ones(m), (np.arange(m), rows_ub)), shape=(m, r0)),
                        sp.csr_matrix((np.ones(N), (np.arange(N), cols_eq)), shape=(N, N0))], format="csr")
-    n_eq = full.b_eq.size
-    A_rows = sp.vstack([full.A_ub, full.A_eq[:N]], format="csr")
-    D = (A_rows.T @ F).tocsr()
-    D, dlo, dhi = _merge_rows(D, np.full(N * N, -np.inf), full.c.copy())
-    gain = F.T @ np.concatenate([full.b_ub, full.b_eq[:N]])
+    return E, F, col, weight, r0
+
+
+def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int, time_limit: float):
+    """``(z, y0, info)``: optimal template primal and dual of the two restricted LPs (docstring).
+
+    The local rows (DP, RM, CM, RH, CH, S: two entries each) and the restricted dual are built
+    at size ``m <= n``, where they are the same rows as at size ``n`` (every map is local); the
+    rows that are not local (column sums, WH's ``1/(n+1)``) and the cost are those of size ``n``
+    (``full``).  ``y0`` is in units of size ``m``'s costs ``1/m``."""
+    from countdp.optimality import design_lp_model
+
+    small = full if m == n else design_lp_model(m, alpha, props)
+    N, Nm, n0 = n + 1, m + 1, 3 * W + 4
+    N0 = n0 + 1
+    E, _, col, weight, _ = maps
+    _, F, col_m, weight_m, r0 = maps if m == n else _maps(m, n0, W, alpha, props)
+    # Restricted primal: min c^T E z s.t. A E z >= b (merged), z >= 0.
+    local = np.flatnonzero(np.diff(small.A_ub.indptr) >= 2)  # all but WH's one-entry rows
+    one = np.flatnonzero(np.diff(full.A_ub.indptr) == 1)
+    parts = [_cancel(small.A_ub[local], col_m, weight_m, N0 * N0), _cancel(full.A_ub[one], col, weight, N0 * N0),
+             _cancel(full.A_eq[:N], col, weight, N0 * N0)]
+    if small.A_eq.shape[0] > Nm:
+        parts.append(_cancel(small.A_eq[Nm:], col_m, weight_m, N0 * N0))
+    A = sp.vstack(parts, format="csr")
+    lo = np.concatenate([small.b_ub[local], full.b_ub[one], full.b_eq[:N], small.b_eq[Nm:]])
+    hi = np.concatenate([np.full(local.size + one.size, np.inf), full.b_eq[:N], small.b_eq[Nm:]])
+    scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # exact merging of scaled copies
+    A, lo, hi = _merge_rows(sp.diags(scale) @ A, lo * scale, hi * scale)
+    z = _solve_primal(A, E.T @ full.c, lo, hi)
+    if z is None:
+        return None, None, f"W={W}: restricted primal not solved"
+    # Restricted dual: max b^T F y0 s.t. (A^T F y0)_p <= c_p for every entry p, y0_ub >= 0.
+    A_rows = sp.vstack([small.A_ub, small.A_eq[:Nm]], format="csr")
+    D, dlo, dhi = _merge_rows((A_rows.T @ F).tocsr(), np.full(Nm * Nm, -np.inf), small.c.copy())
+    gain = F.T @ np.concatenate([small.b_ub, small.b_eq[:Nm]])
     ylo = np.concatenate([np.zeros(r0), np.full(N0, -np.inf)])
     dual = _solve(D, -gain, ylo, np.full(r0 + N0, np.inf), dlo, dhi, time_limit)
     if dual is None:
-        return {"certified": False, "reason": f"W={W}: restricted dual not solved"}
-    y = F @ dual[0]
+        return None, None, f"W={W}: restricted dual not solved"
+    return z, dual[0], {"primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])}
+
+
+def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float,
+             template_size: int | None = None) -> dict:
+    """One template width: the restricted LPs (at ``template_size``, default ``n``), then the
+    expansion to size ``n`` and the certificate on the full model (module docstring)."""
+    from countdp.certify import certify
+    from countdp.optimality import check_optimality
+
+    N, n0 = n + 1, 3 * W + 4
+    m = min(n, template_size or n)
+    maps = _maps(n, n0, W, alpha, props)
+    z, y0, info = _template(full, maps, n, alpha, props, W, m, time_limit)
+    if z is None:
+        return {"certified": False, "reason": info}
+    E, F = maps[0], maps[1]
+    y = F @ (y0 * (m / n))  # the objective's costs are 1/n: the same dual, rescaled
+    n_eq = full.b_eq.size
     u, v = y[: full.b_ub.size], np.concatenate([y[full.b_ub.size:], np.zeros(n_eq - N)])
     # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
     r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
     v[:N] -= np.maximum(0.0, -r.reshape(N, N).min(axis=0)) * (1 + 1e-12)
-    P, _ = certify((E @ primal).reshape(N, N), alpha)
+    raw = (E @ z).reshape(N, N)
+    P, repair = certify(raw, alpha)  # deterministic: the caller's certify gives this same P
     result = check_optimality(full, P.ravel(), u, v)
-    result.update({"template_n": n0, "width": W, "primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])})
-    result["matrix"], result["u"], result["v"] = P, u, v
+    result.update({"repair_lambda": repair.repair_lambda, "template_n": n0, "width": W, "solved_at_n": m, **info})
+    result["matrix"], result["u"], result["v"] = raw, u, v
     return result
 
 
@@ -268,8 +302,10 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
                    time_limit: float = 120.0) -> tuple[np.ndarray | None, dict]:
     """``(P, info)``: a proven-optimal L0 design, or ``(None, info)`` with ``info["reason"]``.
 
-    ``P`` is certified alpha-DP on its floats; ``info["optimality"]`` is the certificate of
-    :func:`countdp.optimality.check_optimality` on the full model with the expanded dual.
+    ``P`` is the expanded template solution before :func:`countdp.certify.certify` (as
+    :func:`countdp.fast_design.fast_design` returns matrices); ``info["optimality"]`` is the
+    certificate of :func:`countdp.optimality.check_optimality` on the full model, with the
+    expanded dual, for ``certify(P)`` (deterministic, so for the matrix the caller releases).
     """
     from countdp.optimality import design_lp_model
 
@@ -282,7 +318,8 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
             break
         if full is None:
             full = design_lp_model(n, alpha, props)
-        result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)))
+        result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)),
+                          template_size=2 * (3 * W + 4))
         P = result.pop("matrix", None)
         result.pop("u", None), result.pop("v", None)
         tried.append({"width": W, "gap": result.get("gap"), "certified": result["certified"]})
