@@ -603,7 +603,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
             and large_n.applies(n, props, objective, weights, aggregate)):
         P, large = large_n.large_n_design(n, alpha, props)
         if P is not None:
-            return FastResult(P, "HIGHS", "large-n template (Clarabel primal, HiGHS dual)", "optimal",
+            return FastResult(P, "CLARABEL", "large-n template", "optimal",
                               time.perf_counter() - start, 0.0, large["optimality"]["primal_objective"],
                               {"backend": "highs", "reductions": ["large-n template"],
                                "optimality": large.pop("optimality"), "large_n": large})

@@ -43,6 +43,9 @@ from countdp.constraints import parse_properties
 WIDTHS = (16, 32, 64)
 """Template widths ``W`` tried in turn (template size ``3 W + 4``)."""
 
+DUAL_SIMPLEX_SECONDS = 5.0
+"""Time given to HiGHS's simplex on the restricted dual before Clarabel is used instead."""
+
 MIN_N = 128
 """The hook in :func:`countdp.fast_design.fast_design` tries this path from this ``n``."""
 
@@ -196,20 +199,34 @@ def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[
     return found[0], found[1]
 
 
-def _solve_primal(A, cost, lo, hi) -> np.ndarray | None:
-    """Clarabel (interior point, tolerance 1e-12) on the restricted primal.  Column sums carry
-    coefficients down to ``alpha^n``, which HiGHS drops (``small_matrix_value`` >= 1e-12), and
-    that makes the model look infeasible; Clarabel keeps them.  The point need not be a vertex:
-    the certificate checks it."""
-    from countdp.fast_design import _solve_clarabel
+def _solve_ipm(A, cost, col_lo, col_hi, lo, hi) -> np.ndarray | None:
+    """Clarabel (interior point, tolerances 1e-12, iterative refinement on) on a restricted LP:
+    the point clipped to its bounds, or ``None``.  For the primal: column sums carry
+    coefficients down to ``alpha^n``, which HiGHS drops (``small_matrix_value`` >= 1e-12),
+    making the model look infeasible; Clarabel keeps them.  For the dual it is the fallback
+    when HiGHS's simplex is slow (measured 10-20x slower on wide templates).  Neither point
+    needs to be a vertex: the certificate checks both."""
+    import clarabel
 
+    from countdp.fast_design import CLARABEL_DIRECT_METHOD, CLARABEL_TOL
+
+    eq = np.isfinite(hi) & (hi == lo)
+    has_lo, has_hi = np.isfinite(lo) & ~eq, np.isfinite(hi) & ~eq
+    eye = sp.identity(A.shape[1], format="csr")
+    fin_lo, fin_hi = np.isfinite(col_lo), np.isfinite(col_hi)
+    M = sp.vstack([A[eq], -A[has_lo], A[has_hi], -eye[fin_lo], eye[fin_hi]], format="csc")
+    rhs = np.concatenate([lo[eq], -lo[has_lo], hi[has_hi], -col_lo[fin_lo], col_hi[fin_hi]])
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL
+    settings.direct_solve_method = CLARABEL_DIRECT_METHOD
+    cones = [clarabel.ZeroConeT(int(eq.sum())), clarabel.NonnegativeConeT(M.shape[0] - int(eq.sum()))]
     k = A.shape[1]
-    lp = SimpleNamespace(A=A, cost=cost, row_lower=lo, row_upper=hi, col_lower=np.zeros(k),
-                         col_upper=np.full(k, np.inf))
-    try:
-        return np.maximum(_solve_clarabel(lp).y, 0.0)
-    except RuntimeError:
+    solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), np.asarray(cost, float), M, rhs, cones,
+                                      settings).solve()
+    if not str(solution.status).endswith("Solved"):
         return None
+    return np.clip(np.asarray(solution.x, float), col_lo, col_hi)
 
 
 def _maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...]):
@@ -256,7 +273,8 @@ def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, 
     hi = np.concatenate([np.full(local.size + one.size, np.inf), full.b_eq[:N], small.b_eq[Nm:]])
     scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # exact merging of scaled copies
     A, lo, hi = _merge_rows(sp.diags(scale) @ A, lo * scale, hi * scale)
-    z = _solve_primal(A, E.T @ full.c, lo, hi)
+    k = A.shape[1]
+    z = _solve_ipm(A, E.T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi)
     if z is None:
         return None, None, f"W={W}: restricted primal not solved"
     # Restricted dual: max b^T F y0 s.t. (A^T F y0)_p <= c_p for every entry p, y0_ub >= 0.
@@ -264,10 +282,18 @@ def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, 
     D, dlo, dhi = _merge_rows((A_rows.T @ F).tocsr(), np.full(Nm * Nm, -np.inf), small.c.copy())
     gain = F.T @ np.concatenate([small.b_ub, small.b_eq[:Nm]])
     ylo = np.concatenate([np.zeros(r0), np.full(N0, -np.inf)])
-    dual = _solve(D, -gain, ylo, np.full(r0 + N0, np.inf), dlo, dhi, time_limit)
+    # HiGHS's vertex and exact duals (polished) close the gap best; its simplex can be slow on
+    # wide templates, so past DUAL_SIMPLEX_SECONDS the interior point answers instead.
+    yhi = np.full(r0 + N0, np.inf)
+    dual = _solve(D, -gain, ylo, yhi, dlo, dhi, min(time_limit, DUAL_SIMPLEX_SECONDS))
+    if dual is None:  # in units where the costs are 1 (Clarabel's tolerances act relative to them)
+        dual = _solve_ipm(D, -gain, ylo, yhi, dlo * m, dhi * m)
+        dual = None if dual is None else dual / m
+    else:
+        dual = dual[0]
     if dual is None:
         return None, None, f"W={W}: restricted dual not solved"
-    return z, dual[0], {"primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])}
+    return z, dual, {"primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])}
 
 
 def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float,
