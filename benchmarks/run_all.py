@@ -1,4 +1,4 @@
-"""Run the design and sampling benchmarks one after the other (the pipeline one is separate).
+"""Run the design, sampling and large-n benchmarks one after the other (the pipeline one is separate).
 
     .venv/bin/python benchmarks/run_all.py [--quick]
 """
@@ -20,7 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     design = ["--ns", "16,32,64,128", "--timeout", "60"] if args.quick else []
     sampling = ["--samples", "500000"] if args.quick else []
     codes = [subprocess.call([sys.executable, str(HERE / "bench_design.py"), *design]),
-             subprocess.call([sys.executable, str(HERE / "bench_sampling.py"), *sampling])]
+             subprocess.call([sys.executable, str(HERE / "bench_sampling.py"), *sampling]),
+             subprocess.call([sys.executable, str(HERE / "bench_large_n.py"),
+                              *(["--ns", "64,128,256", "--alphas", "0.91"] if args.quick else [])])]
     return max(codes)
 
 

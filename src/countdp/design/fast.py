@@ -596,6 +596,17 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
             return FastResult(P, "closed-form", name, "optimal", time.perf_counter() - start, 0.0, value,
                               {"backend": "highs", "reductions": [f"closed-form:{name} ({theorem})"],
                                "optimality": optimality})
+    large = None
+    from countdp import large_n  # large n, L0: a small template LP, proven on the full model
+
+    if (method == "auto" and use_closed_forms and n >= large_n.MIN_N
+            and large_n.applies(n, props, objective, weights, aggregate)):
+        P, large = large_n.large_n_design(n, alpha, props)
+        if P is not None:
+            return FastResult(P, "CLARABEL", "large-n template", "optimal",
+                              time.perf_counter() - start, 0.0, large["optimality"]["primal_objective"],
+                              {"backend": "highs", "reductions": ["large-n template"],
+                               "optimality": large.pop("optimality"), "large_n": large})
     lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate, fold_symmetry, drop_implied)
     build = time.perf_counter() - start
     chosen = choose_method(lp) if method == "auto" else method
@@ -611,6 +622,8 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         extra["kkt_solver"] = CLARABEL_DIRECT_METHOD
     solver, label = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"),
                      "clarabel": ("CLARABEL", "ipm")}[used]
+    if large is not None:
+        extra["large_n"] = large
     status = "optimal" if optimality["certified"] else "not proven optimal"
     return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
 

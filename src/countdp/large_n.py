@@ -1,0 +1,358 @@
+"""Large-n L0 designs by aggregation onto a small template, with a certificate of optimality.
+
+Conventions as everywhere: ``P[i, j] = Pr[output i | input j]``, ``N = n + 1``, ``x = P.ravel()``,
+``alpha = e^-eps``; the LP is :func:`countdp.optimality.design_lp_model` for objective L0,
+uniform weights and ``aggregate="sum"``.
+
+**Structure used.**  Far from the two corners an optimal design looks like GM: along the
+diagonal it is translation invariant, and away from the diagonal it decays by ``alpha`` per
+step.  An entry ``(i, j)`` is described by three distances: ``a = min(i, j)`` (to the top-left
+corner), ``b = n - max(i, j)`` (to the bottom-right one) and ``e = |i - j|`` (to the diagonal),
+``a + e + b = n``.  Clipping each at a width ``W`` and giving the remainder to one unclipped
+distance (``e`` first, then ``a``, then ``b``) sends ``(i, j)`` to an entry ``(i0, j0)`` of a
+template of size ``n0 + 1`` (``n0 = 3 W + 4``) with the same clipped distances, the same side of
+the diagonal, and ``e - e0`` extra diagonal steps (:func:`feature_map`).
+
+**Two small LPs.**  The primal is restricted to ``x = E z`` with ``x[i, j] = alpha^e z[i0, j0]``
+(``E`` is a weighted copy map; ``z`` is the template entry over its natural size ``alpha^e0``);
+the dual to ``u = F y0``, every constraint row of the big model taking the multiplier of the
+template row that its first entry maps to (level ``W + 1``; S-multipliers 0: by Theorem 1 the
+LP without S has the same optimum).  Both restrictions are exact LPs of template size (rows of the
+big model that become identical are merged); each gives a feasible point of the big primal,
+resp. dual, so their optimal values bracket the big optimum.
+
+**Correctness does not rest on the structure.**  The expanded primal ``E z`` (after the float
+DP certificate of :func:`countdp.certify.certify`) and the expanded dual ``F y0`` are checked by
+the independent weak-duality routine :func:`countdp.optimality.check_optimality` on the full
+model; only a closed gap (``<= 1e-9`` relative) is reported as optimal.  If the structure does
+not hold (corners wider than ``W``, ``alpha`` near 1, ``n`` too small), the gap stays open, the
+next ``W`` is tried, and in the end ``None`` is returned with the reason: the caller falls back
+to the general LP.
+"""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.sparse as sp
+
+from countdp.constraints import parse_properties
+
+WIDTHS = (16, 32, 64)
+"""Template widths ``W`` tried in turn (template size ``3 W + 4``)."""
+
+DUAL_SIMPLEX_SECONDS = 5.0
+"""Time given to HiGHS's simplex on the restricted dual before Clarabel is used instead."""
+
+MIN_N = 128
+"""The hook in :func:`countdp.fast_design.fast_design` tries this path from this ``n``."""
+
+
+def applies(n: int, properties: tuple[str, ...], objective, weights, aggregate: str) -> bool:
+    """True when the large-n path is meant for this LP: L0, uniform weights, sum, CM or CH, no F."""
+    from countdp.fast_design import _is_uniform
+    from countdp.metrics import parse_objective
+
+    obj = parse_objective(objective)
+    props = set(properties)
+    return (obj.name == "L0" and aggregate == "sum" and _is_uniform(weights, n) and "F" not in props
+            and bool(props & {"CM", "CH"}))
+
+
+def feature_map(i: np.ndarray, j: np.ndarray, n: int, n0: int, W: int) -> tuple[np.ndarray, ...]:
+    """Template entry ``(i0, j0)`` of entry ``(i, j)`` and the extra distance ``e - e0`` (docstring)."""
+    a, b, d = np.minimum(i, j), n - np.maximum(i, j), i - j
+    e = np.abs(d)
+    a1, b1, e1 = np.minimum(a, W), np.minimum(b, W), np.minimum(e, W)
+    e0 = np.where(e >= W, n0 - a1 - b1, e1)
+    a0 = np.where((e < W) & (a >= W), n0 - e1 - b1, a1)
+    b0 = n0 - a0 - e0
+    lo, hi = a0, n0 - b0
+    return np.where(d >= 0, hi, lo), np.where(d >= 0, lo, hi), e - e0
+
+
+def _row_entries(n: int, props: tuple[str, ...]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The first entry ``(i, j)`` of every inequality row of the full model, block by block."""
+    N = n + 1
+    i, j = np.divmod(np.arange(N * n), n)
+    blocks = [(i, j), (i, j)]  # DP forward, DP backward
+    ii, jj = np.indices((N, N))
+    for name in props:
+        if name in ("RM", "CM"):
+            first, second = (jj < ii, jj > ii) if name == "RM" else (ii > jj, ii < jj)
+            blocks.append((np.concatenate([ii[first], ii[second]]), np.concatenate([jj[first], jj[second]])))
+        elif name in ("RH", "CH"):
+            off = ii != jj
+            blocks.append((ii[off], jj[off]))
+        elif name == "WH":
+            blocks.append((np.arange(N), np.arange(N)))
+        elif name != "S":
+            raise ValueError(f"large-n path does not handle property {name}")
+    return blocks
+
+
+def _row_map(n: int, n0: int, W: int, props: tuple[str, ...]) -> np.ndarray:
+    """For every inequality row of the size-``n`` model, the template row it copies."""
+    N0 = n0 + 1
+    out, offset = [], 0
+    for (pi, pj), (qi, qj) in zip(_row_entries(n, props), _row_entries(n0, props), strict=True):
+        table = np.full((N0, N0), -1)
+        table[qi, qj] = offset + np.arange(qi.size)
+        i0, j0, _ = feature_map(pi, pj, n, n0, W + 1)
+        rows = table[i0, j0]
+        if np.any(rows < 0):
+            raise ValueError("template row missing")  # pragma: no cover - the map keeps the block
+        out.append(rows)
+        offset += qi.size
+    return np.concatenate(out)
+
+
+def _cancel(A: sp.csr_matrix, col: np.ndarray, weight: np.ndarray, ncol: int) -> sp.csr_matrix:
+    """``A @ E`` (``E`` maps entry ``k`` to ``weight[k] * z[col[k]]``) with the coefficients
+    that cancel in exact arithmetic (``alpha^(k+1)`` against ``alpha * alpha^k``) set to zero: a
+    rounding residue would otherwise become a spurious row ``-tiny * z >= 0`` once rows are
+    normalised."""
+    A = A.tocoo()
+    key = A.row.astype(np.int64) * ncol + col[A.col]
+    order = np.argsort(key, kind="stable")
+    key, terms = key[order], (A.data * weight[A.col])[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    value = np.add.reduceat(terms, first)
+    size = np.add.reduceat(np.abs(terms), first)
+    keep = np.abs(value) > 1e-12 * size
+    rows, cols = np.divmod(key[first][keep], ncol)
+    return sp.csr_matrix((value[keep], (rows, cols)), shape=(A.shape[0], ncol))
+
+
+def _merge_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray):
+    """``A``, ``lo``, ``hi`` without exact duplicate rows and without empty rows (checked)."""
+
+    A = A.tocsr()
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    empty = np.diff(A.indptr) == 0
+    if np.any(lo[empty] > 0) or np.any(hi[empty] < 0):
+        raise ValueError("restricted LP has an infeasible empty row")
+    keep = np.flatnonzero(~empty)
+    A, lo, hi = A[keep], lo[keep], hi[keep]
+    keep = _first_of_each(A, lo, hi)
+    return A[keep], lo[keep], hi[keep]
+
+
+def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``: rows are
+    grouped by a 64-bit hash of their exact bits, then every row is compared with its group's
+    first row (a collision falls back to :func:`countdp.fast_design._dedup_rows`)."""
+    from countdp.fast_design import _dedup_rows
+
+    A.sort_indices()
+    nnz = np.diff(A.indptr)
+    mix = np.uint64(0x9E3779B97F4A7C15)
+    h = np.zeros(A.shape[0], np.uint64)
+    row = np.repeat(np.arange(A.shape[0]), nnz)
+    with np.errstate(over="ignore"):
+        term = (A.indices.astype(np.uint64) + np.uint64(1)) * mix ^ A.data.view(np.uint64)
+        term = term * (np.arange(A.nnz, dtype=np.uint64) - A.indptr[row].astype(np.uint64) + np.uint64(3))
+        np.add.at(h, row, term * mix)
+        h = h ^ (lo.view(np.uint64) * np.uint64(31)) ^ (hi.view(np.uint64) * np.uint64(17)) ^ nnz.astype(np.uint64)
+    _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+    rep = first[inverse]
+    same = (nnz == nnz[rep]) & (lo == lo[rep]) & (hi == hi[rep])
+    start, rstart = A.indptr[row], A.indptr[rep[row]]
+    other = np.minimum(rstart + np.arange(A.nnz) - start, max(A.nnz - 1, 0))
+    same_entry = (A.indices == A.indices[other]) & (A.data == A.data[other])
+    ok = same.copy()
+    np.logical_and.at(ok, row, same_entry)
+    if not ok.all():
+        return _dedup_rows(A, lo, hi)  # pragma: no cover - a 64-bit hash collision
+    return np.sort(first)
+
+
+def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """HiGHS dual simplex, then the exact vertex and duals of its basis (:mod:`countdp.polish`)."""
+    import highspy
+
+    from countdp.fast_design import HIGHS_TOL, highs_lp
+    from countdp.polish import basis_vertex
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", HIGHS_TOL)
+    h.setOptionValue("dual_feasibility_tolerance", HIGHS_TOL)
+    h.setOptionValue("time_limit", float(time_limit))
+    h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    basis = h.getBasis()
+    basic, upper = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kUpper
+    cs, rs = list(basis.col_status), list(basis.row_status)
+    lp = SimpleNamespace(A=sp.csr_matrix(A), cost=np.asarray(cost, float), col_lower=col_lo, col_upper=col_hi,
+                         row_lower=row_lo, row_upper=row_hi)
+    found = basis_vertex(lp, np.array([c == basic for c in cs]), np.array([c == upper for c in cs]),
+                         np.array([r != basic for r in rs]), np.array([r == upper for r in rs]))
+    if found is None:
+        sol = h.getSolution()
+        return np.asarray(sol.col_value, float), np.asarray(sol.row_dual, float)
+    return found[0], found[1]
+
+
+def _solve_ipm(A, cost, col_lo, col_hi, lo, hi) -> np.ndarray | None:
+    """Clarabel (interior point, tolerances 1e-12, iterative refinement on) on a restricted LP:
+    the point clipped to its bounds, or ``None``.  For the primal: column sums carry
+    coefficients down to ``alpha^n``, which HiGHS drops (``small_matrix_value`` >= 1e-12),
+    making the model look infeasible; Clarabel keeps them.  For the dual it is the fallback
+    when HiGHS's simplex is slow (measured 10-20x slower on wide templates).  Neither point
+    needs to be a vertex: the certificate checks both."""
+    import clarabel
+
+    from countdp.fast_design import CLARABEL_DIRECT_METHOD, CLARABEL_TOL
+
+    eq = np.isfinite(hi) & (hi == lo)
+    has_lo, has_hi = np.isfinite(lo) & ~eq, np.isfinite(hi) & ~eq
+    eye = sp.identity(A.shape[1], format="csr")
+    fin_lo, fin_hi = np.isfinite(col_lo), np.isfinite(col_hi)
+    M = sp.vstack([A[eq], -A[has_lo], A[has_hi], -eye[fin_lo], eye[fin_hi]], format="csc")
+    rhs = np.concatenate([lo[eq], -lo[has_lo], hi[has_hi], -col_lo[fin_lo], col_hi[fin_hi]])
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL
+    settings.direct_solve_method = CLARABEL_DIRECT_METHOD
+    cones = [clarabel.ZeroConeT(int(eq.sum())), clarabel.NonnegativeConeT(M.shape[0] - int(eq.sum()))]
+    k = A.shape[1]
+    solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), np.asarray(cost, float), M, rhs, cones,
+                                      settings).solve()
+    if not str(solution.status).endswith("Solved"):
+        return None
+    return np.clip(np.asarray(solution.x, float), col_lo, col_hi)
+
+
+def _maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...]):
+    """``E`` (entries <- template entries, weights ``alpha^|i-j|``) and ``F`` (the full model's
+    inequality rows and column sums <- template rows), as sparse matrices."""
+    N, N0 = n + 1, n0 + 1
+    ii, jj = np.indices((N, N), dtype=np.int32)
+    i0, j0, _ = feature_map(ii.ravel(), jj.ravel(), n, n0, W)
+    col = i0 * N0 + j0
+    weight = (alpha ** np.arange(N, dtype=float))[np.abs(ii - jj).ravel()]
+    E = sp.csr_matrix((weight, (np.arange(N * N), col)), shape=(N * N, N0 * N0))
+    rows_ub = _row_map(n, n0, W, props)
+    r0 = int(rows_ub.max()) + 1
+    cols_eq, _, _ = feature_map(np.arange(N), np.arange(N), n, n0, W + 1)  # column sum j copies j0
+    m = rows_ub.size
+    F = sp.block_diag([sp.csr_matrix((np.ones(m), (np.arange(m), rows_ub)), shape=(m, r0)),
+                       sp.csr_matrix((np.ones(N), (np.arange(N), cols_eq)), shape=(N, N0))], format="csr")
+    return E, F, col, weight, r0
+
+
+def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int, time_limit: float):
+    """``(z, y0, info)``: optimal template primal and dual of the two restricted LPs (docstring).
+
+    The local rows (DP, RM, CM, RH, CH, S: two entries each) and the restricted dual are built
+    at size ``m <= n``, where they are the same rows as at size ``n`` (every map is local); the
+    rows that are not local (column sums, WH's ``1/(n+1)``) and the cost are those of size ``n``
+    (``full``).  ``y0`` is in units of size ``m``'s costs ``1/m``."""
+    from countdp.optimality import design_lp_model
+
+    small = full if m == n else design_lp_model(m, alpha, props)
+    N, Nm, n0 = n + 1, m + 1, 3 * W + 4
+    N0 = n0 + 1
+    E, _, col, weight, _ = maps
+    _, F, col_m, weight_m, r0 = maps if m == n else _maps(m, n0, W, alpha, props)
+    # Restricted primal: min c^T E z s.t. A E z >= b (merged), z >= 0.
+    local = np.flatnonzero(np.diff(small.A_ub.indptr) >= 2)  # all but WH's one-entry rows
+    one = np.flatnonzero(np.diff(full.A_ub.indptr) == 1)
+    parts = [_cancel(small.A_ub[local], col_m, weight_m, N0 * N0), _cancel(full.A_ub[one], col, weight, N0 * N0),
+             _cancel(full.A_eq[:N], col, weight, N0 * N0)]
+    if small.A_eq.shape[0] > Nm:
+        parts.append(_cancel(small.A_eq[Nm:], col_m, weight_m, N0 * N0))
+    A = sp.vstack(parts, format="csr")
+    lo = np.concatenate([small.b_ub[local], full.b_ub[one], full.b_eq[:N], small.b_eq[Nm:]])
+    hi = np.concatenate([np.full(local.size + one.size, np.inf), full.b_eq[:N], small.b_eq[Nm:]])
+    scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # exact merging of scaled copies
+    A, lo, hi = _merge_rows(sp.diags(scale) @ A, lo * scale, hi * scale)
+    k = A.shape[1]
+    z = _solve_ipm(A, E.T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi)
+    if z is None:
+        return None, None, f"W={W}: restricted primal not solved"
+    # Restricted dual: max b^T F y0 s.t. (A^T F y0)_p <= c_p for every entry p, y0_ub >= 0.
+    A_rows = sp.vstack([small.A_ub, small.A_eq[:Nm]], format="csr")
+    D, dlo, dhi = _merge_rows((A_rows.T @ F).tocsr(), np.full(Nm * Nm, -np.inf), small.c.copy())
+    gain = F.T @ np.concatenate([small.b_ub, small.b_eq[:Nm]])
+    ylo = np.concatenate([np.zeros(r0), np.full(N0, -np.inf)])
+    # HiGHS's vertex and exact duals (polished) close the gap best; its simplex can be slow on
+    # wide templates, so past DUAL_SIMPLEX_SECONDS the interior point answers instead.
+    yhi = np.full(r0 + N0, np.inf)
+    dual = _solve(D, -gain, ylo, yhi, dlo, dhi, min(time_limit, DUAL_SIMPLEX_SECONDS))
+    if dual is None:  # in units where the costs are 1 (Clarabel's tolerances act relative to them)
+        dual = _solve_ipm(D, -gain, ylo, yhi, dlo * m, dhi * m)
+        dual = None if dual is None else dual / m
+    else:
+        dual = dual[0]
+    if dual is None:
+        return None, None, f"W={W}: restricted dual not solved"
+    return z, dual, {"primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])}
+
+
+def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float,
+             template_size: int | None = None) -> dict:
+    """One template width: the restricted LPs (at ``template_size``, default ``n``), then the
+    expansion to size ``n`` and the certificate on the full model (module docstring)."""
+    from countdp.certify import certify
+    from countdp.optimality import check_optimality
+
+    N, n0 = n + 1, 3 * W + 4
+    m = min(n, template_size or n)
+    maps = _maps(n, n0, W, alpha, props)
+    z, y0, info = _template(full, maps, n, alpha, props, W, m, time_limit)
+    if z is None:
+        return {"certified": False, "reason": info}
+    E, F = maps[0], maps[1]
+    y = F @ (y0 * (m / n))  # the objective's costs are 1/n: the same dual, rescaled
+    n_eq = full.b_eq.size
+    u, v = y[: full.b_ub.size], np.concatenate([y[full.b_ub.size:], np.zeros(n_eq - N)])
+    # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
+    r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
+    v[:N] -= np.maximum(0.0, -r.reshape(N, N).min(axis=0)) * (1 + 1e-12)
+    raw = (E @ z).reshape(N, N)
+    P, repair = certify(raw, alpha)  # deterministic: the caller's certify gives this same P
+    result = check_optimality(full, P.ravel(), u, v)
+    result.update({"repair_lambda": repair.repair_lambda, "template_n": n0, "width": W, "solved_at_n": m, **info})
+    result["matrix"], result["u"], result["v"] = raw, u, v
+    return result
+
+
+def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, ...] = WIDTHS,
+                   time_limit: float = 120.0) -> tuple[np.ndarray | None, dict]:
+    """``(P, info)``: a proven-optimal L0 design, or ``(None, info)`` with ``info["reason"]``.
+
+    ``P`` is the expanded template solution before :func:`countdp.certify.certify` (as
+    :func:`countdp.fast_design.fast_design` returns matrices); ``info["optimality"]`` is the
+    certificate of :func:`countdp.optimality.check_optimality` on the full model, with the
+    expanded dual, for ``certify(P)`` (deterministic, so for the matrix the caller releases).
+    """
+    from countdp.optimality import design_lp_model
+
+    props = parse_properties(properties)
+    start = time.perf_counter()
+    tried = []
+    full = None
+    for W in widths:
+        if 3 * W + 4 > n:
+            break
+        if full is None:
+            full = design_lp_model(n, alpha, props)
+        result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)),
+                          template_size=2 * (3 * W + 4))
+        P = result.pop("matrix", None)
+        result.pop("u", None), result.pop("v", None)
+        tried.append({"width": W, "gap": result.get("gap"), "certified": result["certified"]})
+        if result["certified"]:
+            return P, {"used": True, "width": W, "template_n": 3 * W + 4, "tried": tried,
+                       "seconds": time.perf_counter() - start, "optimality": result}
+        if time.perf_counter() - start > time_limit or 2 * (3 * W + 4) >= n:
+            break  # a wider template would be most of the model: the general path is as good
+    reason = "no template width closed the certificate" if tried else f"n={n} below the smallest template"
+    return None, {"used": False, "reason": reason, "tried": tried, "seconds": time.perf_counter() - start}

@@ -1,0 +1,84 @@
+"""The large-n template path (countdp.large_n) against independent facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from countdp import fast_design as fd
+from countdp import large_n
+from countdp.certify import certify, is_alpha_dp
+from countdp.design import design_named
+from countdp.optimality import check_optimality, design_lp_model
+
+WH_SETS = [(), ("RH",), ("RM",), ("CH",), ("CM",), ("RH", "CH"), ("RH", "CM"), ("RM", "CH"), ("RM", "CM")]
+WM = ("RM", "CM", "WH", "S")
+
+
+def _general(n, alpha, props):
+    return fd.fast_design(n, alpha, props, use_closed_forms=False).extra["optimality"]["primal_objective"]
+
+
+@pytest.mark.parametrize("alpha", [0.62, 2 / 3, 0.76, 0.91, 10 / 11])
+def test_wm_agrees_with_general_lp(alpha):
+    n = 64
+    P, info = large_n.large_n_design(n, alpha, WM)
+    assert P is not None, info
+    assert info["optimality"]["certified"]
+    assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, WM)) <= 1e-8
+
+
+@pytest.mark.parametrize("extra", WH_SETS)
+def test_figure8_sets_agree_with_general_lp(extra):
+    n, alpha = 64, 0.91
+    props = ("WH", *extra)
+    if not ({"CM", "CH"} & set(props)):  # GM (closed form, Theorem 3) handles these; no hook
+        assert not large_n.applies(n, props, "L0", None, "sum")
+        assert fd.closed_form(n, alpha, props, "L0", None, "sum") is not None
+        return
+    P, info = large_n.large_n_design(n, alpha, props)
+    assert P is not None, info  # every Figure 8 set with CM or CH closes at alpha = 0.91 (measured)
+    assert info["optimality"]["certified"]
+    assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, props)) <= 1e-8
+
+
+def test_wm_n192_agrees_with_general_lp():
+    n, alpha = 192, 0.91  # template solved at 104 < n, expanded (n = 256: benchmarks/bench_large_n.py)
+    P, info = large_n.large_n_design(n, alpha, WM)
+    assert P is not None
+    assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, WM)) <= 1e-8
+
+
+def test_certificate_is_checked_independently_and_rejects_a_perturbed_dual():
+    n, alpha, W = 64, 0.91, 16
+    full = design_lp_model(n, alpha, WM)
+    result = large_n._attempt(full, n, alpha, WM, W, 60.0)
+    P, u, v = certify(result["matrix"], alpha)[0], result["u"], result["v"]
+    assert check_optimality(full, P.ravel(), u, v)["certified"]
+    bumped = v.copy()
+    bumped[: n + 1] += 1e-6  # column-sum multipliers too high: dual infeasible, bound drops
+    assert not check_optimality(full, P.ravel(), u, bumped)["certified"]
+    scaled = u * 0.999
+    assert not check_optimality(full, P.ravel(), scaled, v)["certified"]
+
+
+def test_falls_back_when_alpha_is_too_close_to_one():
+    n, alpha = 128, 0.99  # corners wider than every template width that fits in n
+    P, info = large_n.large_n_design(n, alpha, WM)
+    assert P is None and info["used"] is False and info["reason"]
+    result = fd.fast_design(n, alpha, WM)
+    assert result.extra["large_n"]["used"] is False
+    assert result.status == "optimal" and result.extra["optimality"]["certified"]
+
+
+def test_n_below_template_falls_back():
+    P, info = large_n.large_n_design(40, 0.91, WM)
+    assert P is None and "below" in info["reason"]
+
+
+def test_design_named_uses_it_and_is_exactly_dp():
+    d = design_named("WM", 160, 0.91)
+    assert d.extra["large_n"]["used"] is True
+    assert d.status == "optimal" and d.extra["optimality"]["certified"]
+    assert is_alpha_dp(d.matrix, 0.91)
+    assert d.released is not None  # integer weights, certified in exact arithmetic by round_to_release
+    assert abs(d.objective_value - d.extra["optimality"]["primal_objective"]) <= 1e-9
