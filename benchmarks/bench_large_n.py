@@ -25,8 +25,8 @@ def point(n: int, alpha: float, backend: str) -> dict:
     """One design in this process (the child)."""
     import resource
 
-    from countdp.certify import is_alpha_dp
-    from countdp.design import design_named
+    from countdp.design.designer import design_named
+    from countdp.privacy.certify import is_alpha_dp
 
     start = time.perf_counter()
     d = design_named("WM", n, alpha, backend=backend)

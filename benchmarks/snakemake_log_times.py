@@ -95,7 +95,7 @@ def wall_shares(jobs: dict[int, Job]) -> dict[int, float]:
     """Each job's share of the wall clock: every second split evenly among the jobs running in it."""
     events = sorted({t for job in jobs.values() for t in (job.start, job.end)})
     share = defaultdict(float)
-    for t0, t1 in zip(events, events[1:]):
+    for t0, t1 in zip(events, events[1:], strict=False):
         running = [j for j, job in jobs.items() if job.start <= t0 and job.end >= t1]
         for j in running:
             share[j] += (t1 - t0) / len(running)

@@ -29,7 +29,7 @@ from countdp.privacy.sampling import release, release_each
 def _by_definition(W: np.ndarray, counts: np.ndarray, draws: np.ndarray) -> np.ndarray:
     """Output for each (count, draw): the smallest i with draw < W[0, j] + ... + W[i, j] (Python ints)."""
     out = []
-    for j, u in zip(counts.tolist(), draws.tolist()):
+    for j, u in zip(counts.tolist(), draws.tolist(), strict=False):
         total, i = 0, 0
         while True:
             total += int(W[i, j])
@@ -46,7 +46,7 @@ def test_release_each_maps_every_arrays_own_draws_by_the_definition():
     rng = np.random.default_rng(5)
     counts = [rng.integers(0, 7, size=s) for s in (40, 0, 1, 257)] + [np.array([[0, 6], [3, 3]])]
     outs = release_each(mechanism, counts, [np.random.default_rng(100 + k) for k in range(len(counts))])
-    for k, (c, out) in enumerate(zip(counts, outs)):
+    for k, (c, out) in enumerate(zip(counts, outs, strict=False)):
         draws = np.random.default_rng(100 + k).bit_generator.random_raw(c.size) >> np.uint64(64 - K)
         assert out.shape == c.shape
         assert np.array_equal(out.ravel(), _by_definition(W, c.ravel(), draws.astype(np.int64)))
@@ -72,8 +72,8 @@ def test_empirical_errors_match_a_loop_over_releases(measure):
     loss = {"L0": lambda d: d != 0, "L0d:1": lambda d: abs(d) > 1, "L1": abs, "L2": lambda d: d * d,
             "RMSE": lambda d: d * d}[measure]
     got = empirical_errors(true, released, measure)
-    for value, t, r in zip(got, true, released):
-        total = Fraction(sum(int(loss(int(b) - int(a))) for a, b in zip(t, r)), t.size)
+    for value, t, r in zip(got, true, released, strict=False):
+        total = Fraction(sum(int(loss(int(b) - int(a))) for a, b in zip(t, r, strict=False)), t.size)
         want = math.sqrt(total) if measure == "RMSE" else float(total)
         assert value == pytest.approx(want, rel=1e-15, abs=0)
 
@@ -94,7 +94,7 @@ def test_expected_errors_match_the_double_sum(measure):
     rng = np.random.default_rng(2)
     qs = [q / q.sum() for q in rng.random((4, n + 1))]
     loss = {"L0": lambda d: d != 0, "L0d:2": lambda d: abs(d) > 2, "L1": abs, "RMSE": lambda d: d * d}[measure]
-    for value, q in zip(expected_errors(P, qs, measure), qs):
+    for value, q in zip(expected_errors(P, qs, measure), qs, strict=False):
         total = sum(q[j] * loss(i - j) * P[i, j] for i in range(n + 1) for j in range(n + 1))
         assert value == pytest.approx(math.sqrt(total) if measure == "RMSE" else total, rel=1e-12)
     # UM's L0 is n/(n+1) whatever the data

@@ -1,14 +1,14 @@
-"""The large-n template path (countdp.large_n) against independent facts."""
+"""The large-n template path (countdp.design.large_n) against independent facts."""
 
 from __future__ import annotations
 
 import pytest
 
-from countdp import fast_design as fd
-from countdp import large_n
-from countdp.certify import certify, is_alpha_dp
-from countdp.design import design_named
-from countdp.optimality import check_optimality, design_lp_model
+from countdp.design import fast as fd
+from countdp.design import large_n
+from countdp.design.designer import design_named
+from countdp.design.optimality import check_optimality, design_lp_model
+from countdp.privacy.certify import certify, is_alpha_dp
 
 WH_SETS = [(), ("RH",), ("RM",), ("CH",), ("CM",), ("RH", "CH"), ("RH", "CM"), ("RM", "CH"), ("RM", "CM")]
 WM = ("RM", "CM", "WH", "S")

@@ -597,7 +597,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
                               {"backend": "highs", "reductions": [f"closed-form:{name} ({theorem})"],
                                "optimality": optimality})
     large = None
-    from countdp import large_n  # large n, L0: a small template LP, proven on the full model
+    from countdp.design import large_n  # large n, L0: a small template LP, proven on the full model
 
     if (method == "auto" and use_closed_forms and n >= large_n.MIN_N
             and large_n.applies(n, props, objective, weights, aggregate)):

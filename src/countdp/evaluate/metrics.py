@@ -119,11 +119,12 @@ def empirical_error(true_counts: np.ndarray, released: np.ndarray, measure: str 
     return float(empirical_errors([true_counts], [released], measure)[0])
 
 
-def empirical_errors(true_counts: Sequence[np.ndarray], released: Sequence[np.ndarray], measure: str = "L0") -> np.ndarray:
+def empirical_errors(true_counts: Sequence[np.ndarray], released: Sequence[np.ndarray],
+                     measure: str = "L0") -> np.ndarray:
     """:func:`empirical_error` of each pair ``(true_counts[k], released[k])``, the loss computed once for all."""
     if len(true_counts) != len(released):
         raise ValueError(f"{len(true_counts)} arrays of true counts for {len(released)} of released counts")
-    pairs = [(np.asarray(t), np.asarray(r)) for t, r in zip(true_counts, released)]
+    pairs = [(np.asarray(t), np.asarray(r)) for t, r in zip(true_counts, released, strict=False)]
     for t, r in pairs:
         for name, arr in (("true", t), ("released", r)):
             if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):

@@ -143,11 +143,11 @@ def release_each(mechanism: object, true_counts: Sequence[object], rngs: Sequenc
     arrays = [np.asarray(c) for c in true_counts]
     columns = [_checked_columns(c, released.n + 1) for c in arrays]
     draws = [uniform_draws(SystemRandomSource() if rng is None else rng, c.size, released.K)
-             for c, rng in zip(columns, rngs)]
+             for c, rng in zip(columns, rngs, strict=False)]
     out = outputs_for_draws(released.cumulative, released.K, np.concatenate(columns), np.concatenate(draws),
                             released.guide)
     ends = np.cumsum([c.size for c in columns])[:-1]
-    return [part.reshape(c.shape) for part, c in zip(np.split(out, ends), arrays)]
+    return [part.reshape(c.shape) for part, c in zip(np.split(out, ends), arrays, strict=False)]
 
 
 __all__ = ["SystemRandomSource", "guide_table", "outputs_for_draws", "release", "release_each", "uniform_draws"]

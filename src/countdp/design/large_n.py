@@ -1,7 +1,7 @@
 """Large-n L0 designs by aggregation onto a small template, with a certificate of optimality.
 
 Conventions as everywhere: ``P[i, j] = Pr[output i | input j]``, ``N = n + 1``, ``x = P.ravel()``,
-``alpha = e^-eps``; the LP is :func:`countdp.optimality.design_lp_model` for objective L0,
+``alpha = e^-eps``; the LP is :func:`countdp.design.optimality.design_lp_model` for objective L0,
 uniform weights and ``aggregate="sum"``.
 
 **Structure used.**  Far from the two corners an optimal design looks like GM: along the
@@ -22,8 +22,8 @@ big model that become identical are merged); each gives a feasible point of the 
 resp. dual, so their optimal values bracket the big optimum.
 
 **Correctness does not rest on the structure.**  The expanded primal ``E z`` (after the float
-DP certificate of :func:`countdp.certify.certify`) and the expanded dual ``F y0`` are checked by
-the independent weak-duality routine :func:`countdp.optimality.check_optimality` on the full
+DP certificate of :func:`countdp.privacy.certify.certify`) and the expanded dual ``F y0`` are checked by
+the independent weak-duality routine :func:`countdp.design.optimality.check_optimality` on the full
 model; only a closed gap (``<= 1e-9`` relative) is reported as optimal.  If the structure does
 not hold (corners wider than ``W``, ``alpha`` near 1, ``n`` too small), the gap stays open, the
 next ``W`` is tried, and in the end ``None`` is returned with the reason: the caller falls back
@@ -38,7 +38,7 @@ from types import SimpleNamespace
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.constraints import parse_properties
+from countdp.design.constraints import parse_properties
 
 WIDTHS = (16, 32, 64)
 """Template widths ``W`` tried in turn (template size ``3 W + 4``)."""
@@ -47,13 +47,13 @@ DUAL_SIMPLEX_SECONDS = 5.0
 """Time given to HiGHS's simplex on the restricted dual before Clarabel is used instead."""
 
 MIN_N = 128
-"""The hook in :func:`countdp.fast_design.fast_design` tries this path from this ``n``."""
+"""The hook in :func:`countdp.design.fast.fast_design` tries this path from this ``n``."""
 
 
 def applies(n: int, properties: tuple[str, ...], objective, weights, aggregate: str) -> bool:
     """True when the large-n path is meant for this LP: L0, uniform weights, sum, CM or CH, no F."""
-    from countdp.fast_design import _is_uniform
-    from countdp.metrics import parse_objective
+    from countdp.design.fast import _is_uniform
+    from countdp.evaluate.metrics import parse_objective
 
     obj = parse_objective(objective)
     props = set(properties)
@@ -144,8 +144,8 @@ def _merge_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray):
 def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``: rows are
     grouped by a 64-bit hash of their exact bits, then every row is compared with its group's
-    first row (a collision falls back to :func:`countdp.fast_design._dedup_rows`)."""
-    from countdp.fast_design import _dedup_rows
+    first row (a collision falls back to :func:`countdp.design.fast._dedup_rows`)."""
+    from countdp.design.fast import _dedup_rows
 
     A.sort_indices()
     nnz = np.diff(A.indptr)
@@ -171,11 +171,11 @@ def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
 
 
 def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """HiGHS dual simplex, then the exact vertex and duals of its basis (:mod:`countdp.polish`)."""
+    """HiGHS dual simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`)."""
     import highspy
 
-    from countdp.fast_design import HIGHS_TOL, highs_lp
-    from countdp.polish import basis_vertex
+    from countdp.design.fast import HIGHS_TOL, highs_lp
+    from countdp.design.polish import basis_vertex
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
@@ -208,7 +208,7 @@ def _solve_ipm(A, cost, col_lo, col_hi, lo, hi) -> np.ndarray | None:
     needs to be a vertex: the certificate checks both."""
     import clarabel
 
-    from countdp.fast_design import CLARABEL_DIRECT_METHOD, CLARABEL_TOL
+    from countdp.design.fast import CLARABEL_DIRECT_METHOD, CLARABEL_TOL
 
     eq = np.isfinite(hi) & (hi == lo)
     has_lo, has_hi = np.isfinite(lo) & ~eq, np.isfinite(hi) & ~eq
@@ -254,7 +254,7 @@ def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, 
     at size ``m <= n``, where they are the same rows as at size ``n`` (every map is local); the
     rows that are not local (column sums, WH's ``1/(n+1)``) and the cost are those of size ``n``
     (``full``).  ``y0`` is in units of size ``m``'s costs ``1/m``."""
-    from countdp.optimality import design_lp_model
+    from countdp.design.optimality import design_lp_model
 
     small = full if m == n else design_lp_model(m, alpha, props)
     N, Nm, n0 = n + 1, m + 1, 3 * W + 4
@@ -300,8 +300,8 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
              template_size: int | None = None) -> dict:
     """One template width: the restricted LPs (at ``template_size``, default ``n``), then the
     expansion to size ``n`` and the certificate on the full model (module docstring)."""
-    from countdp.certify import certify
-    from countdp.optimality import check_optimality
+    from countdp.design.optimality import check_optimality
+    from countdp.privacy.certify import certify
 
     N, n0 = n + 1, 3 * W + 4
     m = min(n, template_size or n)
@@ -328,12 +328,12 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
                    time_limit: float = 120.0) -> tuple[np.ndarray | None, dict]:
     """``(P, info)``: a proven-optimal L0 design, or ``(None, info)`` with ``info["reason"]``.
 
-    ``P`` is the expanded template solution before :func:`countdp.certify.certify` (as
-    :func:`countdp.fast_design.fast_design` returns matrices); ``info["optimality"]`` is the
-    certificate of :func:`countdp.optimality.check_optimality` on the full model, with the
+    ``P`` is the expanded template solution before :func:`countdp.privacy.certify.certify` (as
+    :func:`countdp.design.fast.fast_design` returns matrices); ``info["optimality"]`` is the
+    certificate of :func:`countdp.design.optimality.check_optimality` on the full model, with the
     expanded dual, for ``certify(P)`` (deterministic, so for the matrix the caller releases).
     """
-    from countdp.optimality import design_lp_model
+    from countdp.design.optimality import design_lp_model
 
     props = parse_properties(properties)
     start = time.perf_counter()
