@@ -1,5 +1,6 @@
 # The claims table: every statement of the paper, what we measured, and a verdict.
-# Theory rows are recomputed from the library; figure rows come from the studies' check tables
+# Theory rows are recomputed from the library (grids: the config's `claims:` block; LPs with the
+# config's solver; the library's code version is a param, so a library change reruns it); figure rows come from the studies' check tables
 # (CHECK_TABLES, claims_targets: common.smk).
 
 
@@ -20,6 +21,12 @@ rule claims:
             category="Claims",
             labels={"claims table": "HTML (rendered table)"},
         ),
+    params:
+        alpha_grid=[alpha_value(a) for a in config["claims"]["alpha_grid"]],
+        n_grid=n_values(config["claims"]["n_grid"]),
+        solver=config["solver"]["name"],
+        method=config["solver"]["method"],
+        code=CODE_VERSION,
     threads: 1
     resources:
         mem_mb=1000,
@@ -27,6 +34,7 @@ rule claims:
     log:
         "results/logs/claims.log",
     run:
-        from countdp.claims.table import build_claims
+        from jobs_claims import claims
 
-        build_claims(input, output.table, output.markdown, output.html, log[0])
+        claims(list(input), params.alpha_grid, params.n_grid, params.solver, params.method, output.table,
+               output.markdown, output.html, log[0])

@@ -11,24 +11,30 @@
 #   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.  The
 #     artifact records the exact value the config gave ("10/11"; a decimal 0.91 is 91/100).
 
+import hashlib
 import math
+import pathlib
 import re
+import sys
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+# workflow/lib: the workflow's own modules (config checks, and the jobs the rules' `run:` blocks call)
+sys.path.insert(0, str(pathlib.Path(workflow.basedir) / "workflow" / "lib"))
+
+from config_check import ConfigError, check_config
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.design.constraints import PROPERTIES
 from countdp.design.constraints import parse_properties
 from countdp.evaluate.metrics import parse_objective
-from countdp.studies.intrinsic import alpha_spelling
+from countdp.studies.records import alpha_spelling
 from countdp.validation import number_or_fraction
-from countdp.workflow_config import ConfigError, check_config
 
 
 # Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs
 # included) before any job: one line per bad key, naming the key and the allowed values
-# (countdp.workflow_config: the schema plus alpha fractions in (0, 1) and non-empty ranges).
+# (workflow/lib/config_check.py: the schema plus alpha fractions in (0, 1) and non-empty ranges).
 # Snakemake's own validate() then only fills in the schema's defaults.
 try:
     check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -221,6 +227,23 @@ INTRINSIC_FIGURES = [
     "fig08_wh_combinations",
     "fig09_named_mechanisms_l0",
 ]
+
+
+INTRINSIC_FIGURE_RULES = {  # key: (file stem, countdp.plots.intrinsic function, title, artifacts read, table read)
+    "fig01": ("fig01_unconstrained_heatmaps", "heatmap_panels",
+              "Unconstrained LP optima (BasicDP only, HiGHS simplex)", fig01_panel_mechanisms(), None),
+    "fig02": ("fig02_constrained_heatmaps", "heatmap_panels",
+              "LP optima with all seven properties (RH, RM, CH, CM, F, WH, S)", fig02_mechanisms(), None),
+    "fig03": ("fig03_gm_structure", "exponent_grid", "GM as powers of α:  x = 1/(1+α),  y = (1−α)/(1+α)", [],
+              "results/tables/fig03_gm_exponents.csv"),
+    "fig04": ("fig04_em_structure", "exponent_grid", "EM (explicit fair mechanism) as powers of α", [],
+              "results/tables/fig04_em_exponents.csv"),
+    "fig06": ("fig06_properties", "property_table", "Properties of the named mechanisms", [],
+              "results/tables/fig06_properties.csv"),
+    "fig07": ("fig07_gm_em_wm_heatmaps", "named_heatmaps", "", fig07_mechanisms(), None),
+    "fig08": ("fig08_wh_combinations", "wh_combinations", "", [], "results/tables/fig08_l0.csv"),
+    "fig09": ("fig09_named_mechanisms_l0", "named_l0_vs_n", "", [], "results/tables/fig09_l0.csv"),
+}
 
 
 def intrinsic_targets():
@@ -461,6 +484,21 @@ def design_runtime(mechanism, ns):
     if mechanism in ("GM", "EM", "UM"):
         return 5
     return 5 + math.ceil(10 * sum(0.75 * (n / 128) ** 3 for n in ns) / 60)
+
+
+# ---------------------------------------------------------------- code version
+def code_version():
+    """SHA-256 of the library's sources (src/countdp/**/*.py): a param of the design and claims
+    jobs, so a library change reruns them (Snakemake's rerun triggers see only params, inputs
+    and the `run:` block itself).  Hashing ~50 small files takes milliseconds."""
+    root = pathlib.Path(workflow.basedir) / "src" / "countdp"
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+CODE_VERSION = code_version()
 
 
 # ---------------------------------------------------------------- claims (claims.smk)

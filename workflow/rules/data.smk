@@ -20,5 +20,7 @@ rule adult_data:
         runtime=10,
     log:
         "results/logs/data/adult.log",
-    script:
-        "../scripts/data_adult.py"
+    run:
+        from jobs_extrinsic import adult_data
+
+        adult_data(params.source, input.snapshot, float(params.timeout), output.table, output.sidecar, log[0])
