@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import io
+
 import pandas as pd
 import pytest
 
-from countdp.claims.table import CLAIM_COLUMNS, Claim, claims_from_checks, claims_markdown, claims_table, theory_claims
+from countdp.claims.render import claims_markdown
+from countdp.claims.table import CLAIM_COLUMNS, Claim, TheorySettings, claims_from_checks, claims_table, theory_claims
 
 
 @pytest.fixture(scope="module")
 def theory():
-    return theory_claims()
+    alphas = (0.1, 0.3, 0.5, 0.62, 2 / 3, 0.76, 0.9, 0.91, 10 / 11, 0.99)
+    return theory_claims(TheorySettings(alphas, tuple(range(1, 41))))
 
 
 def test_theory_rows_cover_the_paper(theory):
@@ -37,9 +41,7 @@ def test_verdict_is_computed_from_holds():
 def test_check_tables_merge(tmp_path, theory):
     checks = pd.DataFrame({"figure": ["7", "10"], "claim": ["a", "b"], "paper_value": [0.224, "worse"],
                            "our_value": [0.2234, "better"], "holds": [True, False], "note": ["", "GM beats UM"]})
-    path = tmp_path / "intrinsic_checks.csv"
-    checks.to_csv(path, index=False)
-    table = claims_table([path], theory=theory[:2])
+    table = claims_table({"intrinsic_checks": checks}, theory[:2])
     assert list(table.columns) == list(CLAIM_COLUMNS) and table["id"].iloc[-1] == "fig-02"
     assert list(table["verdict"].iloc[-2:]) == ["reproduced", "differs"]
     assert table["explanation"].iloc[-1] == "GM beats UM"
@@ -50,3 +52,14 @@ def test_check_tables_merge(tmp_path, theory):
 def test_check_table_needs_its_columns():
     with pytest.raises(ValueError, match="lacks columns"):
         claims_from_checks(pd.DataFrame({"claim": ["x"]}), "t")
+
+
+def test_an_uncheckable_finding_is_not_checkable():
+    """A finding the tables cannot decide (holds empty, as the findings CSV writes None) is not a difference."""
+    from countdp.studies.fig10_13 import FINDING_COLUMNS
+
+    findings = pd.DataFrame([["fig11", "lower alpha: WM and GM converge", "one alpha", "needs two alphas", "", None],
+                             ["fig11", "GM good", "n=4", "c", "v", False]], columns=list(FINDING_COLUMNS))
+    path_free = pd.read_csv(io.StringIO(findings.to_csv(index=False)))  # as the claims job reads it
+    table = claims_table({"extrinsic_findings": path_free}, [])
+    assert list(table["verdict"]) == ["not checkable", "differs"]

@@ -1,6 +1,6 @@
 """Bad configuration values stop the workflow before any job runs, naming the key and what it allows.
 
-Two layers (see countdp.workflow_config and workflow/rules/common.smk):
+Two layers (see workflow/lib/config_check.py and workflow/rules/common.smk):
 
 - in-process, fast: every key family of the issue (alpha, n, empty lists, mechanism, property,
   objective, d, repetitions, p, ranges, unknown keys) mutated on the merged default + quick
@@ -21,13 +21,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from config_check import ConfigError, check_config, config_errors, load_schema
 from conftest import REPO, copy_workflow, snakemake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from snakemake.utils import update_config
 from snakemake.utils import validate as snakemake_validate
-
-from countdp.workflow_config import ConfigError, check_config, config_errors, load_schema
 
 SCHEMA_PATH = REPO / "workflow" / "schemas" / "config.schema.yaml"
 SCHEMA = load_schema(SCHEMA_PATH)
