@@ -12,7 +12,8 @@ from countdp.studies.fig03_04 import em_exponent_table, gm_exponent_table
 from countdp.studies.fig06 import describe_condition, fig06_checks, fig06_grid, fig06_summary
 from countdp.studies.fig07 import fig07_tables
 from countdp.studies.fig09 import fig09_convergence
-from countdp.studies.records import alpha_spelling, constant_output, lp_properties, mass_on, mass_within, parse_alpha
+from countdp.studies.naming import alpha_spelling, lp_properties, parse_alpha
+from countdp.studies.records import constant_output, mass_on, mass_within
 from countdp.studies.sweeps import design_artifact
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from countdp.validation import number_or_fraction
+from countdp.studies.naming import number_or_fraction
 
 __all__ = ["ConfigError", "check_config", "config_errors", "describe", "load_schema"]
 

@@ -79,8 +79,8 @@ def prior(cfg: Mapping, seed: int, solver: str, adult: Sequence[str], table_csv:
           checks_csv: str, figure: Sequence[str], log: str) -> None:
     """``cfg``: the config's ``extensions.prior`` block; ``adult``: [table, sidecar] when it names targets."""
     from countdp.plots.extensions import plot_prior
+    from countdp.studies.naming import parse_alpha
     from countdp.studies.prior import binomial_distributions, prior_checks, prior_study
-    from countdp.studies.records import parse_alpha
 
     start = time.perf_counter()
     n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])
@@ -104,8 +104,8 @@ def objectives(cfg: Mapping, solver: Mapping, table_csv: str, matrices_csv: str,
                rmse_figure: Sequence[str], heatmaps_figure: Sequence[str], log: str) -> None:
     """``cfg``: the config's ``extensions.objectives`` block; ``solver``: ``extensions.solver``."""
     from countdp.plots.extensions import plot_objective_heatmaps, plot_objectives
+    from countdp.studies.naming import parse_alpha
     from countdp.studies.objectives import matrices_frame, objective_checks, objective_study
-    from countdp.studies.records import parse_alpha
 
     start = time.perf_counter()
     n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])

@@ -23,13 +23,11 @@ from snakemake.utils import validate
 # workflow/lib: the workflow's own modules (config checks, and the jobs the rules' `run:` blocks call)
 sys.path.insert(0, str(pathlib.Path(workflow.basedir) / "workflow" / "lib"))
 
+# Parsing the Snakefile imports only light modules (standard library, yaml): a no-op rerun stays fast.
 from config_check import ConfigError, check_config
+from countdp.claims.designs import theory_designs
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
-from countdp.design.constraints import PROPERTIES
-from countdp.design.constraints import parse_properties
-from countdp.evaluate.metrics import parse_objective
-from countdp.studies.records import alpha_spelling
-from countdp.validation import number_or_fraction
+from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
 
 
 # Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs
@@ -106,16 +104,6 @@ def n_values(spec):
     if isinstance(spec, dict):
         return list(range(int(spec["from"]), int(spec["to"]) + 1, int(spec.get("step", 1))))
     return sorted({int(n) for n in spec})
-
-
-def objective_slug(objective):
-    """File-name-safe objective: "L0d:1" -> "L0d1"."""
-    return parse_objective(objective).slug
-
-
-def lp_name(properties):
-    """LP-{props} in canonical order, or LP-none for BasicDP only (unknown names raise)."""
-    return "LP-" + ("+".join(parse_properties(properties)) or "none")
 
 
 def mechanism_path(mechanism, objective, n, alpha):
@@ -443,7 +431,7 @@ def needed_mechanism_paths():
         extrinsic += mechanism_file_paths("fig12", [config["fig12"]["n"]], a)
     for a in config["fig13"]["alpha"]:
         extrinsic += mechanism_file_paths("fig13", n_values(config["fig13"]["n"]), a)
-    return sorted(set(intrinsic + extrinsic))
+    return sorted(set(intrinsic + extrinsic + claims_mechanism_paths()))
 
 
 def design_sweeps():
@@ -494,7 +482,9 @@ def code_version():
     root = pathlib.Path(workflow.basedir) / "src" / "countdp"
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -507,6 +497,16 @@ CHECK_TABLES = [
     "results/tables/extrinsic_findings.csv",
     "results/tables/ext_checks.csv",
 ]
+
+
+def claims_designs():
+    """[mechanism, objective slug, n, alpha spelling, path] of every design the theory claims read
+    (countdp.claims.designs): the design sweeps make them, the claims job loads them."""
+    return [[m, objective_slug(obj), n, alpha_str(a), mechanism_path(m, obj, n, a)] for m, obj, n, a in theory_designs()]
+
+
+def claims_mechanism_paths():
+    return [path for *_, path in claims_designs()]
 
 
 def claims_targets():

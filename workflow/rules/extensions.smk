@@ -96,8 +96,7 @@ rule ext_prior:
     run:
         from jobs_extensions import prior
 
-        prior(dict(params.cfg), params.seed, params.solver, list(input.adult), output.table, output.gains, output.checks,
-              list(output.figure), log[0])
+        prior(params.cfg, params.seed, params.solver, input.adult, *output[:3], output.figure, log[0])
 
 
 rule ext_objectives:
@@ -119,8 +118,7 @@ rule ext_objectives:
     run:
         from jobs_extensions import objectives
 
-        objectives(dict(params.cfg), dict(params.solver), output.table, output.matrices, output.checks,
-                   list(output.rmse), list(output.heatmaps), log[0])
+        objectives(params.cfg, params.solver, *output[:3], output.rmse, output.heatmaps, log[0])
 
 
 rule ext_derivability:

@@ -12,31 +12,51 @@ value could not be computed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from countdp.design.designer import design_lp, design_named
+from countdp.claims.designs import (
+    CERTIFIED_ALPHAS,
+    CERTIFIED_MECHANISMS,
+    CERTIFIED_NS,
+    FIGURE_1_ALPHAS,
+    FIGURE_1_CASES,
+    GS_ALPHAS,
+    GS_NS,
+    THEOREM_1_CASES,
+    THEOREM_1_PROPERTIES,
+    THEOREM_3,
+    THEOREM_4,
+    WM_BETWEEN,
+)
+from countdp.design.designer import Design, design_lp, design_named
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric
 from countdp.mechanisms.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 from countdp.privacy.certify import is_alpha_dp
 from countdp.studies.checks import CHECK_COLUMNS
+from countdp.studies.naming import lp_name, objective_slug
 
 CLAIM_COLUMNS = ("id", "source", "statement", "paper_value", "our_value", "test", "verdict", "explanation")
 VERDICTS = ("reproduced", "differs", "not checkable")
 
 
-
 @dataclass(frozen=True)
 class TheorySettings:
-    """What the theory rows are computed over: the closed-form grid and the LP solver (from the config)."""
+    """What the theory rows are computed over: the closed-form grid and the LP solver (from the config).
+
+    ``artifacts`` maps ``(mechanism, objective slug, n, alpha)`` (the parts of an artifact path,
+    :func:`countdp.claims.designs.theory_designs`) to a saved design: those designs are loaded
+    (both certificates re-verified) instead of solved again; any other is designed here.
+    """
 
     alphas: tuple[float, ...]
     ns: tuple[int, ...]
     solver: str = "HIGHS"
     method: str | None = None
+    artifacts: Mapping[tuple[str, str, int, float], str] = field(default_factory=dict, compare=False)
 
     def ns_from(self, first: int, step: int = 1) -> list[int]:
         """The grid's n from ``first`` on, every ``step``-th (``first``, ``first + step``, ...)."""
@@ -46,10 +66,22 @@ class TheorySettings:
         """``"first..max"`` of the grid's n."""
         return f"{first}..{max(self.ns)}"
 
-    def lp(self, n: int, alpha: float, properties=(), objective: str = "L0"):
-        return design_lp(n, alpha, properties, objective, solver=self.solver, method=self.method)
+    def _saved(self, mechanism: str, objective: str, n: int, alpha: float) -> Design | None:
+        path = self.artifacts.get((mechanism, objective_slug(objective), n, float(alpha)))
+        if path is None:
+            return None
+        from countdp.mechanisms.artifact import load_design
 
-    def named(self, name: str, n: int, alpha: float):
+        return load_design(path)
+
+    def lp(self, n: int, alpha: float, properties=(), objective: str = "L0") -> Design:
+        saved = self._saved(lp_name(properties), objective, n, alpha)
+        return saved or design_lp(n, alpha, properties, objective, solver=self.solver, method=self.method)
+
+    def named(self, name: str, n: int, alpha: float) -> Design:
+        saved = self._saved(name, "L0", n, alpha)
+        if saved is not None:
+            return saved
         if name in ("WM", "WH"):
             return design_named(name, n, alpha, solver=self.solver, method=self.method)
         return design_named(name, n, alpha)
@@ -124,8 +156,8 @@ def _gm_l0_closed_form(g: TheorySettings) -> Claim:
 
 def _theorem_3(g: TheorySettings) -> Claim:
     worst_value, worst_matrix = 0.0, 0.0
-    for n in (1, 2, 3, 5, 8, 12):
-        for a in (0.3, 0.62, 0.91):
+    for n in THEOREM_3[0]:
+        for a in THEOREM_3[1]:
             d = g.lp(n, a)
             worst_value = max(worst_value, abs(d.objective_value - 2 * a / (1 + a)))
             worst_matrix = max(worst_matrix, float(np.abs(d.matrix - geometric(n, a)).max()))
@@ -174,7 +206,8 @@ def _lemma_4(g: TheorySettings) -> list[Claim]:
                   if explicit_fair_diagonal(n, a) > (1 - a) / (1 + a - 2 * a ** (n / 2 + 1)) + 1e-15]
     return [
         Claim("lemma4-even", "Lemma 4", "a fair mechanism has y ≤ (1−α)/(1+α−2α^(n/2+1)) (even n), attained by EM",
-              "bound, tight", f"EM attains it within {even_gap:.1e} (even n ≤ {max(g.ns_from(2, 2))})", "≤ 1e-12", even_gap <= 1e-12),
+              "bound, tight", f"EM attains it within {even_gap:.1e} (even n ≤ {max(g.ns_from(2, 2))})", "≤ 1e-12",
+              even_gap <= 1e-12),
         Claim("lemma4-odd", "Lemma 4", "… the same formula bounds y for odd n", "bound",
               f"EM (fair, α-DP) exceeds it in {len(odd_excess)} of {len(_grid(g, g.ns_from(1, 2)))} odd cases",
               "EM's diagonal ≤ the printed bound", not odd_excess,
@@ -190,8 +223,9 @@ def _em_normaliser(g: TheorySettings) -> Claim:
         P = explicit_fair(n, a) / explicit_fair_diagonal(n, a) * paper_y
         worst = max(worst, float(np.abs(P.sum(axis=0) - 1).max()))
     return Claim("em-odd-y", "eq. (16) + Lemma 4", "EM with y = (1−α)/(1+α−2α^(n/2+1)) is a mechanism (odd n)",
-                 "columns sum to 1", f"columns off by up to {worst:.3f} (odd n ≤ {max(g.ns_from(1, 2))})", "|column sum − 1| ≤ 1e-12",
-                 worst <= 1e-12, "misprint for odd n: y = (1−α)/(1+α−α^((n+1)/2)−α^((n+3)/2)) normalises them")
+                 "columns sum to 1", f"columns off by up to {worst:.3f} (odd n ≤ {max(g.ns_from(1, 2))})",
+                 "|column sum − 1| ≤ 1e-12", worst <= 1e-12,
+                 "misprint for odd n: y = (1−α)/(1+α−α^((n+1)/2)−α^((n+3)/2)) normalises them")
 
 
 def _em_properties(g: TheorySettings) -> Claim:
@@ -208,8 +242,8 @@ def _em_properties(g: TheorySettings) -> Claim:
 
 def _theorem_4(g: TheorySettings) -> Claim:
     worst = 0.0
-    for n in (1, 2, 3, 4, 7, 10):
-        for a in (0.4, 0.76, 0.91):
+    for n in THEOREM_4[0]:
+        for a in THEOREM_4[1]:
             worst = max(worst, abs(g.lp(n, a, ["F"]).objective_value - objective_value(explicit_fair(n, a))))
     return Claim("thm4", "Theorem 4", "EM is L0-optimal among fair mechanisms", "LP(F) = L0(EM)",
                  f"max |LP(F) − L0(EM)| = {worst:.1e} (n ≤ 10, 3 α)", "≤ 1e-8", worst <= 1e-8)
@@ -217,8 +251,8 @@ def _theorem_4(g: TheorySettings) -> Claim:
 
 def _theorem_1(g: TheorySettings) -> Claim:
     worst_l0, lost = 0.0, []
-    for n, a, obj in ((5, 0.62, "L1"), (7, 0.62, "L1"), (5, 0.62, "L0d:1"), (6, 0.8, "L2"), (4, 0.91, "L0")):
-        for props in ((), ("RH",), ("CH", "RM")):
+    for n, a, obj in THEOREM_1_CASES:
+        for props in THEOREM_1_PROPERTIES:
             P = g.lp(n, a, props, obj).matrix
             S = (P + P[::-1, ::-1]) / 2
             before, after = check_all(P, 1e-9), check_all(S, 1e-9)
@@ -232,7 +266,7 @@ def _theorem_1(g: TheorySettings) -> Claim:
 
 
 def _gupte_sundararajan(g: TheorySettings) -> list[Claim]:
-    alphas, ns = (0.3, 0.5, 0.62, 0.76, 0.91, 0.99), range(2, 13)
+    alphas, ns = GS_ALPHAS, GS_NS
     em_derivable = [(n, a) for n in ns for a in alphas if gupte_sundararajan_violation(explicit_fair(n, a), a) <= 1e-9]
     wm_derivable = [(n, a) for n in ns for a in alphas
                     if gupte_sundararajan_violation(g.named("WM", n, a).matrix, a) <= 1e-9]
@@ -254,7 +288,7 @@ def _gupte_sundararajan(g: TheorySettings) -> list[Claim]:
 
 def _wm_between(g: TheorySettings) -> Claim:
     bad = []
-    for n, a in ((2, 0.91), (4, 0.91), (8, 0.67), (12, 0.9), (20, 10 / 11), (30, 0.99)):
+    for n, a in WM_BETWEEN:
         wm = g.named("WM", n, a).objective_value
         if not (2 * a / (1 + a) - 1e-9 <= wm <= objective_value(explicit_fair(n, a)) + 1e-9):
             bad.append((n, a))
@@ -264,8 +298,8 @@ def _wm_between(g: TheorySettings) -> Claim:
 
 def _certified(g: TheorySettings) -> Claim:
     uncertified = []
-    for n, a in _grid(g, (1, 2, 7, 8, 20), (0.5, 0.91, 0.99)):
-        for name in ("GM", "EM", "UM", "WM", "WH"):
+    for n, a in _grid(g, CERTIFIED_NS, CERTIFIED_ALPHAS):
+        for name in CERTIFIED_MECHANISMS:
             d = g.named(name, n, a)
             if not (d.certificate.certified and is_alpha_dp(d.matrix, a)):
                 uncertified.append((name, n, a))
@@ -276,9 +310,10 @@ def _certified(g: TheorySettings) -> Claim:
 
 def _figure_1_alpha_scan(g: TheorySettings) -> list[Claim]:
     """At which alpha do Figure 1's quoted numbers hold?  (The caption says alpha = 0.62.)"""
-    alphas = (0.6, 0.62, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.91, 0.95)
-    l1 = {a: float(g.lp(7, a, (), "L1").matrix[[2, 5]].sum(axis=0).min()) for a in alphas}
-    l01 = {a: float(g.lp(5, a, (), "L0d:1").matrix[[1, 4]].sum(axis=0).min()) for a in alphas}
+    alphas = FIGURE_1_ALPHAS
+    (n1, obj1, out1), (n01, obj01, out01) = FIGURE_1_CASES
+    l1 = {a: float(g.lp(n1, a, (), obj1).matrix[list(out1)].sum(axis=0).min()) for a in alphas}
+    l01 = {a: float(g.lp(n01, a, (), obj01).matrix[list(out01)].sum(axis=0).min()) for a in alphas}
     l1_ok = [a for a in alphas if l1[a] >= 0.7]
     l01_ok = [a for a in alphas if l01[a] > 0.9]
     tracks = max(abs(l01[a] - a) for a in alphas)

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from countdp.studies.checks import CHECK_COLUMNS, check_row
-from countdp.studies.records import PROPERTIES, VISUAL_TOL, gm_l0, wh_threshold
+from countdp.studies.naming import PROPERTIES
+from countdp.studies.records import VISUAL_TOL, gm_l0, wh_threshold
 
 
 def fig08_table(records: Sequence[dict], base: Sequence[str], combinations: Sequence[Sequence[str]],

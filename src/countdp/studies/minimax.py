@@ -16,7 +16,7 @@ from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
-from countdp.studies.records import PROPERTIES
+from countdp.studies.naming import PROPERTIES
 from countdp.studies.subsets import VALUE_TOL
 from countdp.validation import check_alpha, check_n
 

@@ -14,7 +14,7 @@ import pandas as pd
 from countdp.evaluate.metrics import expected_error, objective_value, parse_objective
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
-from countdp.studies.records import PROPERTIES
+from countdp.studies.naming import PROPERTIES
 from countdp.studies.subsets import subset_name
 from countdp.validation import check_alpha, check_n
 

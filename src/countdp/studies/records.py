@@ -12,43 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.validation import number_or_fraction
-
 VISUAL_TOL = 1e-3
 """Tolerance for statements read off a plot ("the curves coincide")."""
 EXACT_TOL = 1e-9
 """Tolerance for statements about LP solutions (solver output is exact to ~1e-12)."""
-PROPERTIES = ("RH", "RM", "CH", "CM", "F", "WH", "S")
-"""The seven structural properties in the paper's (canonical) order."""
-
-
-def parse_alpha(alpha: object) -> float:
-    """A number or ``"p/q"`` string as a float in (0, 1)."""
-    value = number_or_fraction(alpha)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
-    return value
-
-
-def alpha_spelling(alpha: object) -> str:
-    """The spelling of alpha in artifact paths: the shortest repr of the float."""
-    return repr(parse_alpha(alpha))
-
-
-def lp_properties(mechanism: str) -> tuple[str, ...] | None:
-    """Properties of an ``LP-{props}`` name (canonical order enforced), else ``None``."""
-    if not mechanism.startswith("LP-"):
-        return None
-    body = mechanism[3:]
-    if body == "none":
-        return ()
-    props = tuple(body.split("+"))
-    canonical = tuple(p for p in PROPERTIES if p in props)
-    if props != canonical or len(set(props)) != len(props):
-        raise ValueError(f"{mechanism!r}: properties must be '+'-joined in the order {','.join(PROPERTIES)}")
-    return props
-
-
 def objective_from_slug(slug: str) -> str:
     """``L0d1`` (path spelling) -> ``L0d:1``; ``L0``/``L1``/``L2`` unchanged."""
     from countdp.evaluate.metrics import parse_objective

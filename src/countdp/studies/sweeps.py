@@ -11,7 +11,8 @@ from pathlib import Path
 
 from countdp.mechanisms.artifact import save_design, write_text_atomic
 from countdp.privacy.alpha import exact_alpha
-from countdp.studies.records import alpha_spelling, lp_properties, objective_from_slug, parse_alpha
+from countdp.studies.naming import alpha_spelling, lp_properties, parse_alpha
+from countdp.studies.records import objective_from_slug
 
 CLOSED_FORM_MECHANISMS = ("GM", "EM", "UM")
 
