@@ -101,7 +101,7 @@ def test_fig06_threshold_matches_closed_form_boundary():
 
 def test_fig07_truthful_probabilities():
     records = [record(m, 4, 0.91) for m in ("GM", "EM")]
-    table, checks = fig07_tables(records, {"GM": 0.238, "EM": 0.224})
+    table, checks = fig07_tables(records, {"GM": 0.238, "EM": 0.224}, text_alpha=0.9)
     art = table[table["source"] == "artifact"].set_index("mechanism")["truthful_probability"]
     y = (1 - 0.91) / (1 + 0.91 - 2 * 0.91**3)  # EM diagonal, even n
     assert art["EM"] == pytest.approx(y)

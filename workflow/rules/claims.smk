@@ -3,7 +3,7 @@
 # `claims:` block, and the LP optima and named mechanisms at the fixed (n, alpha) of
 # countdp.claims.designs, which the design sweeps make and this job loads (re-certified), so no
 # LP is solved here.  The library's code version is a param, so a library change reruns it.
-# Figure rows come from the studies' check tables (CHECK_TABLES, claims_targets: common.smk).
+# Figure rows come from the studies' check tables (CHECK_TABLES, claims_targets: targets.smk).
 
 
 rule claims:

@@ -2,7 +2,7 @@
 # three binary targets, with a JSON sidecar recording the source used (ucimlrepo or the
 # checksummed snapshot in resources/), its SHA-256 and the row counts.  Synthetic Binomial
 # populations are drawn inside the evaluation jobs (fresh per repetition, seeded).
-# ADULT_TABLE / ADULT_SIDECAR: see common.smk.
+# ADULT_TABLE / ADULT_SIDECAR: see targets.smk.
 
 
 rule adult_data:

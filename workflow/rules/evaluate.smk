@@ -7,7 +7,7 @@
 #
 # Inputs are the certified L0 mechanism artifacts of design.smk (mechanism_path), re-verified
 # with countdp.mechanisms.artifact.load_certified.  Seeds: countdp.evaluate.experiments.rng_for(config seed, parameters).
-# The helpers (mechanism_files, fig10_evaluations, ...) live in common.smk.
+# The helpers (mechanism_files, fig10_evaluations, ...) live in targets.smk.
 
 
 wildcard_constraints:

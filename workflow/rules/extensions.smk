@@ -8,7 +8,7 @@
 # results/figures/ext_*.{pdf,png}, and each job's log (row counts, wall-clock and solver
 # times: tables carry no timings, so they are byte-identical across runs) to
 # results/logs/extensions/.  The jobs run in threads of the Snakemake process; their work is
-# in workflow/lib/jobs_extensions.py.  Helpers (EXT, ext_figure, extensions_targets, ...): common.smk.
+# in workflow/lib/jobs_extensions.py.  Helpers (EXT, ext_figure, extensions_targets, ...): targets.smk.
 
 
 rule ext_baselines:

@@ -2,7 +2,7 @@
 # table (results/tables/) and draws the figure from that table (results/figures/, PDF + PNG).
 # extrinsic_findings.csv checks each qualitative finding of SPEC section 6 on those tables, with
 # the thresholds of the config's `findings:` block.  Jobs: workflow/lib/jobs_extrinsic.py.
-# Names and paths (EXTRINSIC_FIGURES, extrinsic_table, extrinsic_targets, ...): common.smk.
+# Names and paths (EXTRINSIC_FIGURES, extrinsic_table, extrinsic_targets, ...): targets.smk.
 
 
 for _fig in EXTRINSIC_FIGURES:

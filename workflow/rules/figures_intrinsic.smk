@@ -180,7 +180,7 @@ rule intrinsic_checks:
 
 
 # ------------------------------------------------------------------------- figures
-# One rule per figure (fig01_figure ... fig09_figure): INTRINSIC_FIGURE_RULES in common.smk
+# One rule per figure (fig01_figure ... fig09_figure): INTRINSIC_FIGURE_RULES in targets.smk
 # names its file stem, the function of countdp.plots.intrinsic that draws it, its title and
 # what it reads (certified artifacts, or one table).
 for _key, (_stem, _plot, _title, _mechanisms, _table) in INTRINSIC_FIGURE_RULES.items():
