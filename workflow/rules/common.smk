@@ -178,12 +178,13 @@ def design_runtime(mechanism, ns):
 
 # ---------------------------------------------------------------- code version
 def code_version():
-    """SHA-256 of the library's sources (src/countdp/**/*.py): a param of the design and claims
-    jobs, so a library change reruns them (Snakemake's rerun triggers see only params, inputs
-    and the `run:` block itself).  Hashing ~50 small files takes milliseconds."""
+    """SHA-256 of the library's sources (src/countdp/**/*.py) and of its templates (the claims
+    pages, **/*.j2): a param of the design and claims jobs, so a library change reruns them
+    (Snakemake's rerun triggers see only params, inputs and the `run:` block itself).  Hashing
+    ~60 small files takes a few milliseconds."""
     root = pathlib.Path(workflow.basedir) / "src" / "countdp"
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".j2") and p.is_file()):
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
