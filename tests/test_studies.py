@@ -132,3 +132,24 @@ def test_describe_condition_fallback():
                           "holds": [True, False, True, False, False, False]})
     text = describe_condition(group)
     assert text.startswith("holds only at") and "α=0.9: never" in text
+
+
+def test_light_naming_agrees_with_the_library():
+    """countdp.studies.naming (imported while the Snakefile is parsed) spells names as the library does."""
+    from countdp.design.constraints import PROPERTIES, parse_properties
+    from countdp.evaluate.metrics import parse_objective
+    from countdp.studies import naming
+
+    assert naming.PROPERTIES == PROPERTIES
+    for spec in ("L0", "l1", "L2", "L0d:1", "L0d3", "l0d:12", "L0,d:1"):
+        assert naming.objective_slug(spec) == parse_objective(spec).slug
+    for bad in ("L3", "L0d", "L0d:x", ""):
+        with pytest.raises(ValueError):
+            parse_objective(bad)
+        with pytest.raises(ValueError):
+            naming.objective_slug(bad)
+    for props in ((), ["wh", "rm"], "CM,RH", ("S", "F", "CH", "WH", "RM", "RH", "CM")):
+        assert naming.lp_name(props) == "LP-" + ("+".join(parse_properties(props)) or "none")
+    with pytest.raises(ValueError):
+        naming.lp_name(["WH", "XX"])
+    assert naming.alpha_spelling("10/11") == repr(10 / 11) and naming.alpha_spelling(0.91) == "0.91"
