@@ -40,6 +40,13 @@ def _finish(name: str, start: float, tables: Sequence[tuple[pd.DataFrame, str]],
     write_text_atomic(log, "\n".join(lines) + "\n")
 
 
+def checks(paths: Sequence[str], out_csv: str, log: str) -> None:
+    """The studies' check tables as one (same columns, in the order given)."""
+    start = time.perf_counter()
+    table = pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    _finish("checks", start, [(table, out_csv)], lambda: None, log)
+
+
 def baselines(ns: Sequence[int], alphas: Sequence[float], table_csv: str, checks_csv: str,
               figure: Sequence[str], log: str) -> None:
     from countdp.plots.extensions import plot_baselines

@@ -155,9 +155,9 @@ rule ext_checks:
     log:
         ext_log("ext_checks"),
     run:
-        from jobs_intrinsic import concat_checks
+        from jobs_extensions import checks
 
-        concat_checks(list(input), output[0], log[0], float_format=None)
+        checks(list(input), output[0], log[0])
 
 
 rule ext_all:
