@@ -136,12 +136,14 @@ def test_ucimlrepo_source_used_when_fetch_works():
 
 @pytest.mark.parametrize("failure", ["raise", "timeout", "bad-shape"])
 def test_fallback_to_snapshot_is_recorded(failure, tmp_path):
+    wrong_shape = _result(_fake_uci_frame(n_train=100))  # built before the clock starts: the fetch itself is instant
+
     def fetch(**kwargs):
         if failure == "raise":
             raise ConnectionError("Error connecting to server")
         if failure == "timeout":
             time.sleep(5)
-        return _result(_fake_uci_frame(n_train=100))
+        return wrong_shape
 
     start = time.monotonic()
     table, record = load_adult("auto", SNAPSHOT, timeout=0.3, fetch=fetch)
