@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "lib"))  # the workflow's own modules
 from scipy.optimize import linprog
 
 REPO = Path(__file__).resolve().parents[1]

@@ -118,7 +118,31 @@ def test_calibration_reaches_alpha_exactly(n, alpha):
         assert achieved_alpha(conditioned_geometric(n, b - 1e-9)) < alpha  # b is the smallest such base
         assert b > alpha
     assert is_alpha_dp(P, alpha)
-    np.testing.assert_array_equal(calibrated_exponential(n, alpha), P)
+
+
+def _exponential_by_bisection(n: int, alpha: float) -> np.ndarray:
+    """The exponential mechanism (quality -|i - j|, base b = e^(-eps')) whose worst ratio of adjacent
+    columns is alpha, found by bisection on b with plain Python loops (no library code)."""
+    def matrix(b: float) -> list[list[float]]:
+        cols = [[b ** abs(i - j) for i in range(n + 1)] for j in range(n + 1)]
+        return [[cols[j][i] / sum(cols[j]) for j in range(n + 1)] for i in range(n + 1)]
+
+    def worst_ratio(P: list[list[float]]) -> float:
+        return min(min(row[j] / row[j + 1], row[j + 1] / row[j]) for row in P for j in range(n))
+
+    lo, hi = alpha, 1.0  # at b = alpha conditioning breaks DP (worst ratio < alpha); b -> 1 is uniform
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if worst_ratio(matrix(mid)) < alpha else (lo, mid)
+    return np.array(matrix(hi))
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+@pytest.mark.parametrize("n", NS)
+def test_calibrated_exponential_matches_a_brute_force_calibration(n, alpha):
+    P = calibrated_exponential(n, alpha)
+    np.testing.assert_allclose(P, _exponential_by_bisection(n, alpha), rtol=0, atol=1e-9)
+    assert np.allclose(P.sum(axis=0), 1) and is_alpha_dp(P, alpha)
 
 
 def test_calibrated_base_is_monotone_in_alpha():

@@ -1,6 +1,6 @@
 """Bad configuration values stop the workflow before any job runs, naming the key and what it allows.
 
-Two layers (see countdp.workflow_config and workflow/rules/common.smk):
+Two layers (see workflow/lib/config_check.py and workflow/rules/common.smk):
 
 - in-process, fast: every key family of the issue (alpha, n, empty lists, mechanism, property,
   objective, d, repetitions, p, ranges, unknown keys) mutated on the merged default + quick
@@ -21,13 +21,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from config_check import ConfigError, check_config, config_errors, load_schema
 from conftest import REPO, copy_workflow, snakemake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from snakemake.utils import update_config
 from snakemake.utils import validate as snakemake_validate
-
-from countdp.workflow_config import ConfigError, check_config, config_errors, load_schema
 
 SCHEMA_PATH = REPO / "workflow" / "schemas" / "config.schema.yaml"
 SCHEMA = load_schema(SCHEMA_PATH)
@@ -259,3 +258,16 @@ def test_workflow_stops_on_a_fraction_alpha_above_one(workflow_copy):
     assert "config key 'fig09.alpha[1]': '11/10' is not allowed" in text
     assert 'allowed: a number strictly between 0 and 1, or a fraction string "p/q" with 0 < p/q < 1' in text
     assert not (workflow_copy / "results").exists()
+
+
+@pytest.mark.workflow
+def test_workflow_stops_on_clarabel_with_the_default_simplex(workflow_copy):
+    """`solver: {name: CLARABEL}` keeps the default method, simplex, which Clarabel lacks: the dry run
+    stops while the config is read, with one line that names the key, the value and the allowed one."""
+    config = {k: v for k, v in _load("quick.yaml").items() if k != "solver"}
+    done = _dry_run(workflow_copy, {**config, "solver": {"name": "CLARABEL"}}, "clarabel.yaml")
+    text = done.stdout + done.stderr
+    assert done.returncode != 0 and "no job was run" in text, text[-4000:]
+    problems = [line.strip() for line in text.splitlines() if "config key" in line]
+    assert problems == ["config key 'solver.method': 'simplex' is not allowed with solver CLARABEL; allowed: ipm"]
+    assert "Job stats" not in text and not (workflow_copy / "results").exists()

@@ -136,12 +136,14 @@ def test_ucimlrepo_source_used_when_fetch_works():
 
 @pytest.mark.parametrize("failure", ["raise", "timeout", "bad-shape"])
 def test_fallback_to_snapshot_is_recorded(failure, tmp_path):
+    wrong_shape = _result(_fake_uci_frame(n_train=100))  # built before the clock starts: the fetch itself is instant
+
     def fetch(**kwargs):
         if failure == "raise":
             raise ConnectionError("Error connecting to server")
         if failure == "timeout":
             time.sleep(5)
-        return _result(_fake_uci_frame(n_train=100))
+        return wrong_shape
 
     start = time.monotonic()
     table, record = load_adult("auto", SNAPSHOT, timeout=0.3, fetch=fetch)
@@ -209,7 +211,19 @@ def test_snapshot_target_counts():
     table, record = load_adult("snapshot", SNAPSHOT)
     assert record["targets"]["income"]["ones"] == 7841  # the UCI documentation: 24.08% > 50K
     assert record["targets"]["gender"]["ones"] == 21790
-    assert record["targets"]["young"]["ones"] == int((table["age"] < 30).sum())
+    assert record["targets"]["young"]["ones"] == 9711  # counted from the raw file below, without the library
+
+
+def test_snapshot_counts_from_the_raw_file():
+    """The snapshot's counts recomputed with the csv module alone (age is column 0, sex 9, income 14)."""
+    import csv
+
+    with gzip.open(SNAPSHOT, "rt", newline="") as f:
+        rows = [r for r in csv.reader(f) if r and r[0].strip()]
+    assert len(rows) == 32561  # the UCI documentation: 32561 training records
+    assert sum(int(r[0]) < 30 for r in rows) == 9711
+    assert sum(r[9].strip() == "Male" for r in rows) == 21790
+    assert sum(r[14].strip() == ">50K" for r in rows) == 7841
 
 
 # ----------------------------------------------------------------- grouping

@@ -4,7 +4,7 @@ The artifact list comes from Snakemake itself: ``snakemake -n`` on config/config
 temporary copy of the repository) names every ``results/mechanisms/...json`` a full run would
 write (about 1,500: all closed forms GM/EM/UM and every LP of Figures 1, 2, 6, 8, 9 and of the
 extrinsic sweeps, n up to 40).  Each is designed in-process exactly as the design rule does
-(:func:`countdp.studies.intrinsic.design_artifact`, HiGHS simplex) and its JSON is read back: the
+(:func:`countdp.studies.sweeps.design_artifact`, HiGHS simplex) and its JSON is read back: the
 certificate must say ``certified: true`` with ``tolerance: 0``, ``max_violation`` 0, a repair
 ``lambda <= 1e-7``, and the stored floats must pass the float alpha-DP test (``is_alpha_dp``,
 no tolerance) and an independent recomputation of the inequalities.  The release weights
@@ -27,7 +27,8 @@ from conftest import copy_workflow, snakemake
 
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.privacy.certify import COLUMN_SUM_TOL, MAX_REPAIR_LAMBDA, is_alpha_dp
-from countdp.studies.intrinsic import design_artifact, objective_from_slug
+from countdp.studies.records import objective_from_slug
+from countdp.studies.sweeps import design_artifact
 
 ARTIFACT = re.compile(r"results/mechanisms/(?P<mechanism>[^/\s]+)/(?P<objective>[^/\s]+)/"
                       r"n=(?P<n>\d+)/alpha=(?P<alpha>[^/\s]+)\.json")
@@ -115,7 +116,7 @@ def _tamper(path: Path) -> None:
 def test_loaders_refuse_an_uncertified_artifact(tmp_path):
     from countdp.evaluate.experiments import load_mechanisms
     from countdp.mechanisms.artifact import load_certified
-    from countdp.studies.intrinsic import load_matrix_records
+    from countdp.studies.records import load_matrix_records
 
     path = tmp_path / "WM.json"
     design_artifact("WM", "L0", 4, "0.91", "HIGHS/simplex", path)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
+import zipfile
 
 import yaml
 from conftest import REPO
@@ -25,16 +30,72 @@ def test_environment_yml_mirrors_pyproject():
     assert all(bound.startswith(">=") for bound in wanted.values()), "every dependency has a lower bound"
 
 
-def test_ci_runs_the_readme_test_command():
+README_COMMAND = re.compile(r"(<!-- test-command -->\s*```\w*\n)(.+?)(\n```\s*<!-- /test-command -->)", re.S)
+
+
+def test_readme_marks_its_commands():
     readme = (REPO / "README.md").read_text()
-    block = re.search(r"<!-- test-command -->\s*```\w*\n(.+?)\n```\s*<!-- /test-command -->", readme, re.S)
+    block = README_COMMAND.search(readme)
     assert block, "README must mark its test command"
-    command = block.group(1).strip()
-    assert "pytest" in command and "pip install" in command
-    ci = (REPO / ".ci" / "run").read_text()
-    assert "test-command" in ci and "ruff check" in ci
+    command = block.group(2).strip()
+    assert "pytest" in command and "pip install" in command and "\n" not in command
     run = re.search(r"<!-- run-command -->\s*```\w*\n(.+?)\n```\s*<!-- /run-command -->", readme, re.S)
     assert run and "snakemake --cores all" in run.group(1)
+
+
+def _run_ci(tmp_path, readme: str) -> subprocess.CompletedProcess:
+    """.ci/run in a scratch checkout holding only the script and ``readme``."""
+    (tmp_path / ".ci").mkdir()
+    shutil.copy2(REPO / ".ci" / "run", tmp_path / ".ci" / "run")
+    (tmp_path / "README.md").write_text(readme)
+    return subprocess.run(["bash", str(tmp_path / ".ci" / "run")], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+
+
+def test_ci_runs_exactly_the_readme_test_command_then_ruff(tmp_path):
+    """.ci/run on the real README with its test command swapped for a stand-in: the stand-in runs
+    verbatim (one command, from the marked block, nothing else of the README), then ``ruff check .``
+    from the venv the command made."""
+    fake = ("echo ran > ran.txt && mkdir -p .venv/bin && printf '#!/bin/sh\\necho \"$@\" > ruff_args.txt\\n' "
+            "> .venv/bin/ruff && chmod +x .venv/bin/ruff")
+    readme, swapped = README_COMMAND.subn(lambda m: m.group(1) + fake + m.group(3), (REPO / "README.md").read_text())
+    assert swapped == 1
+    done = _run_ci(tmp_path, readme)
+    assert done.returncode == 0, done.stderr
+    assert f"+ {fake}\n" in done.stdout and "+ .venv/bin/ruff check .\n" in done.stdout
+    assert (tmp_path / "ran.txt").read_text() == "ran\n"
+    assert (tmp_path / "ruff_args.txt").read_text() == "check .\n"
+
+
+def test_ci_fails_without_a_marked_test_command(tmp_path):
+    done = _run_ci(tmp_path, "# no markers\n\n```bash\necho not-this\n```\n")
+    assert done.returncode == 1 and "no test command" in done.stderr and "not-this" not in done.stdout
+
+
+def test_wheel_ships_the_claims_templates(tmp_path):
+    """A wheel built from the checkout has the Jinja2 templates, and renders the claims from them."""
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"),
+                            str(src)], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("countdp-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        archive.extractall(tmp_path / "site")
+    assert {"countdp/claims/templates/claims.md.j2", "countdp/claims/templates/claims.html.j2"} <= names
+    probe = ("import pandas as pd, countdp.claims.render as r; "
+             "t = pd.DataFrame([dict(zip(r.CLAIM_COLUMNS, ['x-1', 'S', 'a | b', 'p', 'o', 't', 'differs', 'e']))]); "
+             "print(r.__file__); print(r.claims_markdown(t).splitlines()[-1]); "
+             "print('href=\"#x-1\"' in r.claims_html(t))")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "PYTHONPATH": str(tmp_path / "site")}, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    where, row, linked = shown.stdout.splitlines()
+    assert where.startswith(str(tmp_path / "site"))
+    assert row == "| x-1 | S | a \\| b | p | o | t | differs | e |" and linked == "True"
 
 
 def test_no_rule_declares_a_conda_environment():

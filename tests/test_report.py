@@ -20,7 +20,8 @@ import pytest
 import yaml
 from conftest import REPO, snakemake
 
-from countdp.claims.table import VERDICTS, claims_html
+from countdp.claims.render import claims_html
+from countdp.claims.table import VERDICTS
 
 FIGURES = {  # file stem -> the figure number its caption must name
     "fig01_unconstrained_heatmaps": 1, "fig02_constrained_heatmaps": 2, "fig03_gm_structure": 3,

@@ -1,11 +1,15 @@
 # The claims table: every statement of the paper, what we measured, and a verdict.
-# Theory rows are recomputed from the library; figure rows come from the studies' check tables
-# (CHECK_TABLES, claims_targets: common.smk).
+# Theory rows are recomputed from the library: closed forms over the grids of the config's
+# `claims:` block, and the LP optima and named mechanisms at the fixed (n, alpha) of
+# countdp.claims.designs, which the design sweeps make and this job loads (re-certified), so no
+# LP is solved here.  The library's code version is a param, so a library change reruns it.
+# Figure rows come from the studies' check tables (CHECK_TABLES, claims_targets: targets.smk).
 
 
 rule claims:
     input:
-        CHECK_TABLES,
+        checks=CHECK_TABLES,
+        designs=claims_mechanism_paths(),
     output:
         table=report(
             "results/tables/claims.csv",
@@ -20,6 +24,15 @@ rule claims:
             category="Claims",
             labels={"claims table": "HTML (rendered table)"},
         ),
+    params:
+        theory={  # countdp.claims.table.TheorySettings: closed-form grids, and the solver of any LP not saved
+            "alphas": [alpha_value(a) for a in config["claims"]["alpha_grid"]],
+            "ns": n_values(config["claims"]["n_grid"]),
+            "solver": config["solver"]["name"],
+            "method": config["solver"]["method"],
+        },
+        designs=[design[:4] for design in claims_designs()],
+        code=CODE_VERSION,
     threads: 1
     resources:
         mem_mb=1000,
@@ -27,6 +40,6 @@ rule claims:
     log:
         "results/logs/claims.log",
     run:
-        from countdp.claims.table import build_claims
+        from jobs_claims import claims
 
-        build_claims(input, output.table, output.markdown, output.html, log[0])
+        claims(input.checks, params.designs, input.designs, params.theory, *output, log[0])

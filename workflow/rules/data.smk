@@ -2,7 +2,7 @@
 # three binary targets, with a JSON sidecar recording the source used (ucimlrepo or the
 # checksummed snapshot in resources/), its SHA-256 and the row counts.  Synthetic Binomial
 # populations are drawn inside the evaluation jobs (fresh per repetition, seeded).
-# ADULT_TABLE / ADULT_SIDECAR: see common.smk.
+# ADULT_TABLE / ADULT_SIDECAR: see targets.smk.
 
 
 rule adult_data:
@@ -20,5 +20,7 @@ rule adult_data:
         runtime=10,
     log:
         "results/logs/data/adult.log",
-    script:
-        "../scripts/data_adult.py"
+    run:
+        from jobs_extrinsic import adult_data
+
+        adult_data(params.source, input.snapshot, float(params.timeout), output.table, output.sidecar, log[0])

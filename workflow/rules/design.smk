@@ -24,6 +24,7 @@ for _key, _ns in design_sweeps().items():
             alpha_exact=alpha_exact(_alpha),
             ns=_ns,
             solver=design_solver(_mechanism),
+            code=CODE_VERSION,
         threads: 1
         group:
             "designs"  # used only by cluster executors (profiles/slurm); local runs ignore groups
@@ -31,7 +32,7 @@ for _key, _ns in design_sweeps().items():
             mem_mb=design_mem_mb(_mechanism, max(_ns)),
             runtime=design_runtime(_mechanism, _ns),
         run:
-            from countdp.studies.intrinsic import design_sweep
+            from countdp.studies.sweeps import design_sweep
 
             design_sweep(params.mechanism, params.objective, params.alpha, params.ns, params.solver,
                          list(output), log[0], params.alpha_exact)

@@ -7,7 +7,7 @@
 #
 # Inputs are the certified L0 mechanism artifacts of design.smk (mechanism_path), re-verified
 # with countdp.mechanisms.artifact.load_certified.  Seeds: countdp.evaluate.experiments.rng_for(config seed, parameters).
-# The helpers (mechanism_files, fig10_evaluations, ...) live in common.smk.
+# The helpers (mechanism_files, fig10_evaluations, ...) live in targets.smk.
 
 
 wildcard_constraints:
@@ -35,8 +35,11 @@ rule eval_fig10_adult:
         runtime=60,
     log:
         "results/logs/evaluations/adult/{target}/L0/alpha={alpha}.log",
-    script:
-        "../scripts/eval_adult.py"
+    run:
+        from jobs_extrinsic import eval_adult
+
+        eval_adult(input.table, input.sidecar, wildcards.target, float(wildcards.alpha), params.files, params.ns,
+                   params.repetitions, params.seed, output.summary, output.raw, log[0])
 
 
 rule eval_fig11_binomial:
@@ -59,8 +62,11 @@ rule eval_fig11_binomial:
         runtime=60,
     log:
         "results/logs/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}.log",
-    script:
-        "../scripts/eval_binomial.py"
+    run:
+        from jobs_extrinsic import eval_binomial
+
+        eval_binomial(params.study, float(wildcards.alpha), params.files, params.points, params.measures,
+                      params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
 
 
 rule eval_fig12_binomial:
@@ -83,8 +89,11 @@ rule eval_fig12_binomial:
         runtime=60,
     log:
         "results/logs/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}.log",
-    script:
-        "../scripts/eval_binomial.py"
+    run:
+        from jobs_extrinsic import eval_binomial
+
+        eval_binomial(params.study, float(wildcards.alpha), params.files, params.points, params.measures,
+                      params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
 
 
 rule eval_fig13_binomial:
@@ -109,5 +118,8 @@ rule eval_fig13_binomial:
         runtime=60,
     log:
         "results/logs/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}.log",
-    script:
-        "../scripts/eval_binomial.py"
+    run:
+        from jobs_extrinsic import eval_binomial
+
+        eval_binomial(params.study, float(wildcards.alpha), params.files, params.points, params.measures,
+                      params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])

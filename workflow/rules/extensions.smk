@@ -8,7 +8,7 @@
 # results/figures/ext_*.{pdf,png}, and each job's log (row counts, wall-clock and solver
 # times: tables carry no timings, so they are byte-identical across runs) to
 # results/logs/extensions/.  The jobs run in threads of the Snakemake process; their work is
-# countdp.studies.extensions.build_study.  Helpers (EXT, ext_figure, extensions_targets, ...): common.smk.
+# in workflow/lib/jobs_extensions.py.  Helpers (EXT, ext_figure, extensions_targets, ...): targets.smk.
 
 
 rule ext_baselines:
@@ -26,9 +26,9 @@ rule ext_baselines:
     log:
         ext_log("ext_baselines"),
     run:
-        from countdp.studies.extensions import build_study
+        from jobs_extensions import baselines
 
-        build_study("baselines", input, output, params, log[0])
+        baselines(params.ns, params.alphas, output.table, output.checks, list(output.figure), log[0])
 
 
 rule ext_subsets:
@@ -40,6 +40,8 @@ rule ext_subsets:
     params:
         ns=n_values(EXT["subsets"]["n"]),
         alphas=ext_alphas(EXT["subsets"]["alpha"]),
+        label_y=EXT["subsets"]["label_y"],
+        y_max=EXT["subsets"]["y_max"],
     threads: 1
     resources:
         mem_mb=2000,
@@ -47,9 +49,10 @@ rule ext_subsets:
     log:
         ext_log("ext_subsets"),
     run:
-        from countdp.studies.extensions import build_study
+        from jobs_extensions import subsets
 
-        build_study("subsets", input, output, params, log[0])
+        subsets(params.ns, params.alphas, params.label_y, params.y_max, output.table, output.summary, output.checks,
+                list(output.figure), log[0])
 
 
 rule ext_minimax:
@@ -67,9 +70,9 @@ rule ext_minimax:
     log:
         ext_log("ext_minimax"),
     run:
-        from countdp.studies.extensions import build_study
+        from jobs_extensions import minimax
 
-        build_study("minimax", input, output, params, log[0])
+        minimax(params.ns, params.alphas, output.table, output.checks, list(output.figure), log[0])
 
 
 rule ext_prior:
@@ -91,9 +94,9 @@ rule ext_prior:
     log:
         ext_log("ext_prior"),
     run:
-        from countdp.studies.extensions import build_study
+        from jobs_extensions import prior
 
-        build_study("prior", input, output, params, log[0])
+        prior(params.cfg, params.seed, params.solver, input.adult, *output[:3], output.figure, log[0])
 
 
 rule ext_objectives:
@@ -113,9 +116,9 @@ rule ext_objectives:
     log:
         ext_log("ext_objectives"),
     run:
-        from countdp.studies.extensions import build_study
+        from jobs_extensions import objectives
 
-        build_study("objectives", input, output, params, log[0])
+        objectives(params.cfg, params.solver, *output[:3], output.rmse, output.heatmaps, log[0])
 
 
 rule ext_derivability:
@@ -134,9 +137,10 @@ rule ext_derivability:
     log:
         ext_log("ext_derivability"),
     run:
-        from countdp.studies.extensions import build_study
+        from jobs_extensions import derivability
 
-        build_study("derivability", input, output, params, log[0])
+        derivability(params.ns, params.alphas, output.table, output.summary, output.checks, list(output.figure),
+                     log[0])
 
 
 rule ext_checks:
@@ -151,9 +155,9 @@ rule ext_checks:
     log:
         ext_log("ext_checks"),
     run:
-        from countdp.studies.extensions import build_study
+        from jobs_extensions import checks
 
-        build_study("checks", input, output, params, log[0])
+        checks(list(input), output[0], log[0])
 
 
 rule ext_all:

@@ -1,7 +1,8 @@
 # Figures 10-13 and their tables: each rule gathers its sweep evaluations into a tidy
 # table (results/tables/) and draws the figure from that table (results/figures/, PDF + PNG).
-# extrinsic_findings.csv checks each qualitative finding of SPEC section 6 on those tables.
-# Names and paths (EXTRINSIC_FIGURES, extrinsic_table, extrinsic_targets, ...): common.smk.
+# extrinsic_findings.csv checks each qualitative finding of SPEC section 6 on those tables, with
+# the thresholds of the config's `findings:` block.  Jobs: workflow/lib/jobs_extrinsic.py.
+# Names and paths (EXTRINSIC_FIGURES, extrinsic_table, extrinsic_targets, ...): targets.smk.
 
 
 for _fig in EXTRINSIC_FIGURES:
@@ -19,26 +20,35 @@ for _fig in EXTRINSIC_FIGURES:
         params:
             figure=_fig,
             settings=config[_fig],
+            with_sidecar=_fig == "fig10",
         threads: 1
         resources:
             mem_mb=1000,
             runtime=10,
         log:
             f"results/logs/figures/{EXTRINSIC_FIGURES[_fig]}.log",
-        script:
-            "../scripts/fig10_13_plots.py"
+        run:
+            from jobs_extrinsic import extrinsic_figure
+
+            extrinsic_figure(params.figure, dict(params.settings), list(input.evaluations),
+                             input.sidecar if params.with_sidecar else None, output.table, [output.pdf, output.png],
+                             log[0])
 
 
 rule extrinsic_findings:
     input:
-        tables=[extrinsic_table(f) for f in EXTRINSIC_FIGURES],
+        **{f: extrinsic_table(f) for f in EXTRINSIC_FIGURES},
     output:
         EXTRINSIC_FINDINGS,
+    params:
+        thresholds=config["findings"],
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     log:
         "results/logs/figures/extrinsic_findings.log",
-    script:
-        "../scripts/fig10_13_findings.py"
+    run:
+        from jobs_extrinsic import extrinsic_findings
+
+        extrinsic_findings({f: input[f] for f in EXTRINSIC_FIGURES}, dict(params.thresholds), output[0], log[0])

@@ -1,7 +1,7 @@
 # Intrinsic studies: tables from certified mechanism artifacts, then figures from
 # the tables (and, for heatmaps, from the artifacts).  No rule here designs a mechanism.
-# Table rules run inside the Snakemake process (numpy/pandas only); figure rules run a
-# script (matplotlib/seaborn in its own interpreter).
+# Every rule is a short `run:` block calling a job of workflow/lib/jobs_intrinsic.py with plain
+# values (paths, numbers); the jobs run in threads of the Snakemake process.
 
 
 # ------------------------------------------------------------------------- tables
@@ -22,9 +22,10 @@ rule fig01_tables:
     log:
         "results/logs/intrinsic/fig01_tables.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import fig01_tables
 
-        build_tables("fig01", input, output, params, log[0])
+        fig01_tables(list(input.panels), list(input.search), params.alpha, output.claims, output.search,
+                     output.checks, log[0])
 
 
 rule fig02_tables:
@@ -40,9 +41,9 @@ rule fig02_tables:
     log:
         "results/logs/intrinsic/fig02_tables.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import fig02_tables
 
-        build_tables("fig02", input, output, params, log[0])
+        fig02_tables(list(input), output.claims, output.checks, log[0])
 
 
 rule fig03_04_tables:
@@ -60,9 +61,9 @@ rule fig03_04_tables:
     log:
         "results/logs/intrinsic/fig03_04_tables.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import fig03_04_tables
 
-        build_tables("fig03_04", input, output, params, log[0])
+        fig03_04_tables(params.n, params.alphas, output.gm, output.em, output.checks, log[0])
 
 
 rule fig06_tables:
@@ -83,9 +84,10 @@ rule fig06_tables:
     log:
         "results/logs/intrinsic/fig06_tables.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import fig06_tables
 
-        build_tables("fig06", input, output, params, log[0])
+        fig06_tables(list(input), params.mechanisms, params.properties, params.tolerance, output.grid,
+                     output.summary, output.checks, log[0])
 
 
 rule fig07_tables:
@@ -96,6 +98,7 @@ rule fig07_tables:
         checks=CHECKS.format(study="fig07"),
     params:
         paper=config["fig07"].get("paper_truthful", {}),
+        text_alpha=alpha_value(config["fig07"]["text_alpha"]),
     threads: 1
     resources:
         mem_mb=1000,
@@ -103,9 +106,9 @@ rule fig07_tables:
     log:
         "results/logs/intrinsic/fig07_tables.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import fig07_tables
 
-        build_tables("fig07", input, output, params, log[0])
+        fig07_tables(list(input), params.paper, params.text_alpha, output.truthful, output.checks, log[0])
 
 
 rule fig08_tables:
@@ -126,9 +129,10 @@ rule fig08_tables:
     log:
         "results/logs/intrinsic/fig08_tables.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import fig08_tables
 
-        build_tables("fig08", input, output, params, log[0])
+        fig08_tables(list(input), params.base, params.combinations, params.vs_n_alpha, params.vs_alpha_n,
+                     output.table, output.checks, log[0])
 
 
 rule fig09_tables:
@@ -152,9 +156,10 @@ rule fig09_tables:
     log:
         "results/logs/intrinsic/fig09_tables.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import fig09_tables
 
-        build_tables("fig09", input, output, params, log[0])
+        fig09_tables(list(input), params.mechanisms, params.alphas, params.ns, params.check_alpha,
+                     params.check_n, params.tolerance, output.table, output.convergence, output.checks, log[0])
 
 
 rule intrinsic_checks:
@@ -169,151 +174,37 @@ rule intrinsic_checks:
     log:
         "results/logs/intrinsic/intrinsic_checks.log",
     run:
-        from countdp.studies.intrinsic import build_tables
+        from jobs_intrinsic import concat_checks
 
-        build_tables("intrinsic_checks", input, output, params, log[0])
+        concat_checks(list(input), output[0], log[0])
 
 
 # ------------------------------------------------------------------------- figures
-rule fig01_figure:
-    input:
-        mechanisms=fig01_panel_mechanisms(),
-    output:
-        figure_outputs("fig01_unconstrained_heatmaps", "fig01"),
-    params:
-        plot="heatmap_panels",
-        title="Unconstrained LP optima (BasicDP only, HiGHS simplex)",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig01_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
+# One rule per figure (fig01_figure ... fig09_figure): INTRINSIC_FIGURE_RULES in targets.smk
+# names its file stem, the function of countdp.plots.intrinsic that draws it, its title and
+# what it reads (certified artifacts, or one table).
+for _key, (_stem, _plot, _title, _mechanisms, _table) in INTRINSIC_FIGURE_RULES.items():
 
+    rule:
+        name:
+            f"{_key}_figure"
+        input:
+            mechanisms=_mechanisms,
+            table=_table or [],
+        output:
+            figure_outputs(_stem, _key),
+        params:
+            plot=_plot,
+            title=_title,
+            from_table=bool(_table),
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        log:
+            f"results/logs/intrinsic/{_key}_figure.log",
+        run:
+            from jobs_intrinsic import intrinsic_figure
 
-rule fig02_figure:
-    input:
-        mechanisms=fig02_mechanisms(),
-    output:
-        figure_outputs("fig02_constrained_heatmaps", "fig02"),
-    params:
-        plot="heatmap_panels",
-        title="LP optima with all seven properties (RH, RM, CH, CM, F, WH, S)",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig02_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
-
-
-rule fig03_figure:
-    input:
-        table="results/tables/fig03_gm_exponents.csv",
-    output:
-        figure_outputs("fig03_gm_structure", "fig03"),
-    params:
-        plot="exponent_grid",
-        title="GM as powers of α:  x = 1/(1+α),  y = (1−α)/(1+α)",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig03_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
-
-
-rule fig04_figure:
-    input:
-        table="results/tables/fig04_em_exponents.csv",
-    output:
-        figure_outputs("fig04_em_structure", "fig04"),
-    params:
-        plot="exponent_grid",
-        title="EM (explicit fair mechanism) as powers of α",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig04_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
-
-
-rule fig06_figure:
-    input:
-        table="results/tables/fig06_properties.csv",
-    output:
-        figure_outputs("fig06_properties", "fig06"),
-    params:
-        plot="property_table",
-        title="Properties of the named mechanisms",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig06_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
-
-
-rule fig07_figure:
-    input:
-        mechanisms=fig07_mechanisms(),
-    output:
-        figure_outputs("fig07_gm_em_wm_heatmaps", "fig07"),
-    params:
-        plot="named_heatmaps",
-        title="",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig07_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
-
-
-rule fig08_figure:
-    input:
-        table="results/tables/fig08_l0.csv",
-    output:
-        figure_outputs("fig08_wh_combinations", "fig08"),
-    params:
-        plot="wh_combinations",
-        title="",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig08_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
-
-
-rule fig09_figure:
-    input:
-        table="results/tables/fig09_l0.csv",
-    output:
-        figure_outputs("fig09_named_mechanisms_l0", "fig09"),
-    params:
-        plot="named_l0_vs_n",
-        title="",
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
-    log:
-        "results/logs/intrinsic/fig09_figure.log",
-    script:
-        "../scripts/plot_intrinsic.py"
+            intrinsic_figure(params.plot, list(output), log[0], params.title, list(input.mechanisms),
+                             input.table if params.from_table else None)

@@ -6,7 +6,7 @@
 Every key of ``workflow/schemas/config.schema.yaml`` (at any depth) becomes one row: its
 meaning (the schema's ``description``, required for every key), type, default, and allowed
 values (in the words the config checker uses in its error messages,
-``countdp.workflow_config.describe``).  tests/test_config_docs.py checks that the committed
+``workflow/lib/config_check.py: describe``).  tests/test_config_docs.py checks that the committed
 file equals this script's output, so the two cannot drift.
 """
 
@@ -18,7 +18,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from countdp.workflow_config import _resolve, describe, load_schema
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+from config_check import _resolve, describe, load_schema  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"

@@ -11,26 +11,80 @@ value could not be computed.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from countdp.design.designer import design_lp, design_named
+from countdp.claims.designs import (
+    CERTIFIED_ALPHAS,
+    CERTIFIED_MECHANISMS,
+    CERTIFIED_NS,
+    FIGURE_1_ALPHAS,
+    FIGURE_1_CASES,
+    GS_ALPHAS,
+    GS_NS,
+    THEOREM_1_CASES,
+    THEOREM_1_PROPERTIES,
+    THEOREM_3,
+    THEOREM_4,
+    WM_BETWEEN,
+)
+from countdp.design.designer import Design, design_lp, design_named
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric
 from countdp.mechanisms.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 from countdp.privacy.certify import is_alpha_dp
 from countdp.studies.checks import CHECK_COLUMNS
+from countdp.studies.naming import lp_name, objective_slug
 
 CLAIM_COLUMNS = ("id", "source", "statement", "paper_value", "our_value", "test", "verdict", "explanation")
 VERDICTS = ("reproduced", "differs", "not checkable")
 
-ALPHA_GRID = (0.1, 0.3, 0.5, 0.62, 2 / 3, 0.76, 0.9, 0.91, 10 / 11, 0.99)
-N_GRID = tuple(range(1, 41))
+
+@dataclass(frozen=True)
+class TheorySettings:
+    """What the theory rows are computed over: the closed-form grid and the LP solver (from the config).
+
+    ``artifacts`` maps ``(mechanism, objective slug, n, alpha)`` (the parts of an artifact path,
+    :func:`countdp.claims.designs.theory_designs`) to a saved design: those designs are loaded
+    (both certificates re-verified) instead of solved again; any other is designed here.
+    """
+
+    alphas: tuple[float, ...]
+    ns: tuple[int, ...]
+    solver: str = "HIGHS"
+    method: str | None = None
+    artifacts: Mapping[tuple[str, str, int, float], str] = field(default_factory=dict, compare=False)
+
+    def ns_from(self, first: int, step: int = 1) -> list[int]:
+        """The grid's n from ``first`` on, every ``step``-th (``first``, ``first + step``, ...)."""
+        return [n for n in self.ns if n >= first and (n - first) % step == 0]
+
+    def span(self, first: int = 1) -> str:
+        """``"first..max"`` of the grid's n."""
+        return f"{first}..{max(self.ns)}"
+
+    def _saved(self, mechanism: str, objective: str, n: int, alpha: float) -> Design | None:
+        path = self.artifacts.get((mechanism, objective_slug(objective), n, float(alpha)))
+        if path is None:
+            return None
+        from countdp.mechanisms.artifact import load_design
+
+        return load_design(path)
+
+    def lp(self, n: int, alpha: float, properties=(), objective: str = "L0") -> Design:
+        saved = self._saved(lp_name(properties), objective, n, alpha)
+        return saved or design_lp(n, alpha, properties, objective, solver=self.solver, method=self.method)
+
+    def named(self, name: str, n: int, alpha: float) -> Design:
+        saved = self._saved(name, "L0", n, alpha)
+        if saved is not None:
+            return saved
+        if name in ("WM", "WH"):
+            return design_named(name, n, alpha, solver=self.solver, method=self.method)
+        return design_named(name, n, alpha)
 
 
 @dataclass(frozen=True)
@@ -53,11 +107,13 @@ class Claim:
                 "explanation": self.explanation if verdict != "reproduced" else ""}
 
 
-def _grid(n_values: Iterable[int] = N_GRID, alphas: Iterable[float] = ALPHA_GRID):
+def _grid(g: TheorySettings, n_values: Iterable[int] | None = None, alphas: Iterable[float] | None = None):
+    n_values = g.ns if n_values is None else n_values
+    alphas = g.alphas if alphas is None else alphas
     return [(n, a) for n in n_values for a in alphas]
 
 
-def _example_1() -> list[Claim]:
+def _example_1(g: TheorySettings) -> list[Claim]:
     P = geometric(2, 0.9)
     rows = []
     for cid, text, value, paper in (("ex1-a", "Pr[output 0 | input 1]", P[0, 1], 0.47),
@@ -68,7 +124,7 @@ def _example_1() -> list[Claim]:
     return rows
 
 
-def _gm_noise_misprint() -> Claim:
+def _gm_noise_misprint(g: TheorySettings) -> Claim:
     a = 0.9
     printed = (1 + 2 * (1 - a) / a) / (1 + a)  # sum over k of (1-a)^|k|/(1+a)
     fixed = (1 - a) / (1 + a) * (1 + 2 * a / (1 - a))
@@ -79,7 +135,7 @@ def _gm_noise_misprint() -> Claim:
                  "and Figure 3")
 
 
-def _l0d_misprint() -> Claim:
+def _l0d_misprint(g: TheorySettings) -> Claim:
     n, a = 6, 0.9
     P = geometric(n, a)
     i = np.arange(n + 1)
@@ -92,17 +148,17 @@ def _l0d_misprint() -> Claim:
                  "misprint: only '> d' (\"more than d steps\", as the text says) gives L0,0 = L0; we use > d")
 
 
-def _gm_l0_closed_form() -> Claim:
-    worst = max(abs(objective_value(geometric(n, a)) - 2 * a / (1 + a)) for n, a in _grid())
+def _gm_l0_closed_form(g: TheorySettings) -> Claim:
+    worst = max(abs(objective_value(geometric(n, a)) - 2 * a / (1 + a)) for n, a in _grid(g))
     return Claim("gm-l0", "§IV-B", "L0(GM) = 2α/(1+α) for every n", "2α/(1+α)",
-                 f"max deviation {worst:.1e} over n = 1..40 × 10 α", "≤ 1e-12", worst <= 1e-12)
+                 f"max deviation {worst:.1e} over n = {g.span()} × {len(g.alphas)} α", "≤ 1e-12", worst <= 1e-12)
 
 
-def _theorem_3() -> Claim:
+def _theorem_3(g: TheorySettings) -> Claim:
     worst_value, worst_matrix = 0.0, 0.0
-    for n in (1, 2, 3, 5, 8, 12):
-        for a in (0.3, 0.62, 0.91):
-            d = design_lp(n, a)
+    for n in THEOREM_3[0]:
+        for a in THEOREM_3[1]:
+            d = g.lp(n, a)
             worst_value = max(worst_value, abs(d.objective_value - 2 * a / (1 + a)))
             worst_matrix = max(worst_matrix, float(np.abs(d.matrix - geometric(n, a)).max()))
     return Claim("thm3", "Theorem 3", "GM is the unique L0-optimal BasicDP mechanism", "optimum = GM",
@@ -110,30 +166,32 @@ def _theorem_3() -> Claim:
                  "value within 1e-9 and matrix within 1e-7", worst_value <= 1e-9 and worst_matrix <= 1e-7)
 
 
-def _lemma_2() -> list[Claim]:
-    mismatches = [(n, a) for n, a in _grid(range(2, 41)) if
+def _lemma_2(g: TheorySettings) -> list[Claim]:
+    mismatches = [(n, a) for n, a in _grid(g, g.ns_from(2)) if
                   check_property(geometric(n, a), "WH", 1e-12).holds != (n >= 2 * a / (1 - a) - 1e-12)]
-    at_one = [a for a in ALPHA_GRID if 1 < 2 * a / (1 - a) and check_property(geometric(1, a), "WH", 1e-12).holds]
+    at_one = [a for a in g.alphas if 1 < 2 * a / (1 - a) and check_property(geometric(1, a), "WH", 1e-12).holds]
     return [
         Claim("lemma2", "Lemma 2", "GM has weak honesty iff n ≥ 2α/(1−α) (n ≥ 2)", "iff n ≥ 2α/(1−α)",
-              f"{len(mismatches)} mismatches over n = 2..40 × 10 α", "checker vs the condition", not mismatches),
+              f"{len(mismatches)} mismatches over n = {g.span(2)} × {len(g.alphas)} α", "checker vs the condition",
+              not mismatches),
         Claim("lemma2-n1", "Lemma 2", "… also at n = 1", "iff n ≥ 2α/(1−α)",
-              f"GM(1) is weakly honest for every α (fails the condition for {len(at_one)} of 10 α)",
+              f"GM(1) is weakly honest for every α (fails the condition for {len(at_one)} of {len(g.alphas)} α)",
               "checker vs the condition at n = 1", not at_one,
               "the proof uses an interior diagonal entry (1−α)/(1+α), which n = 1 lacks: both diagonal "
               "entries are 1/(1+α) ≥ 1/2, so GM(1) is always weakly honest"),
     ]
 
 
-def _lemma_3() -> list[Claim]:
-    mismatches = [(n, a) for n, a in _grid(range(2, 41)) if
+def _lemma_3(g: TheorySettings) -> list[Claim]:
+    mismatches = [(n, a) for n, a in _grid(g, g.ns_from(2)) if
                   check_property(geometric(n, a), "CM", 1e-12).holds != (a <= 0.5)]
     boundary = check_property(geometric(7, 0.5), "CM", 1e-12).holds and \
         not check_property(geometric(7, 0.5 + 1e-6), "CM", 1e-12).holds
-    at_one = [a for a in ALPHA_GRID if a > 0.5 and check_property(geometric(1, a), "CM", 1e-12).holds]
+    at_one = [a for a in g.alphas if a > 0.5 and check_property(geometric(1, a), "CM", 1e-12).holds]
     return [
         Claim("lemma3", "Lemma 3", "GM is column monotone iff α ≤ 1/2 (n ≥ 2)", "iff α ≤ 1/2",
-              f"{len(mismatches)} mismatches over n = 2..40 × 10 α; boundary at 1/2 exact: {boundary}",
+              f"{len(mismatches)} mismatches over n = {g.span(2)} × {len(g.alphas)} α; "
+              f"boundary at 1/2 exact: {boundary}",
               "checker vs the condition", not mismatches and boundary),
         Claim("lemma3-n1", "Lemma 3", "… also at n = 1", "iff α ≤ 1/2",
               f"GM(1) is column monotone for all {len(at_one)} tested α > 1/2", "checker at n = 1", not at_one,
@@ -141,59 +199,61 @@ def _lemma_3() -> list[Claim]:
     ]
 
 
-def _lemma_4() -> list[Claim]:
+def _lemma_4(g: TheorySettings) -> list[Claim]:
     even_gap = max(abs(explicit_fair_diagonal(n, a) - (1 - a) / (1 + a - 2 * a ** (n / 2 + 1)))
-                   for n, a in _grid(range(2, 41, 2)))
-    odd_excess = [(n, a) for n, a in _grid(range(1, 41, 2))
+                   for n, a in _grid(g, g.ns_from(2, 2)))
+    odd_excess = [(n, a) for n, a in _grid(g, g.ns_from(1, 2))
                   if explicit_fair_diagonal(n, a) > (1 - a) / (1 + a - 2 * a ** (n / 2 + 1)) + 1e-15]
     return [
         Claim("lemma4-even", "Lemma 4", "a fair mechanism has y ≤ (1−α)/(1+α−2α^(n/2+1)) (even n), attained by EM",
-              "bound, tight", f"EM attains it within {even_gap:.1e} (even n ≤ 40)", "≤ 1e-12", even_gap <= 1e-12),
+              "bound, tight", f"EM attains it within {even_gap:.1e} (even n ≤ {max(g.ns_from(2, 2))})", "≤ 1e-12",
+              even_gap <= 1e-12),
         Claim("lemma4-odd", "Lemma 4", "… the same formula bounds y for odd n", "bound",
-              f"EM (fair, α-DP) exceeds it in {len(odd_excess)} of {len(_grid(range(1, 41, 2)))} odd cases",
+              f"EM (fair, α-DP) exceeds it in {len(odd_excess)} of {len(_grid(g, g.ns_from(1, 2)))} odd cases",
               "EM's diagonal ≤ the printed bound", not odd_excess,
               "for odd n the middle column is (n−1)/2 and the tight bound is (1−α)/(1+α−α^((n+1)/2)−α^((n+3)/2)); "
               "the printed formula (fractional exponent) is smaller, so it is not a bound"),
     ]
 
 
-def _em_normaliser() -> Claim:
+def _em_normaliser(g: TheorySettings) -> Claim:
     worst = 0.0
-    for n, a in _grid(range(1, 41, 2)):
+    for n, a in _grid(g, g.ns_from(1, 2)):
         paper_y = (1 - a) / (1 + a - 2 * a ** (n / 2 + 1))
         P = explicit_fair(n, a) / explicit_fair_diagonal(n, a) * paper_y
         worst = max(worst, float(np.abs(P.sum(axis=0) - 1).max()))
     return Claim("em-odd-y", "eq. (16) + Lemma 4", "EM with y = (1−α)/(1+α−2α^(n/2+1)) is a mechanism (odd n)",
-                 "columns sum to 1", f"columns off by up to {worst:.3f} (odd n ≤ 39)", "|column sum − 1| ≤ 1e-12",
-                 worst <= 1e-12, "misprint for odd n: y = (1−α)/(1+α−α^((n+1)/2)−α^((n+3)/2)) normalises them")
+                 "columns sum to 1", f"columns off by up to {worst:.3f} (odd n ≤ {max(g.ns_from(1, 2))})",
+                 "|column sum − 1| ≤ 1e-12", worst <= 1e-12,
+                 "misprint for odd n: y = (1−α)/(1+α−α^((n+1)/2)−α^((n+3)/2)) normalises them")
 
 
-def _em_properties() -> Claim:
+def _em_properties(g: TheorySettings) -> Claim:
     failures = []
-    for n, a in _grid():
+    for n, a in _grid(g):
         P = explicit_fair(n, a)
         checks = check_all(P, tol=1e-12)
         if not all(c.holds for c in checks.values()) or not check_dp(P, a, tol=1e-15).holds:
             failures.append((n, a))
     return Claim("thm4-props", "Theorem 4", "EM has all seven properties and is α-DP for every n",
-                 "all properties", f"{len(failures)} failures over n = 1..40 × 10 α", "checkers, tol 1e-12",
-                 not failures)
+                 "all properties", f"{len(failures)} failures over n = {g.span()} × {len(g.alphas)} α",
+                 "checkers, tol 1e-12", not failures)
 
 
-def _theorem_4() -> Claim:
+def _theorem_4(g: TheorySettings) -> Claim:
     worst = 0.0
-    for n in (1, 2, 3, 4, 7, 10):
-        for a in (0.4, 0.76, 0.91):
-            worst = max(worst, abs(design_lp(n, a, ["F"]).objective_value - objective_value(explicit_fair(n, a))))
+    for n in THEOREM_4[0]:
+        for a in THEOREM_4[1]:
+            worst = max(worst, abs(g.lp(n, a, ["F"]).objective_value - objective_value(explicit_fair(n, a))))
     return Claim("thm4", "Theorem 4", "EM is L0-optimal among fair mechanisms", "LP(F) = L0(EM)",
                  f"max |LP(F) − L0(EM)| = {worst:.1e} (n ≤ 10, 3 α)", "≤ 1e-8", worst <= 1e-8)
 
 
-def _theorem_1() -> Claim:
+def _theorem_1(g: TheorySettings) -> Claim:
     worst_l0, lost = 0.0, []
-    for n, a, obj in ((5, 0.62, "L1"), (7, 0.62, "L1"), (5, 0.62, "L0d:1"), (6, 0.8, "L2"), (4, 0.91, "L0")):
-        for props in ((), ("RH",), ("CH", "RM")):
-            P = design_lp(n, a, props, obj).matrix
+    for n, a, obj in THEOREM_1_CASES:
+        for props in THEOREM_1_PROPERTIES:
+            P = g.lp(n, a, props, obj).matrix
             S = (P + P[::-1, ::-1]) / 2
             before, after = check_all(P, 1e-9), check_all(S, 1e-9)
             lost += [(n, a, obj, p) for p in before if before[p].holds and not after[p].holds]
@@ -205,11 +265,11 @@ def _theorem_1() -> Claim:
                  "checkers + |ΔL0| ≤ 1e-12", not lost and worst_l0 <= 1e-12)
 
 
-def _gupte_sundararajan() -> list[Claim]:
-    alphas, ns = (0.3, 0.5, 0.62, 0.76, 0.91, 0.99), range(2, 13)
+def _gupte_sundararajan(g: TheorySettings) -> list[Claim]:
+    alphas, ns = GS_ALPHAS, GS_NS
     em_derivable = [(n, a) for n in ns for a in alphas if gupte_sundararajan_violation(explicit_fair(n, a), a) <= 1e-9]
     wm_derivable = [(n, a) for n in ns for a in alphas
-                    if gupte_sundararajan_violation(design_named("WM", n, a).matrix, a) <= 1e-9]
+                    if gupte_sundararajan_violation(g.named("WM", n, a).matrix, a) <= 1e-9]
     gm_ok = all(gupte_sundararajan_violation(geometric(n, a), a) <= 1e-12 for n in range(1, 13) for a in alphas)
     low = [c for c in wm_derivable if c[1] <= 0.5]
     high = ", ".join(f"(n={n}, α={a:g})" for n, a in wm_derivable if a > 0.5) or "none"
@@ -226,21 +286,21 @@ def _gupte_sundararajan() -> list[Claim]:
     ]
 
 
-def _wm_between() -> Claim:
+def _wm_between(g: TheorySettings) -> Claim:
     bad = []
-    for n, a in ((2, 0.91), (4, 0.91), (8, 0.67), (12, 0.9), (20, 10 / 11), (30, 0.99)):
-        wm = design_named("WM", n, a).objective_value
+    for n, a in WM_BETWEEN:
+        wm = g.named("WM", n, a).objective_value
         if not (2 * a / (1 + a) - 1e-9 <= wm <= objective_value(explicit_fair(n, a)) + 1e-9):
             bad.append((n, a))
     return Claim("wm-between", "§IV-D, Figure 6", "L0(GM) ≤ L0(WM) ≤ L0(EM)", "between",
                  f"{len(bad)} violations over 6 (n, α)", "LP values, tol 1e-9", not bad)
 
 
-def _certified() -> Claim:
+def _certified(g: TheorySettings) -> Claim:
     uncertified = []
-    for n, a in _grid((1, 2, 7, 8, 20), (0.5, 0.91, 0.99)):
-        for name in ("GM", "EM", "UM", "WM", "WH"):
-            d = design_named(name, n, a)
+    for n, a in _grid(g, CERTIFIED_NS, CERTIFIED_ALPHAS):
+        for name in CERTIFIED_MECHANISMS:
+            d = g.named(name, n, a)
             if not (d.certificate.certified and is_alpha_dp(d.matrix, a)):
                 uncertified.append((name, n, a))
     return Claim("certified", "§III (BasicDP), SPEC §5", "every released mechanism is α-DP",
@@ -248,11 +308,12 @@ def _certified() -> Claim:
                  "exact float test, tolerance 0", not uncertified)
 
 
-def _figure_1_alpha_scan() -> list[Claim]:
+def _figure_1_alpha_scan(g: TheorySettings) -> list[Claim]:
     """At which alpha do Figure 1's quoted numbers hold?  (The caption says alpha = 0.62.)"""
-    alphas = (0.6, 0.62, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.91, 0.95)
-    l1 = {a: float(design_lp(7, a, (), "L1").matrix[[2, 5]].sum(axis=0).min()) for a in alphas}
-    l01 = {a: float(design_lp(5, a, (), "L0d:1").matrix[[1, 4]].sum(axis=0).min()) for a in alphas}
+    alphas = FIGURE_1_ALPHAS
+    (n1, obj1, out1), (n01, obj01, out01) = FIGURE_1_CASES
+    l1 = {a: float(g.lp(n1, a, (), obj1).matrix[list(out1)].sum(axis=0).min()) for a in alphas}
+    l01 = {a: float(g.lp(n01, a, (), obj01).matrix[list(out01)].sum(axis=0).min()) for a in alphas}
     l1_ok = [a for a in alphas if l1[a] >= 0.7]
     l01_ok = [a for a in alphas if l01[a] > 0.9]
     tracks = max(abs(l01[a] - a) for a in alphas)
@@ -273,18 +334,18 @@ def _figure_1_alpha_scan() -> list[Claim]:
     ]
 
 
-THEORY: tuple[Callable[[], Claim | list[Claim]], ...] = (
+THEORY: tuple[Callable[[TheorySettings], Claim | list[Claim]], ...] = (
     _example_1, _gm_noise_misprint, _l0d_misprint, _gm_l0_closed_form, _theorem_3, _lemma_2, _lemma_3, _lemma_4,
     _em_normaliser, _em_properties, _theorem_4, _theorem_1, _gupte_sundararajan, _wm_between, _certified,
     _figure_1_alpha_scan,
 )
 
 
-def theory_claims() -> list[Claim]:
-    """Every definition, lemma and theorem of the paper, recomputed from the library."""
+def theory_claims(settings: TheorySettings) -> list[Claim]:
+    """Every definition, lemma and theorem of the paper, recomputed from the library over ``settings``."""
     out: list[Claim] = []
     for make in THEORY:
-        made = make()
+        made = make(settings)
         out.extend(made if isinstance(made, list) else [made])
     return out
 
@@ -324,120 +385,13 @@ def claims_from_checks(table: pd.DataFrame, prefix: str) -> list[Claim]:
                      f"(or {sorted(set(FINDING_COLUMNS) - set(table.columns))})")
 
 
-def claims_table(check_tables: Iterable[str | Path] = (), theory: list[Claim] | None = None) -> pd.DataFrame:
-    """The full claims table: theory rows, then each check table's rows."""
-    claims = list(theory_claims() if theory is None else theory)
-    for path in check_tables:
-        stem = Path(path).stem
-        claims += claims_from_checks(pd.read_csv(path), prefix=f"{CHECK_TABLE_PREFIXES.get(stem, stem)}-")
+def claims_table(check_tables: Mapping[str, pd.DataFrame], theory: list[Claim]) -> pd.DataFrame:
+    """The full claims table: ``theory`` rows, then each check table's rows (keyed by file stem)."""
+    claims = list(theory)
+    for stem, table in check_tables.items():
+        claims += claims_from_checks(table, prefix=f"{CHECK_TABLE_PREFIXES.get(stem, stem)}-")
     ids = [c.id for c in claims]
     duplicated = sorted({i for i in ids if ids.count(i) > 1})
     if duplicated:
         raise ValueError(f"claim ids must be unique; repeated: {duplicated}")
     return pd.DataFrame([c.row() for c in claims], columns=list(CLAIM_COLUMNS))
-
-
-def claims_markdown(table: pd.DataFrame) -> str:
-    """``results/claims.md``: a summary line and the table as Markdown."""
-    counts = table["verdict"].value_counts()
-    summary = ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
-
-    def cell(value: object) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["# Claims of Cormode, Kulkarni, Srivastava (ICDE 2018): what we measured", "",
-             f"{len(table)} claims: {summary}. Verdicts are computed from the results by `countdp.claims.table`; "
-             "`differs` rows explain the difference.", "",
-             "| " + " | ".join(CLAIM_COLUMNS) + " |", "|" + "---|" * len(CLAIM_COLUMNS)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
-
-
-_HTML_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 13px; margin: 1.2em;
-       color: #1f2937; }
-h1 { font-size: 1.3em; margin: 0 0 .4em; }
-p { max-width: 70em; }
-.counts span { display: inline-block; padding: .25em .7em; margin-right: .5em; border-radius: 1em; font-weight: 600; }
-table { border-collapse: collapse; width: 100%; table-layout: fixed; }
-th, td { border: 1px solid #d1d5db; padding: .3em .45em; vertical-align: top; text-align: left;
-         overflow-wrap: anywhere; }
-col.id { width: 7%; } col.source { width: 8%; } col.statement { width: 20%; } col.paper_value { width: 9%; }
-col.our_value { width: 18%; } col.test { width: 11%; } col.verdict { width: 10%; } col.explanation { width: 17%; }
-th { background: #f3f4f6; position: sticky; top: 0; }
-td.id { font-family: ui-monospace, monospace; }
-.reproduced { background: #dcfce7; }
-.differs { background: #fef3c7; }
-.not-checkable { background: #e5e7eb; }
-tr.differs td { background: #fffbeb; }
-tr.not-checkable td { background: #f3f4f6; }
-td.verdict span { padding: .1em .5em; border-radius: .8em; white-space: nowrap; font-weight: 600; }
-"""
-
-
-def claims_html(table: pd.DataFrame) -> str:
-    """``results/claims.html``: a standalone page with the verdict counts and the whole table.
-
-    Shown in the Snakemake report (category "Claims"); ``differs`` rows are highlighted and
-    listed at the top with links to their rows.
-    """
-    counts = table["verdict"].value_counts()
-
-    def text(value: object) -> str:
-        return "" if pd.isna(value) else html.escape(str(value))
-
-    def css(verdict: object) -> str:
-        return str(verdict).replace(" ", "-")
-
-    badges = "".join(f'<span class="{css(v)}">{counts.get(v, 0)} {html.escape(v)}</span>' for v in VERDICTS)
-    differs = table[table["verdict"] != "reproduced"]
-    links = ", ".join(f'<a href="#{text(i)}">{text(i)}</a>' for i in differs["id"]) or "none"
-    head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in CLAIM_COLUMNS)
-    rows = []
-    for row in table.itertuples(index=False):
-        record = dict(zip(CLAIM_COLUMNS, row, strict=True))
-        cells = []
-        for column in CLAIM_COLUMNS:
-            value = text(record[column])
-            if column == "id":
-                cells.append(f'<td class="id">{value}</td>')
-            elif column == "verdict":
-                cells.append(f'<td class="verdict"><span class="{css(record[column])}">{value}</span></td>')
-            else:
-                cells.append(f"<td>{value}</td>")
-        rows.append(f'<tr id="{text(record["id"])}" class="{css(record["verdict"])}">{"".join(cells)}</tr>')
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        "<title>Claims of Cormode, Kulkarni, Srivastava (ICDE 2018)</title>",
-        f"<style>{_HTML_STYLE}</style>", "</head>", "<body>",
-        "<h1>Claims of Cormode, Kulkarni, Srivastava (ICDE 2018): what we measured</h1>",
-        f'<p class="counts"><b>{len(table)} claims:</b> {badges}</p>',
-        "<p>One row per statement of the paper: the paper's value, the value this pipeline measured, the test "
-        "used, and a verdict computed from the results by <code>countdp.claims.table</code>. Rows "
-        f"<code>{CHECK_TABLE_PREFIXES['intrinsic_checks']}-*</code> come from the intrinsic studies (Figures 1-9, "
-        f"<code>intrinsic_checks.csv</code>), rows <code>{CHECK_TABLE_PREFIXES['extrinsic_findings']}-*</code> "
-        "from the extrinsic findings (Figures 10-13, <code>extrinsic_findings.csv</code>), rows "
-        f"<code>{CHECK_TABLE_PREFIXES['ext_checks']}-*</code> from the studies beyond the paper "
-        "(<code>ext_checks.csv</code>); the others are recomputed from the library. <code>differs</code> rows "
-        "explain the difference.</p>",
-        f"<p><b>Not reproduced ({len(differs)}):</b> {links}</p>",
-        "<table><colgroup>" + "".join(f'<col class="{c}">' for c in CLAIM_COLUMNS) + "</colgroup>",
-        f"<thead><tr>{head}</tr></thead><tbody>", *rows, "</tbody></table>",
-        "</body>", "</html>", ""])
-
-
-def build_claims(check_tables: Iterable[str | Path], table_path: str | Path, markdown_path: str | Path,
-                 html_path: str | Path, log: str | Path | None = None) -> pd.DataFrame:
-    """Entry point of the claims rule: the table (CSV), its Markdown and HTML pages, a one-line log.
-
-    Every file is written atomically (``countdp.mechanisms.artifact``); returns the table.
-    """
-    from countdp.mechanisms.artifact import write_csv_atomic, write_text_atomic
-
-    table = claims_table(check_tables)
-    write_csv_atomic(table, table_path)
-    write_text_atomic(markdown_path, claims_markdown(table))
-    write_text_atomic(html_path, claims_html(table))
-    if log:
-        write_text_atomic(log, f"{len(table)} claims: {table['verdict'].value_counts().to_dict()}\n")
-    return table

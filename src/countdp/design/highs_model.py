@@ -10,7 +10,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.design.constraints import constraint_system, parse_properties
+from countdp.design.constraints import LinearSystem, constraint_system, parse_properties
 from countdp.design.fast import highs_lp
 from countdp.evaluate.metrics import loss_matrix
 from countdp.privacy.certify import certify
@@ -25,7 +25,10 @@ class DesignModel:
     solves (:meth:`bound`) and the minimum-norm point of the current feasible set.
     """
 
-    def __init__(self, n: int, alpha: float, properties: object = (), objective: object = "L0"):
+    def __init__(self, n: int, alpha: float, properties: object = (), objective: object = "L0",
+                 system: LinearSystem | None = None):
+        """``system``: ``constraint_system(n, alpha, properties)`` when the caller has built it already
+        (countdp.studies.subsets builds the 128 subsets' systems incrementally); not checked."""
         import highspy
 
         self._hs = highspy
@@ -33,7 +36,8 @@ class DesignModel:
         self.N = self.n + 1
         self.size = self.N * self.N
         self.properties = parse_properties(properties)
-        system = constraint_system(self.n, self.alpha, self.properties)
+        if system is None:
+            system = constraint_system(self.n, self.alpha, self.properties)
         C = loss_matrix(self.n, objective)
         self.loss = C
         column_loss = sp.csr_matrix((C.ravel(), (np.tile(np.arange(self.N), self.N), np.arange(self.size))),

@@ -1,28 +1,28 @@
 """Figures of the intrinsic studies (Figures 1-4, 6-9), drawn with matplotlib + seaborn.
 
-Each public function takes ``inputs`` (a mapping from input names to paths, as a Snakemake
-rule names them: ``mechanisms`` for certified artifacts, ``table`` for a CSV), ``outputs``
-(paths ending in ``.pdf`` / ``.png``) and a ``title``; it reads only tables and certified
-artifacts.  Colours, markers and labels of mechanisms come from :mod:`countdp.plots.style`.
+Each function takes plain values (certified mechanism records, or a study's table as a
+DataFrame), the output ``paths`` (``.pdf`` / ``.png``) and a ``title``, and draws inside
+:func:`countdp.plots.canvas.drawing` with the seaborn "paper" theme applied only there.
+Colours, markers and labels of mechanisms come from :mod:`countdp.plots.style`.
 """
 
 from __future__ import annotations
 
+import functools
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.colors import ListedColormap
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS  # noqa: E402
-from countdp.studies.intrinsic import load_matrix_records, wh_threshold  # noqa: E402
+from countdp.plots.canvas import drawing, new_figure, save_figure, subplots
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
+from countdp.studies.records import wh_threshold
 
 PAPER_RC = {
     "font.size": 8.5,
@@ -38,15 +38,23 @@ HEATMAP_CMAP = "YlOrRd"
 PROPERTY_ORDER = ("S", "RM", "CM", "F", "WH", "RH", "CH")
 
 
-def _setup() -> None:
-    sns.set_theme(context="paper", style="whitegrid", rc=PAPER_RC)
+def paper_theme() -> dict:
+    """The rcParams of ``seaborn.set_theme(context="paper", style="whitegrid", rc=PAPER_RC)``, as a dict."""
+    from cycler import cycler
+
+    return {**sns.plotting_context("paper"), **sns.axes_style("whitegrid", rc={"font.family": "sans-serif"}),
+            "axes.prop_cycle": cycler("color", sns.color_palette("deep")), **PAPER_RC}
 
 
-def _save(fig: plt.Figure, outputs: Sequence[str]) -> None:
-    for path in outputs:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=200 if str(path).endswith(".png") else None)
-    plt.close(fig)
+def _paper_figure(draw):
+    """``draw(data, title) -> Figure`` as ``figure(data, paths, title="")``: drawn in the paper theme, saved."""
+
+    @functools.wraps(draw)
+    def figure(data, paths: Sequence[str | Path], title: str = "") -> None:
+        with drawing(paper_theme()):
+            save_figure(draw(data, title), paths, dpi={"png": 200})
+
+    return figure
 
 
 def alpha_label(alpha: float) -> str:
@@ -62,8 +70,8 @@ def _annotations(P: np.ndarray, digits: int) -> np.ndarray:
     return text
 
 
-def _heatmap(ax: plt.Axes, P: np.ndarray, title: str, digits: int = 2, cbar: bool = False,
-             cbar_ax: plt.Axes | None = None, vmax: float = 1.0, fontsize: float = 6.5) -> None:
+def _heatmap(ax: object, P: np.ndarray, title: str, digits: int = 2, cbar: bool = False,
+             cbar_ax: object | None = None, vmax: float = 1.0, fontsize: float = 6.5) -> None:
     n = P.shape[0] - 1
     sns.heatmap(P, ax=ax, vmin=0.0, vmax=vmax, cmap=HEATMAP_CMAP, square=True, cbar=cbar, cbar_ax=cbar_ax,
                 annot=_annotations(P, digits), fmt="", annot_kws={"fontsize": fontsize},
@@ -78,15 +86,14 @@ def _heatmap(ax: plt.Axes, P: np.ndarray, title: str, digits: int = 2, cbar: boo
 
 def _heatmap_row(k: int, height: float, wspace: float):
     """A figure with ``k`` heatmap axes side by side and a thin colour-bar axis on the right."""
-    fig = plt.figure(figsize=(3.0 * k + 0.6, height))
+    fig = new_figure(figsize=(3.0 * k + 0.6, height))
     grid = fig.add_gridspec(1, k + 1, width_ratios=[1] * k + [0.05], wspace=wspace)
     return fig, [fig.add_subplot(grid[0, idx]) for idx in range(k)], fig.add_subplot(grid[0, k])
 
 
-def heatmap_panels(inputs: Mapping, outputs: Sequence[str], title: str = "") -> None:
+@_paper_figure
+def heatmap_panels(records: Sequence[dict], title: str):
     """Figures 1 and 2: one heatmap per designed LP optimum, titled by objective and n."""
-    _setup()
-    records = load_matrix_records(inputs["mechanisms"])
     fig, axes, cax = _heatmap_row(len(records), 3.6, 0.35)
     for idx, (ax, r) in enumerate(zip(axes, records, strict=True)):
         P = np.asarray(r["matrix"])
@@ -97,7 +104,7 @@ def heatmap_panels(inputs: Mapping, outputs: Sequence[str], title: str = "") -> 
             ax.set_ylabel("")
     alpha = records[0]["alpha"] if records else float("nan")
     fig.suptitle(f"{title}, α = {alpha_label(alpha)}", y=1.0)
-    _save(fig, outputs)
+    return fig
 
 
 def _power_tex(coefficient: str, exponent: int) -> str:
@@ -108,16 +115,15 @@ def _power_tex(coefficient: str, exponent: int) -> str:
     return f"${coefficient}\\alpha^{{{exponent}}}$"
 
 
-def exponent_grid(inputs: Mapping, outputs: Sequence[str], title: str = "") -> None:
+@_paper_figure
+def exponent_grid(table: pd.DataFrame, title: str):
     """Figures 3 and 4: the mechanism's entries as coefficient x alpha^exponent."""
-    _setup()
-    table = pd.read_csv(inputs["table"])
     n = int(table["output"].max())
     E = table.pivot(index="output", columns="input", values="exponent").to_numpy()
     labels = np.empty(E.shape, dtype=object)
     for _, row in table.iterrows():
         labels[row["output"], row["input"]] = _power_tex(row["coefficient"], int(row["exponent"]))
-    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    fig, ax = subplots(figsize=(4.6, 4.2))
     sns.heatmap(E, ax=ax, cmap="Blues_r", vmin=0, vmax=max(int(E.max()), 1) + 2, annot=labels, fmt="",
                 annot_kws={"fontsize": 7.5}, cbar=False, square=True, linewidths=0.5, linecolor="white")
     ax.set_xlabel("input j (true count)")
@@ -129,16 +135,16 @@ def exponent_grid(inputs: Mapping, outputs: Sequence[str], title: str = "") -> N
     fig.text(0.5, -0.01, f"checked against the library's matrix at α ∈ {{{table['alphas_checked'].iloc[0]}}}: "
              f"{'passed' if passed else 'FAILED'} (max rel. error {table['max_rel_error'].max():.1e})",
              ha="center", va="top", fontsize=7)
-    _save(fig, outputs)
+    return fig
 
 
 L0_FORMS = {"GM": "2α/(1+α)", "EM": "(n+1)/n·(1−y)", "UM": "1", "WM": "LP", "WH": "LP"}
 
 
-def property_table(inputs: Mapping, outputs: Sequence[str], title: str = "") -> None:
+@_paper_figure
+def property_table(table: pd.DataFrame, title: str):
     """Figure 6: mechanism x property, with parameter-dependent cells footnoted."""
-    _setup()
-    table = pd.read_csv(inputs["table"]).fillna({"condition": ""})
+    table = table.fillna({"condition": ""})
     mechs = list(dict.fromkeys(table["mechanism"]))
     props = [p for p in PROPERTY_ORDER if p in set(table["property"])]
     code = {"yes": 1.0, "no": 0.0, "depends": 0.5}
@@ -154,8 +160,8 @@ def property_table(inputs: Mapping, outputs: Sequence[str], title: str = "") -> 
             if row["verdict"] == "depends":
                 notes.append(f"({len(notes) + 1}) {m}, {p}: {row['condition']}")
                 text[a, b] += f" ({len(notes)})"
-    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(mechs) + 1.2))
-    cmap = matplotlib.colors.ListedColormap(["#f4a6a6", "#fde3a7", "#b7e4b0"])
+    fig, ax = subplots(figsize=(6.4, 0.45 * len(mechs) + 1.2))
+    cmap = ListedColormap(["#f4a6a6", "#fde3a7", "#b7e4b0"])
     sns.heatmap(V, ax=ax, cmap=cmap, vmin=-0.25, vmax=1.25, annot=text, fmt="", cbar=False,
                 annot_kws={"fontsize": 9}, linewidths=1, linecolor="white")
     ax.set_xticks(np.arange(len(props)) + 0.5, props, rotation=0)
@@ -171,13 +177,12 @@ def property_table(inputs: Mapping, outputs: Sequence[str], title: str = "") -> 
     wrapped = "\n".join(textwrap.fill(note, 110, subsequent_indent="     ") for note in notes)
     if wrapped:
         fig.text(0.02, -0.02, wrapped, ha="left", va="top", fontsize=6.8)
-    _save(fig, outputs)
+    return fig
 
 
-def named_heatmaps(inputs: Mapping, outputs: Sequence[str], title: str = "") -> None:
+@_paper_figure
+def named_heatmaps(records: Sequence[dict], title: str):
     """Figure 7: annotated heatmaps of GM, EM, WM, with their uniform-prior truthful probability."""
-    _setup()
-    records = load_matrix_records(inputs["mechanisms"])
     fig, axes, cax = _heatmap_row(len(records), 3.4, 0.3)
     vmax = max(float(np.max(r["matrix"])) for r in records)
     for idx, (ax, r) in enumerate(zip(axes, records, strict=True)):
@@ -190,7 +195,7 @@ def named_heatmaps(inputs: Mapping, outputs: Sequence[str], title: str = "") -> 
         if idx:
             ax.set_ylabel("")
     fig.suptitle(f"n = {records[0]['n']}, α = {alpha_label(records[0]['alpha'])}", y=1.02)
-    _save(fig, outputs)
+    return fig
 
 
 def _combination_styles(labels: Sequence[str]) -> dict[str, dict]:
@@ -207,13 +212,12 @@ def _combination_styles(labels: Sequence[str]) -> dict[str, dict]:
     return styles
 
 
-def wh_combinations(inputs: Mapping, outputs: Sequence[str], title: str = "") -> None:
+@_paper_figure
+def wh_combinations(table: pd.DataFrame, title: str):
     """Figure 8: L0 of WH combined with row/column properties, (a) vs n and (b) vs alpha."""
-    _setup()
-    table = pd.read_csv(inputs["table"])
     combos = [c for c in dict.fromkeys(table["combination"]) if c.startswith("WH")]
     styles = _combination_styles(combos)
-    fig, axes = plt.subplots(1, 2, figsize=(7.4, 3.3))
+    fig, axes = subplots(1, 2, figsize=(7.4, 3.3))
     for ax, panel, x in ((axes[0], "a", "n"), (axes[1], "b", "alpha")):
         sub = table[table["panel"] == panel].sort_values(x)
         for mech in ("GM", "EM"):
@@ -235,7 +239,7 @@ def wh_combinations(inputs: Mapping, outputs: Sequence[str], title: str = "") ->
                         textcoords="offset points", fontsize=7, ha="right", color=MECHANISM_COLORS["GM"])
             ax.set_xlabel("n (group size)")
             ax.set_title(f"(a) vs n, α = {alpha_label(a)}")
-            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         else:
             ax.set_xlabel("α (privacy; larger = more private)")
             ax.set_title(f"(b) vs α, n = {int(sub['n'].iloc[0])}")
@@ -243,15 +247,14 @@ def wh_combinations(inputs: Mapping, outputs: Sequence[str], title: str = "") ->
     fig.legend(handles, labels, loc="lower center", ncol=6, bbox_to_anchor=(0.5, -0.13), frameon=False)
     fig.suptitle("Weak honesty combined with row/column properties (S added to each: free by Theorem 1)", y=1.01)
     fig.tight_layout()
-    _save(fig, outputs)
+    return fig
 
 
-def named_l0_vs_n(inputs: Mapping, outputs: Sequence[str], title: str = "") -> None:
+@_paper_figure
+def named_l0_vs_n(table: pd.DataFrame, title: str):
     """Figure 9: L0 of the named mechanisms vs n, one panel per alpha, GM's WH threshold marked."""
-    _setup()
-    table = pd.read_csv(inputs["table"])
     alphas = sorted(table["alpha"].unique())
-    fig, axes = plt.subplots(1, len(alphas), figsize=(2.6 * len(alphas) + 0.6, 3.2), squeeze=False)
+    fig, axes = subplots(1, len(alphas), figsize=(2.6 * len(alphas) + 0.6, 3.2), squeeze=False)
     order = [m for m in ("UM", "EM", "WM", "WH", "GM") if m in set(table["mechanism"])]
     for k, (ax, a) in enumerate(zip(axes[0], alphas, strict=True)):
         sub = table[np.isclose(table["alpha"], a)]
@@ -277,4 +280,4 @@ def named_l0_vs_n(inputs: Mapping, outputs: Sequence[str], title: str = "") -> N
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(order), bbox_to_anchor=(0.5, -0.1), frameon=False)
     fig.tight_layout()
-    _save(fig, outputs)
+    return fig

@@ -1,12 +1,14 @@
 """Validate the workflow configuration before any job runs, naming each bad key and what it allows.
 
-``workflow/rules/common.smk`` calls :func:`check_config` right after the config is loaded.
+Part of the workflow, not of the library: ``workflow/rules/common.smk`` imports it from
+``workflow/lib/`` and calls :func:`check_config` right after the config is loaded.
 Two layers:
 
 1. the JSON schema (``workflow/schemas/config.schema.yaml``), with ``integer`` meaning a
    Python ``int`` (``4.0`` and ``True`` are not counts);
 2. checks a schema cannot express: every ``alpha`` (numbers and ``"p/q"`` fractions alike)
-   lies strictly between 0 and 1, and every ``{from, to}`` range is non-empty.
+   lies strictly between 0 and 1, every ``{from, to}`` range is non-empty, and the LP solver
+   has the method asked for (CLARABEL has no simplex).
 
 Each problem becomes one line ``config key 'fig11.p[2]': 1.5 is not allowed (...); allowed:
 a number in [0, 1]``; all lines are raised together as one :class:`ConfigError`.
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from countdp.validation import number_or_fraction
+from countdp.studies.naming import number_or_fraction
 
 __all__ = ["ConfigError", "check_config", "config_errors", "describe", "load_schema"]
 
@@ -167,8 +169,26 @@ def _walk(node, path=()) -> Iterator[tuple[tuple, str, object]]:
             yield from _walk(value, (*path, i))
 
 
+SOLVER_METHODS = {"HIGHS": ("simplex", "ipm"), "CLARABEL": ("ipm",)}
+"""The methods each LP solver has (countdp.design.designer.SOLVERS; not imported: parsing stays light)."""
+
+
+def _solver_errors(config: Mapping) -> list[str]:
+    """A solver/method pair the designer does not have (the schema checks each key alone)."""
+    solver = config.get("solver")
+    if not isinstance(solver, Mapping) or solver.get("name", "HIGHS") not in SOLVER_METHODS:
+        return []
+    name, method = solver.get("name", "HIGHS"), solver.get("method", "simplex")
+    allowed = SOLVER_METHODS[name]
+    if method in allowed:
+        return []
+    default = "" if "method" in solver else " (the default method)"
+    return [f"config key 'solver.method': {method!r}{default} is not allowed with solver {name}; "
+            f"allowed: {', '.join(allowed)}"]
+
+
 def _semantic_errors(config: Mapping) -> list[str]:
-    errors = []
+    errors = _solver_errors(config)
     for path, key, value in _walk(config):
         if key == "alpha":
             items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]

@@ -1,26 +1,25 @@
-"""Snakemake script: gather one figure's sweep evaluations into a tidy table and draw Figure 10-13.
+"""Figures 10-13: Monte Carlo means with error bars, and the exact expectation next to them.
 
-Monte Carlo means are markers with error bars (1 standard error for Figure 10, as the paper;
-1 standard deviation over repetitions for Figures 11-13); the exact expectation of the same
-measure, computed from the mechanism matrix and the input distribution, is a thin line
-(Figures 10, 11, 13) or a black tick on each bar (Figure 12), so agreement is visible.
+Means are markers with error bars (1 standard error for Figure 10, as the paper; 1 standard
+deviation over repetitions for Figures 11-13); the exact expectation of the same measure is a
+thin line (Figures 10, 11, 13) or a black tick on each bar (Figure 12).  One function per
+figure, each taking the figure's table (:func:`countdp.studies.fig10_13.gather_table`), its
+config block and the output paths.
 """
 
-import json
-import logging
+from __future__ import annotations
 
-import matplotlib
+import functools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 
-from countdp.mechanisms.artifact import atomic_path, write_csv_atomic  # noqa: E402
-from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER  # noqa: E402
-
-smk = snakemake  # noqa: F821 - injected by Snakemake
+from countdp.plots.canvas import drawing, save_figure, subplots
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER
 
 TARGET_TITLES = {"young": "Estimating young population (age < 30)",
                  "gender": "Estimating gender balance (male)",
@@ -62,17 +61,28 @@ def curve(ax, frame, x, err, mechanisms, offset=0.0):
                     markerfacecolor="none" if m == "UM" else color)
 
 
-def save(fig):
-    for key in ("pdf", "png"):
-        with atomic_path(smk.output[key]) as tmp:
-            fig.savefig(tmp, format=key, dpi=150, bbox_inches="tight")
-    plt.close(fig)
+EXTRINSIC_RC = {"font.size": 9, "axes.titlesize": 10}
 
 
+def _extrinsic_figure(draw):
+    """``draw(table, settings) -> Figure`` as ``figure(table, settings, paths)``: drawn and saved atomically.
+
+    ``settings`` is the figure's config block (``targets`` for Figure 10, ``p`` for 12 and 13).
+    """
+
+    @functools.wraps(draw)
+    def figure(table: pd.DataFrame, settings: Mapping, paths: Sequence[str | Path]) -> None:
+        with drawing(EXTRINSIC_RC):
+            save_figure(draw(table, settings), paths, dpi=150, bbox_inches="tight")
+
+    return figure
+
+
+@_extrinsic_figure
 def fig10(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     targets = [t for t in settings["targets"] if t in set(table["target"])]
-    fig, axes = plt.subplots(1, len(targets), figsize=(4.6 * len(targets), 4.0), squeeze=False, sharey=True)
+    fig, axes = subplots(1, len(targets), figsize=(4.6 * len(targets), 4.0), squeeze=False, sharey=True)
     for k, (ax, target) in enumerate(zip(axes[0], targets, strict=True)):
         sub = table[table["target"] == target]
         curve(ax, sub, "n", "se", mechanisms, offset=0.006)
@@ -95,7 +105,7 @@ def curve_panels(table, mechanisms, rows, cols, x, panel_size, title, xlabel, yl
     """A grid of ``curve`` panels (mean +- 1 s.d. vs ``x``): one row per value of ``rows = (key, values)``,
     one column per value of ``cols``; ``title(row_value, col_value)`` names each panel."""
     (row_key, row_values), (col_key, col_values) = rows, cols
-    fig, axes = plt.subplots(len(row_values), len(col_values), squeeze=False, sharex=True,
+    fig, axes = subplots(len(row_values), len(col_values), squeeze=False, sharex=True,
                              figsize=(panel_size[0] * len(col_values), panel_size[1] * len(row_values)))
     for r, rv in enumerate(row_values):
         for c, cv in enumerate(col_values):
@@ -110,6 +120,7 @@ def curve_panels(table, mechanisms, rows, cols, x, panel_size, title, xlabel, yl
     return fig
 
 
+@_extrinsic_figure
 def fig11(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     alphas = sorted(table["alpha"].unique(), reverse=True)
@@ -128,12 +139,13 @@ def fig11(table, settings):
     return fig
 
 
+@_extrinsic_figure
 def fig12(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     ps = [p for p in settings["p"] if p in set(table["p"])]
     alphas = sorted(table["alpha"].unique(), reverse=True)
     n = int(table["n"].iloc[0])
-    fig, axes = plt.subplots(len(ps), len(alphas), figsize=(5.2 * len(alphas), 3.4 * len(ps)), squeeze=False,
+    fig, axes = subplots(len(ps), len(alphas), figsize=(5.2 * len(alphas), 3.4 * len(ps)), squeeze=False,
                              sharey="row")
     width = 0.8 / len(mechanisms)
     for r, p in enumerate(ps):
@@ -157,7 +169,7 @@ def fig12(table, settings):
                 ax.set_xlabel("d")
             if c == 0:
                 ax.set_ylabel("$\\mathbb{L}_{0,d}$: fraction off by more than d")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=MECHANISM_COLORS.get(m, "k"), label=MECHANISM_LABELS.get(m, m))
+    handles = [Rectangle((0, 0), 1, 1, color=MECHANISM_COLORS.get(m, "k"), label=MECHANISM_LABELS.get(m, m))
                for m in mechanisms]
     handles.append(Line2D([], [], color="k", marker="_", markersize=10, markeredgewidth=1.5, linestyle="none",
                           label="exact expectation, Binomial(n, p)"))
@@ -170,6 +182,7 @@ def fig12(table, settings):
     return fig
 
 
+@_extrinsic_figure
 def fig13(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     alphas = sorted(table["alpha"].unique(), reverse=True)
@@ -186,17 +199,5 @@ def fig13(table, settings):
     return fig
 
 
-logging.basicConfig(filename=smk.log[0], level=logging.INFO, format="%(asctime)s %(message)s", force=True)
-figure = smk.params.figure
-settings = dict(smk.params.settings)
-table = pd.concat([pd.read_csv(path) for path in smk.input.evaluations], ignore_index=True)
-if figure == "fig10":
-    source = json.loads(open(smk.input.sidecar).read())
-    table.insert(1, "data_source", source["source"])
-    table.insert(2, "data_sha256", source["sha256"])
-sort_keys = [k for k in ("target", "alpha", "p", "n", "d", "mechanism") if k in table.columns]
-table = table.sort_values(sort_keys, ascending=[k != "alpha" for k in sort_keys], kind="stable")
-write_csv_atomic(table, smk.output.table, "%.12g")
-plt.rcParams.update({"font.size": 9, "axes.titlesize": 10})
-save({"fig10": fig10, "fig11": fig11, "fig12": fig12, "fig13": fig13}[figure](table, settings))
-logging.info("%s: %d rows; max |z| (Monte Carlo vs exact) = %.2f", figure, len(table), table["z"].abs().max())
+FIGURES = {"fig10": fig10, "fig11": fig11, "fig12": fig12, "fig13": fig13}
+"""The figure function of each study key."""

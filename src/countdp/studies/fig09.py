@@ -1,0 +1,62 @@
+"""Figure 9: L0 of the named mechanisms vs n, and whether WM (or LP(WH)) converges on GM."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from countdp.studies.checks import CHECK_COLUMNS, check_row
+from countdp.studies.records import VISUAL_TOL, find_record, wh_threshold
+
+
+def fig09_table(records: Sequence[dict], mechanisms: Sequence[str], alphas: Sequence[float],
+                ns: Sequence[int]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        if r["mechanism"] in mechanisms and any(np.isclose(r["alpha"], a) for a in alphas) and r["n"] in ns:
+            rows.append({"mechanism": r["mechanism"], "alpha": r["alpha"], "n": r["n"], "l0": r["l0"],
+                         "gm_threshold": wh_threshold(r["alpha"])})
+    return pd.DataFrame(rows).sort_values(["alpha", "mechanism", "n"]).reset_index(drop=True)
+
+
+def fig09_convergence(records: Sequence[dict], alpha: float, n: int, tol: float) -> pd.DataFrame:
+    """Does WM (WH+RM+CM) or LP(WH) reach GM's L0 at (n, alpha)? (SPEC section 4.)"""
+    gm = find_record(records, "GM", n, alpha)["l0"]
+    rows = []
+    for mech in ("WM", "WH"):
+        r = find_record(records, mech, n, alpha)
+        rows.append({"mechanism": mech, "n": n, "alpha": alpha, "l0": r["l0"], "gm_l0": gm, "gap": r["l0"] - gm,
+                     "converged": bool(abs(r["l0"] - gm) <= tol), "tolerance": tol})
+    return pd.DataFrame(rows)
+
+
+def fig09_checks(table: pd.DataFrame, convergence: pd.DataFrame, tol: float) -> pd.DataFrame:
+    checks = []
+    for _, row in convergence.iterrows():
+        label = "WM (WH+RM+CM)" if row["mechanism"] == "WM" else "LP(WH alone)"
+        checks.append(check_row("9", f"{label} converges on GM at n={row['n']}, alpha={row['alpha']:.4g}",
+                                "converges (text: WM)", f"gap {row['gap']:.2e}", row["converged"],
+                                "SPEC section 4: only the WH-alone LP is expected to"))
+    for a, sub in table.groupby("alpha"):
+        piv = sub.pivot_table(index="n", columns="mechanism", values="l0")
+        t = wh_threshold(a)
+        if {"WH", "GM"} <= set(piv.columns):
+            gap = (piv["WH"] - piv["GM"]).abs()
+            first = next((n for n in piv.index if (gap.loc[piv.index >= n] <= tol).all()), None)
+            checks.append(check_row("9", f"alpha={a:.4g}: LP(WH) equals GM exactly from n = ceil(2a/(1-a)) = "
+                                         f"{int(np.ceil(t - 1e-9))}", int(np.ceil(t - 1e-9)),
+                                    "never in range" if first is None else first,
+                                    (first == int(np.ceil(t - 1e-9))) if t <= piv.index.max()
+                                    else first is None))
+        if {"WM", "EM", "GM"} <= set(piv.columns):
+            if a > 0.98:
+                same = (piv["WM"] - piv["EM"]).abs().max()
+                checks.append(check_row("9", f"alpha={a:.4g}: WM costs the same as EM over the whole range "
+                                             f"(within {VISUAL_TOL:g})", "same", f"max |WM - EM| = {same:.1e}",
+                                        same <= VISUAL_TOL, "equal to plotting accuracy, not exactly"))
+            lo = bool(((piv["GM"] <= piv["WM"] + tol) & (piv["WM"] <= piv["EM"] + tol)).all())
+            checks.append(check_row("9", f"alpha={a:.4g}: L0(GM) <= L0(WM) <= L0(EM) for every n", "holds",
+                                    "holds" if lo else "violated", lo))
+    return pd.DataFrame(checks, columns=CHECK_COLUMNS)
