@@ -1,4 +1,4 @@
-"""The evaluation jobs: artifacts in, raw and summary CSVs out, checked against closed forms.
+"""The evaluation jobs (workflow/lib/jobs_extrinsic.py): artifacts in, raw and summary CSVs out.
 
 UM reports a uniform count, so its exact L0 is n/(n+1) on any data; EM is fair, so its exact
 L0 is 1 - EM[0, 0] on any data (Theorem 4's setting).  A tampered artifact stops the job before
@@ -12,10 +12,10 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from jobs_extrinsic import eval_adult, eval_binomial
 
 from countdp.design.designer import design_named
 from countdp.evaluate.data import write_adult
-from countdp.evaluate.jobs import adult_job, binomial_job
 from countdp.mechanisms.artifact import save_design
 from countdp.mechanisms.closed_forms import explicit_fair
 
@@ -34,8 +34,8 @@ def artifacts(tmp_path):
 def test_binomial_job_writes_exact_expectations_of_closed_forms(tmp_path, artifacts):
     points = [{"n": n, "p": p, "alpha": 0.9} for n in (3, 5) for p in (0.2, 0.5)]
     out = tmp_path / "out"
-    binomial_job(artifacts, 0.9, points, ["L0"], 12, 7, "test", out / "raw.csv", out / "summary.csv",
-                 out / "job.log", population=600)
+    eval_binomial("test", 0.9, artifacts, points, ["L0"], 12, 600, 7, out / "summary.csv", out / "raw.csv",
+                  out / "job.log")
     raw, summary = pd.read_csv(out / "raw.csv"), pd.read_csv(out / "summary.csv")
     assert len(raw) == 4 * 2 * 12 and len(summary) == 4 * 2
     assert list(dict.fromkeys(summary["mechanism"])) == ["UM", "EM"]
@@ -53,15 +53,15 @@ def test_adult_job_reads_the_checked_table(tmp_path, artifacts):
     csv, sidecar = tmp_path / "adult.csv", tmp_path / "adult.json"
     write_adult(table, {"source": "test"}, csv, sidecar)
     out = tmp_path / "out"
-    adult_job(csv, sidecar, artifacts, "young", 0.9, [3, 5], 10, 3, out / "raw.csv", out / "summary.csv",
-              out / "job.log")
+    eval_adult(csv, sidecar, "young", 0.9, artifacts, [3, 5], 10, 3, out / "summary.csv", out / "raw.csv",
+               out / "job.log")
     summary = pd.read_csv(out / "summary.csv").set_index(["mechanism", "n"])
     assert summary.loc[("UM", 5), "exact"] == pytest.approx(5 / 6)
     assert summary.loc[("EM", 3), "exact"] == pytest.approx(1 - explicit_fair(3, 0.9)[0, 0])
     assert summary.loc[("UM", 3), "groups"] == 300 and (summary["repetitions"] == 10).all()
     csv.write_text(csv.read_text().replace("\n1,", "\n0,", 1))  # the sidecar's checksum no longer matches
     with pytest.raises(ValueError, match="SHA-256 does not match"):
-        adult_job(csv, sidecar, artifacts, "young", 0.9, [3], 10, 3, out / "r2.csv", out / "s2.csv", out / "l2")
+        eval_adult(csv, sidecar, "young", 0.9, artifacts, [3], 10, 3, out / "s2.csv", out / "r2.csv", out / "l2")
     assert not (out / "r2.csv").exists()
 
 
@@ -73,6 +73,6 @@ def test_a_tampered_artifact_stops_the_job_before_any_output(tmp_path, artifacts
         json.dump(record, fh)
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=path.replace("+", r"\+")):
-        binomial_job(artifacts, 0.9, [{"n": 5, "p": 0.5, "alpha": 0.9}], ["L0"], 3, 1, "t",
-                     out / "raw.csv", out / "summary.csv", out / "job.log")
+        eval_binomial("t", 0.9, artifacts, [{"n": 5, "p": 0.5, "alpha": 0.9}], ["L0"], 3, 1000, 1,
+                      out / "summary.csv", out / "raw.csv", out / "job.log")
     assert not out.exists()
