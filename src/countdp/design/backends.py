@@ -42,6 +42,7 @@ class Solved:
     seconds: float
     basis: tuple | None = None
     polished: bool = False
+    highs_basis: object = None
 
 
 def run_clarabel(lp: ReducedLP) -> Solved:
@@ -114,6 +115,13 @@ HIGHS_TOL = 1e-10
 broken by up to 9e-8).  The vertex is then recomputed exactly from its basis (:mod:`countdp.design.polish`)."""
 
 
+TIGHT_ROW_SCALE = 1e3
+"""Row scale factor of the tightened re-solve (:func:`run_highs` ``tight_from``): HiGHS's
+feasibility tolerance then allows 1e-13 per unit of a row's largest scaled coefficient, not
+1e-10.  Measured: L2 at n = 64, alpha = 0.62 (WH) left a zero beside 1.5e-13, breaking a DP
+row by 9.5e-14, whose UM repair (lambda 1.6e-11) cost 1.5e-9 of the objective; L1 with F at
+alpha = 0.5 left a column sum off by 3.9e-11.  Tightened: violations <= 2e-16, gaps ~1e-11."""
+
 COL_SCALE_FLOOR = 1e-3
 """Smallest column scale: HiGHS's dual tolerance acts on ``scale * reduced cost``, so a tinier
 scale would let it accept a basis whose reduced costs are wrong by ``1e-10 / scale``."""
@@ -136,16 +144,21 @@ def scales(lp: ReducedLP) -> tuple[np.ndarray, np.ndarray]:
     return col, row
 
 
-def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | None) -> Solved:
+def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | None,
+              tight_from: Solved | None = None) -> Solved:
     """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model (:func:`scales`), with the
-    basis of the vertex found (statuses do not change under scaling); values in ``lp``'s units."""
+    basis of the vertex found (statuses do not change under scaling); values in ``lp``'s units.
+
+    ``tight_from``: a previous run whose vertex broke a row by up to HiGHS's tolerance; simplex
+    restarts from its basis with every row scaled up by :data:`TIGHT_ROW_SCALE`, so the
+    tolerance allows that much less (a few pivots to an exactly feasible basis)."""
     import highspy
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("primal_feasibility_tolerance", HIGHS_TOL)
     h.setOptionValue("dual_feasibility_tolerance", HIGHS_TOL)
-    h.setOptionValue("solver", chosen)
+    h.setOptionValue("solver", "simplex" if tight_from is not None else chosen)
     if chosen == "ipm":
         h.setOptionValue("run_crossover", "on")
     if threads is not None:
@@ -153,8 +166,12 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     col, row = scales(lp)
+    if tight_from is not None:
+        row = row * TIGHT_ROW_SCALE
     h.passModel(highs_lp(sp.diags(row) @ lp.A @ sp.diags(col), lp.cost * col, lp.col_lower / col,
                          lp.col_upper / col, lp.row_lower * row, lp.row_upper * row))
+    if tight_from is not None and tight_from.highs_basis is not None:
+        h.setBasis(tight_from.highs_basis)
     began = time.perf_counter()
     h.run()
     elapsed = time.perf_counter() - began
@@ -171,7 +188,7 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
         pattern = None
     return Solved(np.asarray(solution.col_value, float) * col, np.asarray(solution.row_dual, float) * row,
                   np.asarray(solution.col_dual, float) / col, text, float(h.getInfo().objective_function_value),
-                  elapsed, pattern)
+                  elapsed, pattern, highs_basis=basis if basis.valid else None)
 
 
 def polish_run(lp: ReducedLP, run: Solved) -> Solved:
@@ -184,4 +201,4 @@ def polish_run(lp: ReducedLP, run: Solved) -> Solved:
     if found is None:
         return run
     y, row_dual, col_dual = found
-    return Solved(y, row_dual, col_dual, run.status, float(lp.cost @ y), run.seconds, run.basis, True)
+    return Solved(y, row_dual, col_dual, run.status, float(lp.cost @ y), run.seconds, run.basis, True, run.highs_basis)

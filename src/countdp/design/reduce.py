@@ -5,20 +5,9 @@ origins are exact indices of the full model, which the dual mapping of
 :mod:`countdp.design.polish` needs) and changes variables.  Every step either keeps the
 feasible set exactly, or is an exact change of variables, so the optimal value is unchanged.
 
-Reductions (each recorded in ``Design.extra["reductions"]``; item 1, the closed forms, is
-in :mod:`countdp.design.fast`):
+Reductions (each recorded in ``Design.extra["reductions"]``):
 
-1. **Closed forms** (no LP at all), only where a theorem gives the optimum:
-
-   * ``GM``: objective L0 (= L0d:0), uniform weights, ``aggregate="sum"`` and GM satisfies
-     every requested property (checked numerically on GM's matrix with the same operators as
-     the LP, tolerance 1e-12).  Theorem 3: GM is an L0-optimal BasicDP mechanism, so the LP
-     optimum with extra properties is >= L0(GM); GM is feasible, so it is optimal.  This covers
-     BasicDP alone, and WH (+S, +RM, +RH) when ``n >= 2a/(1-a)`` (Lemma 2).
-   * ``EM``: objective L0 and ``F`` requested, any weights and either aggregate.  Under F
-     every column's L0 loss is ``(n+1)/n (1 - y)``, independent of the weights, so the sum and
-     the max are both that value; Theorem 4: EM maximises ``y`` among fair BasicDP mechanisms,
-     and EM has all seven properties, so it is feasible for any property subset.
+1. **Closed forms** (no LP at all, where a theorem gives the optimum): in :mod:`countdp.design.fast`.
 
 2. **Implied constraints dropped** (the feasible set is unchanged; ``x >= 0`` is a bound):
 
