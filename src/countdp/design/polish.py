@@ -4,9 +4,7 @@ A simplex (or crossover) answer is a *basis*: the active rows ``R`` (non-basic r
 activities, at a bound) and the basic columns ``B``, ``|R| = |B|``.  HiGHS accepts a vertex
 whose rows are broken by up to its feasibility tolerance; the exact vertex of that basis is
 the solution of the square sparse system ``A[R, B] y_B = bound_R - A[R, N] y_N`` (one sparse LU,
-plus :data:`REFINE_STEPS` steps of iterative refinement with the residual accumulated in extended
-precision, which makes the solution accurate to about one rounding of each entry instead of
-``cond * eps``), and its duals solve ``A[R, B]^T pi_R = cost_B`` the same way.
+plus one step of iterative refinement), and its duals solve ``A[R, B]^T pi_R = cost_B``.
 Polishing thus removes the solver's tolerance from the released matrix (the DP rows that
 are active hold to rounding) and gives duals accurate to rounding for the certificate.
 
@@ -25,27 +23,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-
-REFINE_STEPS = 3
-"""Iterative refinement steps of a basis solve (each one gains ~``log10(1/cond)`` digits, up to
-the extended precision of the residual)."""
-
-
-def _residual(K: sp.csr_matrix, y: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``rhs - K @ y`` with products and sums in ``np.longdouble``, rounded once to double."""
-    prod = K.data.astype(np.longdouble) * y[K.indices].astype(np.longdouble)
-    total = rhs.astype(np.longdouble)
-    np.subtract.at(total, np.repeat(np.arange(K.shape[0]), np.diff(K.indptr)), prod)
-    return total.astype(float)
-
-
-def _refined_solve(lu, K: sp.csc_matrix, rhs: np.ndarray, trans: str) -> np.ndarray:
-    """Solve ``K y = rhs`` (``trans="T"``: ``K^T y = rhs``) with the factorisation ``lu``, refined."""
-    M = sp.csr_matrix(K if trans == "N" else K.T)
-    y = lu.solve(rhs, trans=trans)
-    for _ in range(REFINE_STEPS):
-        y = y + lu.solve(_residual(M, y, rhs), trans=trans)
-    return y
 
 
 def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active: np.ndarray,
@@ -67,8 +44,12 @@ def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active
         lu = spla.splu(K)
     except RuntimeError:  # singular basis matrix
         return None
-    y[col_basic] = _refined_solve(lu, K, rhs, "N")
-    pi = _refined_solve(lu, K, lp.cost[col_basic], "T")
+    yb = lu.solve(rhs)
+    yb = yb + lu.solve(rhs - K @ yb)  # one step of iterative refinement
+    y[col_basic] = yb
+    cb = lp.cost[col_basic]
+    pi = lu.solve(cb, trans="T")
+    pi = pi + lu.solve(cb - K.T @ pi, trans="T")
     row_dual = np.zeros(lp.A.shape[0])
     row_dual[row_active] = pi
     col_dual = lp.cost - lp.A.T @ row_dual
