@@ -1,4 +1,4 @@
-"""Run the design and sampling benchmarks one after the other (the pipeline one is separate).
+"""Run the design, objective-sweep, CLI and sampling benchmarks in turn (the pipeline one is separate).
 
     .venv/bin/python benchmarks/run_all.py [--quick]
 """
@@ -15,11 +15,15 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="n <= 128 and short timeouts")
+    parser.add_argument("--quick", action="store_true", help="n <= 128 (objective sweep: n <= 64), short timeouts, fewer runs")
     args = parser.parse_args(argv)
     design = ["--ns", "16,32,64,128", "--timeout", "60"] if args.quick else []
     sampling = ["--samples", "500000"] if args.quick else []
+    objectives = ["--ns", "41,64"] if args.quick else []
+    cli = ["--runs", "3"] if args.quick else []
     codes = [subprocess.call([sys.executable, str(HERE / "bench_design.py"), *design]),
+             subprocess.call([sys.executable, str(HERE / "bench_objectives.py"), *objectives]),
+             subprocess.call([sys.executable, str(HERE / "bench_cli.py"), *cli]),
              subprocess.call([sys.executable, str(HERE / "bench_sampling.py"), *sampling])]
     return max(codes)
 
