@@ -1,6 +1,7 @@
 """Every objective on every named property set: designed, certified alpha-DP, proven optimal.
 
     .venv/bin/python benchmarks/bench_objectives.py [--ns 41,64,128] [--alphas 0.5,0.62,0.91,0.99]
+    .venv/bin/python benchmarks/bench_objectives.py --ns 256 --alphas 0.62 --objectives L1,L2 --cases WM,LP+F
 
 One row per case (mechanism and properties, objective, n, alpha): the design time, the
 optimality gap relative to the objective, whether the gap closed (``proven``), whether the
@@ -18,13 +19,16 @@ from countdp.privacy.exact import exact_dp_check
 
 CASES = (("WM", ()), ("WH", ()), ("LP", ()), ("LP", ("F",)), ("LP", ("CH", "RM")))
 """The mechanisms and property sets of the sweep."""
+
+
+def case_label(mechanism: str, props: tuple[str, ...]) -> str:
+    return mechanism + ("+" + "+".join(props) if props else "")
 OBJECTIVES = ("L0", "L0d:1", "L1", "L2")
 
 
 def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alpha: float) -> dict:
     """Design one case; a dict with the time, gap, verdicts and method (or the error)."""
-    label = mechanism + ("+" + "+".join(props) if props else "")
-    row = {"case": f"{label} {objective} n={n} a={alpha}"}
+    row = {"case": f"{case_label(mechanism, props)} {objective} n={n} a={alpha}"}
     start = time.perf_counter()
     try:
         design = design_named(mechanism, n, alpha, objective=objective, properties=props)
@@ -43,15 +47,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="41,64,128", help="comma-separated group sizes")
     parser.add_argument("--alphas", default="0.5,0.62,0.91,0.99", help="comma-separated alphas")
+    parser.add_argument("--objectives", default=",".join(OBJECTIVES), help="comma-separated objectives")
+    parser.add_argument("--cases", default=",".join(case_label(*c) for c in CASES),
+                        help="comma-separated cases (WM, WH, LP, LP+F, LP+CH+RM)")
     args = parser.parse_args(argv)
+    cases = [c for c in CASES if case_label(*c) in args.cases.split(",")]
     ns = [int(v) for v in args.ns.split(",")]
     alphas = [float(v) for v in args.alphas.split(",")]
     print(f"{'case':<36} {'time s':>7} {'gap/obj':>9} {'proven':>6} {'certified':>9}  method")
     bad = 0
     for n in ns:
         for alpha in alphas:
-            for mechanism, props in CASES:
-                for objective in OBJECTIVES:
+            for mechanism, props in cases:
+                for objective in args.objectives.split(","):
                     row = run_case(mechanism, props, objective, n, alpha)
                     if "error" in row:
                         bad += 1

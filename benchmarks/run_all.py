@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="n <= 128 (objective sweep: n <= 64), short timeouts, fewer runs")
+    parser.add_argument("--quick", action="store_true", help="smaller n (sweep: n <= 64), short timeouts, fewer runs")
     args = parser.parse_args(argv)
     design = ["--ns", "16,32,64,128", "--timeout", "60"] if args.quick else []
     sampling = ["--samples", "500000"] if args.quick else []
