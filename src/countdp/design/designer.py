@@ -2,11 +2,12 @@
 
 The LP has one variable per entry of ``P`` (flattened row-major), the BasicDP constraints,
 any subset of the seven properties, and a linear objective from :mod:`countdp.evaluate.metrics`.
-alpha is exact (:mod:`countdp.privacy.alpha`); the solvers see ``float(alpha)``.  The LP stack
-(cvxpy, scipy, HiGHS, Clarabel) is imported only when an LP is solved, so closed forms are quick.  Every design comes
-back as a :class:`Design` carrying its float matrix, certified alpha-DP on its final floats
+alpha is exact (:mod:`countdp.privacy.alpha`); the solvers see ``float(alpha)``.  Every design
+comes back as a :class:`Design` carrying its float matrix, certified alpha-DP on its final floats
 (:mod:`countdp.privacy.certify`, with a bounded repair), and its released form: integer weights
 certified alpha-DP in exact arithmetic (:mod:`countdp.privacy.rounding`, :mod:`countdp.privacy.exact`).
+The LP stack (cvxpy, scipy, HiGHS, Clarabel) is imported only when an LP is solved, so the
+closed forms (and ``countdp design GM``) start quickly.
 """
 
 from __future__ import annotations

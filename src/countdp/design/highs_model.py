@@ -20,8 +20,9 @@ class DesignModel:
     """BasicDP + ``properties`` over ``x = P.ravel()`` (plus ``t`` >= every column loss), in HiGHS.
 
     Built from the plain formulation of :class:`countdp.design.model.DesignProblem` without
-    reductions, so it is an independent route to the optimum from :mod:`countdp.design.fast`.  Supports lexicographic
-    solves (:meth:`bound`) and the minimum-norm point of the current feasible set.
+    reductions, so it is an independent route to the optimum from :mod:`countdp.design.fast`.
+    Supports lexicographic solves (:meth:`bound`) and the minimum-norm point of the current
+    feasible set.
     """
 
     def __init__(self, n: int, alpha: float, properties: object = (), objective: object = "L0"):
