@@ -140,9 +140,9 @@ def test_unproven_answer_is_not_called_optimal(monkeypatch):
     design = design_named("WM", 20, 0.91)
     opt = design.extra["optimality"]
     assert design.status == "not proven optimal" and not opt["certified"]
-    # simplex, then simplex from its basis with tightened rows, then the same for ipm
-    assert len(opt["attempts"]) == 4 and design.certificate.certified
-    assert sum("(tightened)" in a for a in opt["attempts"]) == 2
+    # simplex, then ipm (each re-solved with tightened rows if its vertex needed a DP repair)
+    methods = [a.split(":")[0] for a in opt["attempts"] if "(tightened)" not in a]
+    assert methods == ["simplex", "ipm"] and design.certificate.certified
 
 
 SWEEP_CASES = [("WM", ()), ("WH", ()), ("LP", ()), ("LP", ("F",)), ("LP", ("CH", "RM"))]
