@@ -115,12 +115,14 @@ HIGHS_TOL = 1e-10
 broken by up to 9e-8).  The vertex is then recomputed exactly from its basis (:mod:`countdp.design.polish`)."""
 
 
-TIGHT_ROW_SCALE = 1e3
-"""Row scale factor of the tightened re-solve (:func:`run_highs` ``tight_from``): HiGHS's
-feasibility tolerance then allows 1e-13 per unit of a row's largest scaled coefficient, not
-1e-10.  Measured: L2 at n = 64, alpha = 0.62 (WH) left a zero beside 1.5e-13, breaking a DP
-row by 9.5e-14, whose UM repair (lambda 1.6e-11) cost 1.5e-9 of the objective; L1 with F at
-alpha = 0.5 left a column sum off by 3.9e-11.  Tightened: violations <= 2e-16, gaps ~1e-11."""
+TIGHT_ROW_SCALES = (1e3, 1e6)
+"""Row scale factors of the tightened re-solves (:func:`run_highs` ``tight_from``), tried in
+turn: HiGHS's feasibility tolerance then allows 1e-13 (1e-16) per unit of a row's largest
+scaled coefficient, not 1e-10.  Measured: L2 at n = 64, alpha = 0.62 (WH) left a zero beside
+1.5e-13, breaking a DP row by 9.5e-14, whose UM repair (lambda 1.6e-11) cost 1.5e-9 of the
+objective; L1 with F at alpha = 0.5 left a column sum off by 3.9e-11.  At 1e3: violations
+<= 2e-16, gaps ~1e-11.  L2 with F at n = 128, alpha = 0.62 still needed lambda = 1.5e-11 at
+1e3 (relative gap 5.2e-9), hence the second factor."""
 
 COL_SCALE_FLOOR = 1e-3
 """Smallest column scale: HiGHS's dual tolerance acts on ``scale * reduced cost``, so a tinier
@@ -145,13 +147,14 @@ def scales(lp: ReducedLP) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | None,
-              tight_from: Solved | None = None) -> Solved:
+              tight_from: Solved | None = None, row_boost: float = 1.0) -> Solved:
     """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model (:func:`scales`), with the
     basis of the vertex found (statuses do not change under scaling); values in ``lp``'s units.
 
     ``tight_from``: a previous run whose vertex broke a row by up to HiGHS's tolerance; simplex
-    restarts from its basis with every row scaled up by :data:`TIGHT_ROW_SCALE`, so the
-    tolerance allows that much less (a few pivots to an exactly feasible basis)."""
+    restarts from its basis with every row scaled up by ``row_boost`` (one of
+    :data:`TIGHT_ROW_SCALES`), so the tolerance allows that much less (a few pivots to a
+    feasible basis)."""
     import highspy
 
     h = highspy.Highs()
@@ -166,8 +169,7 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     col, row = scales(lp)
-    if tight_from is not None:
-        row = row * TIGHT_ROW_SCALE
+    row = row * row_boost
     h.passModel(highs_lp(sp.diags(row) @ lp.A @ sp.diags(col), lp.cost * col, lp.col_lower / col,
                          lp.col_upper / col, lp.row_lower * row, lp.row_upper * row))
     if tight_from is not None and tight_from.highs_basis is not None:

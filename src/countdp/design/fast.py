@@ -54,6 +54,7 @@ from countdp.design.backends import (  # noqa: F401 - re-exported: the solver se
     CLARABEL_DIRECT_METHOD,
     CLARABEL_TOL,
     HIGHS_TOL,
+    TIGHT_ROW_SCALES,
     Solved,
     highs_lp,
     polish_run,
@@ -152,7 +153,7 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None) -> tupl
     """Solve, polish and prove, falling back along :data:`FALLBACKS`.
 
     A HiGHS vertex whose DP repair was needed and whose certificate does not close is first
-    re-solved from its basis with tightened rows (:data:`countdp.design.backends.TIGHT_ROW_SCALE`;
+    re-solved from its basis with tightened rows (:data:`countdp.design.backends.TIGHT_ROW_SCALES`;
     ``optimality["tightened"]``): HiGHS's feasibility tolerance can leave the exact vertex
     breaking a row by ~1e-13, and the UM repair of that costs more than the gap allows.
     Returns ``(P, method, run, optimality)`` for the first proven answer, else for the answer
@@ -162,10 +163,12 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None) -> tupl
     attempts, best = [], None
     for chosen in FALLBACKS[method]:
         previous = None
-        for tight in (False, True) if chosen != "clarabel" else (False,):
-            label = f"{chosen} (tightened)" if tight else chosen
+        for boost in (1.0, *TIGHT_ROW_SCALES) if chosen != "clarabel" else (1.0,):
+            tight = boost != 1.0
+            label = f"{chosen} (tightened {boost:g})" if tight else chosen
             try:
-                run = run_clarabel(lp) if chosen == "clarabel" else run_highs(lp, chosen, threads, None, previous)
+                run = (run_clarabel(lp) if chosen == "clarabel"
+                       else run_highs(lp, chosen, threads, None, previous if tight else None, boost))
             except RuntimeError as exc:
                 attempts.append(f"{label}: {exc}")
                 break
