@@ -83,9 +83,11 @@ AUTO_MIN_N = 16
 whose vertex choice the small-n figures were made with; both give the same optimal value)."""
 
 CHECK_CLOSED_FORM_MAX_N = 128
-"""Up to this ``n`` a closed-form shortcut is also checked with an LP dual (one reduced solve);
-above it, or when that dual does not close the gap (recorded as ``"lp_check"``: EM at n = 128,
-alpha = 0.5 came within 1.7e-9), the theorem alone stands (``extra["optimality"]["checked"] = False``)."""
+"""Up to this ``n`` a closed-form shortcut is also checked with an LP dual (one reduced solve,
+no fallbacks: with the whole fallback chain EM's check took 160-340 s at n = 128, alpha 0.5 and
+0.62); above it, or when that dual does not close the gap (recorded as ``"lp_check"``: EM at
+n = 128, alpha = 0.5 came within 1.7e-9), the theorem alone stands
+(``extra["optimality"]["checked"] = False``)."""
 
 GM_TOL = 1e-12
 """Largest property violation of GM's matrix accepted by the GM closed-form shortcut."""
@@ -149,8 +151,10 @@ def prove(lp: ReducedLP, run: Solved, P: np.ndarray) -> dict:
     return check_optimality(lp.problem.lp(), lp.problem.point(P), u, v)
 
 
-def solve_proven(lp: ReducedLP, method: str, threads: int | None = None) -> tuple[np.ndarray, str, Solved, dict]:
-    """Solve, polish and prove, falling back along :data:`FALLBACKS`.
+def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
+                 fallback: bool = True) -> tuple[np.ndarray, str, Solved, dict]:
+    """Solve, polish and prove, falling back along :data:`FALLBACKS` (``fallback=False``: one
+    attempt with ``method`` only).
 
     A HiGHS vertex whose DP repair was needed and whose certificate does not close is first
     re-solved from its basis with tightened rows (:data:`countdp.design.backends.TIGHT_ROW_SCALES`;
@@ -161,9 +165,9 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None) -> tupl
     raises ``RuntimeError`` if no method returned an answer at all.
     """
     attempts, best = [], None
-    for chosen in FALLBACKS[method]:
+    for chosen in FALLBACKS[method] if fallback else (method,):
         previous = None
-        for boost in (1.0, *TIGHT_ROW_SCALES) if chosen != "clarabel" else (1.0,):
+        for boost in (1.0, *TIGHT_ROW_SCALES) if chosen != "clarabel" and fallback else (1.0,):
             tight = boost != 1.0
             label = f"{chosen} (tightened {boost:g})" if tight else chosen
             try:
@@ -254,7 +258,8 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
             if n <= CHECK_CLOSED_FORM_MAX_N:  # also check it with an LP dual (weak duality)
                 from countdp.privacy.certify import certify
 
-                checked = prove_matrix(n, alpha, props, objective, weights, aggregate, certify(P, alpha)[0])
+                checked = prove_matrix(n, alpha, props, objective, weights, aggregate, certify(P, alpha)[0],
+                                       fallback=False)
                 if checked["certified"]:
                     optimality = {**checked, "proof": theorem, "checked": True}
                 else:  # the theorem stands; the LP dual found did not confirm it to the gap
@@ -282,7 +287,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
 
 
 def prove_matrix(n: int, alpha: float, properties: object, objective: object, weights: np.ndarray | None,
-                 aggregate: str, matrix: np.ndarray) -> dict:
+                 aggregate: str, matrix: np.ndarray, fallback: bool = True) -> dict:
     """``extra["optimality"]`` for a matrix found elsewhere (e.g. the plain cvxpy model).
 
     A dual of the design LP is computed on the reduced model (:func:`solve_proven`) and the
@@ -292,7 +297,7 @@ def prove_matrix(n: int, alpha: float, properties: object, objective: object, we
     """
     lp = build_reduced_lp(n, alpha, parse_properties(properties), objective, weights, aggregate)
     try:
-        _, used, run, _ = solve_proven(lp, choose_method(lp))
+        _, used, run, _ = solve_proven(lp, choose_method(lp), fallback=fallback)
     except RuntimeError as exc:
         return {"certified": False, "reason": f"no dual: {exc}"}
     return {**prove(lp, run, matrix), "dual_from": f"reduced model, {used}"}
