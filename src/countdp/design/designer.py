@@ -2,10 +2,12 @@
 
 The LP has one variable per entry of ``P`` (flattened row-major), the BasicDP constraints,
 any subset of the seven properties, and a linear objective from :mod:`countdp.evaluate.metrics`.
-alpha is exact (:mod:`countdp.privacy.alpha`); the solvers see ``float(alpha)``.  Every design comes
-back as a :class:`Design` carrying its float matrix, certified alpha-DP on its final floats
+alpha is exact (:mod:`countdp.privacy.alpha`); the solvers see ``float(alpha)``.  Every design
+comes back as a :class:`Design` carrying its float matrix, certified alpha-DP on its final floats
 (:mod:`countdp.privacy.certify`, with a bounded repair), and its released form: integer weights
 certified alpha-DP in exact arithmetic (:mod:`countdp.privacy.rounding`, :mod:`countdp.privacy.exact`).
+The LP stack (cvxpy, scipy, HiGHS, Clarabel) is imported only when an LP is solved, so the
+closed forms (and ``countdp design GM``) start quickly.
 """
 
 from __future__ import annotations
@@ -15,11 +17,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-import scipy.sparse as sp
 
-from countdp.design import fast as fast_design
-from countdp.design.constraints import constraint_system, parse_properties
-from countdp.evaluate.metrics import loss_matrix, objective_value, parse_objective
+from countdp.design.constraints import parse_properties
+from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.alpha import exact_alpha
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
@@ -90,8 +90,10 @@ def _label(n: int, alpha: float, properties: tuple[str, ...], objective: object)
 def _solve(problem, solver: str, method: str) -> None:
     import cvxpy as cp
 
+    from countdp.design.backends import HIGHS_TOL
+
     if solver == "HIGHS":
-        tol = fast_design.HIGHS_TOL
+        tol = HIGHS_TOL
         problem.solve(solver=cp.HIGHS, highs_options={"solver": method, "primal_feasibility_tolerance": tol,
                                                       "dual_feasibility_tolerance": tol})
     elif solver == "CLARABEL":
@@ -147,7 +149,7 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     plain dense model; ``"highs"`` the reduced model of :mod:`countdp.design.fast` (same
     optimal value; solver HIGHS; with ``method=None`` large models go to Clarabel, recorded in
     ``Design.solver``); ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and
-    ``n >= fast_design.AUTO_MIN_N``.  ``Design.extra["backend"]`` records which one ran.
+    ``n >= countdp.design.fast.AUTO_MIN_N``.  ``Design.extra["backend"]`` records which one ran.
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when the solver does
     not return an optimum, or returns one whose DP repair needs more than ``max_repair_lambda``.
     """
@@ -165,6 +167,8 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
         raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
     if backend == "highs" and solver != "HIGHS":
         raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
+    from countdp.design import fast as fast_design
+
     if backend == "highs" or (backend == "auto" and solver == "HIGHS" and n >= fast_design.AUTO_MIN_N):
         try:
             fast = fast_design.fast_design(n, a, props, obj, None if weights is None else w, aggregate,
@@ -177,18 +181,18 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
                              solver_objective=fast.solver_objective, extra=fast.extra)
     import cvxpy as cp
 
+    from countdp.design.model import DesignProblem
+
     N = n + 1
-    system = constraint_system(n, a, props)
+    model = DesignProblem(n, a, props, obj, w, aggregate)
+    system = model.system()
     x = cp.Variable(N * N)
     constraints = [system.A_ub @ x >= system.b_ub, system.A_eq @ x == system.b_eq]
-    C = loss_matrix(n, obj)
     if aggregate == "sum":
-        goal = (C * w[None, :]).ravel() @ x
+        goal = model.weighted_cost @ x
     else:
         t = cp.Variable()
-        j = np.tile(np.arange(N), N)
-        column_loss = sp.csr_matrix((C.ravel(), (j, np.arange(N * N))), shape=(N, N * N))
-        constraints.append(column_loss @ x <= t)
+        constraints.append(model.column_loss @ x <= t)
         goal = t
     problem = cp.Problem(cp.Minimize(goal), constraints)
     start = time.perf_counter()

@@ -10,9 +10,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.design.constraints import LinearSystem, constraint_system, parse_properties
-from countdp.design.fast import highs_lp
-from countdp.evaluate.metrics import loss_matrix
+from countdp.design.backends import highs_lp
+from countdp.design.constraints import LinearSystem
+from countdp.design.model import DesignProblem
 from countdp.privacy.certify import certify
 from countdp.validation import check_alpha, check_distribution, check_n
 
@@ -20,9 +20,10 @@ from countdp.validation import check_alpha, check_distribution, check_n
 class DesignModel:
     """BasicDP + ``properties`` over ``x = P.ravel()`` (plus ``t`` >= every column loss), in HiGHS.
 
-    Built from :func:`countdp.design.constraints.constraint_system` without reductions, so it is an
-    independent route to the optimum from :mod:`countdp.design.fast`.  Supports lexicographic
-    solves (:meth:`bound`) and the minimum-norm point of the current feasible set.
+    Built from the plain formulation of :class:`countdp.design.model.DesignProblem` without
+    reductions, so it is an independent route to the optimum from :mod:`countdp.design.fast`.
+    Supports lexicographic solves (:meth:`bound`) and the minimum-norm point of the current
+    feasible set.
     """
 
     def __init__(self, n: int, alpha: float, properties: object = (), objective: object = "L0",
@@ -35,14 +36,12 @@ class DesignModel:
         self.n, self.alpha = check_n(n), check_alpha(alpha)
         self.N = self.n + 1
         self.size = self.N * self.N
-        self.properties = parse_properties(properties)
+        problem = DesignProblem(self.n, self.alpha, properties, objective)
+        self.properties = problem.properties
         if system is None:
-            system = constraint_system(self.n, self.alpha, self.properties)
-        C = loss_matrix(self.n, objective)
-        self.loss = C
-        column_loss = sp.csr_matrix((C.ravel(), (np.tile(np.arange(self.N), self.N), np.arange(self.size))),
-                                    shape=(self.N, self.size))
-        A = sp.vstack([system.A_ub, system.A_eq, column_loss], format="csr")
+            system = problem.system()
+        self.loss = problem.loss
+        A = sp.vstack([system.A_ub, system.A_eq, problem.column_loss], format="csr")
         A = sp.hstack([A, sp.csr_matrix(np.concatenate(
             [np.zeros(system.A_ub.shape[0] + system.A_eq.shape[0]), -np.ones(self.N)])[:, None])], format="csc")
         lo = np.concatenate([system.b_ub, system.b_eq, np.full(self.N, -np.inf)])

@@ -145,7 +145,7 @@ def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
     """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``: rows are
     grouped by a 64-bit hash of their exact bits, then every row is compared with its group's
     first row (a collision falls back to :func:`countdp.design.fast._dedup_rows`)."""
-    from countdp.design.fast import _dedup_rows
+    from countdp.design.reduce import _dedup_rows
 
     A.sort_indices()
     nnz = np.diff(A.indptr)
@@ -174,7 +174,7 @@ def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[
     """HiGHS dual simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`)."""
     import highspy
 
-    from countdp.design.fast import HIGHS_TOL, highs_lp
+    from countdp.design.backends import HIGHS_TOL, highs_lp
     from countdp.design.polish import basis_vertex
 
     h = highspy.Highs()
@@ -208,7 +208,7 @@ def _solve_ipm(A, cost, col_lo, col_hi, lo, hi) -> np.ndarray | None:
     needs to be a vertex: the certificate checks both."""
     import clarabel
 
-    from countdp.design.fast import CLARABEL_DIRECT_METHOD, CLARABEL_TOL
+    from countdp.design.backends import CLARABEL_DIRECT_METHOD, CLARABEL_TOL
 
     eq = np.isfinite(hi) & (hi == lo)
     has_lo, has_hi = np.isfinite(lo) & ~eq, np.isfinite(hi) & ~eq

@@ -1,14 +1,9 @@
 """Certificate of optimality of a design LP: an independent weak-duality check.
 
-The LP is the model's definition, built here from :mod:`countdp.design.constraints` (not from any
-solver's model): variables ``x = P.ravel()`` (plus ``t``, last, for ``aggregate="max"``),
-
-* ``A_ub x >= b_ub``: the DP rows of :func:`~countdp.design.constraints.dp`, then every requested
-  property's inequality rows (in the order of ``properties``), then for ``max`` the rows
-  ``t - sum_i C[i, j] P[i, j] >= 0``;
-* ``A_eq x == b_eq``: the column sums, then every requested property's equality rows;
-* ``0 <= x <= 1`` (``x <= 1`` is implied by the column sums) and ``0 <= t <= max C``, which
-  contains every optimum (a column's loss is at most ``max C``).
+The LP is the model's definition, :meth:`countdp.design.model.DesignProblem.lp` (built from
+:mod:`countdp.design.constraints`, not from any solver's model or reduction): variables
+``x = P.ravel()`` (plus ``t``, last, for ``aggregate="max"``), ``A_ub x >= b_ub``,
+``A_eq x == b_eq`` and ``0 <= x <= upper``.
 
 For *any* ``u`` (one per ``A_ub`` row) and ``v`` (one per ``A_eq`` row), with ``u`` clipped
 at 0 and ``r = c - A_ub^T u - A_eq^T v``, every feasible ``x`` has
@@ -29,13 +24,10 @@ the scalar sums use :func:`math.fsum` (correctly rounded), so only the products'
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
-from countdp.design.constraints import LinearSystem, dp, parse_properties, property_system, stochastic
-from countdp.evaluate.metrics import loss_matrix, parse_objective
+from countdp.design.model import DesignLP, DesignProblem
 
 GAP_REL = 1e-9
 """Largest accepted ``(UB - LB) / max(1, |UB|)``."""
@@ -51,43 +43,10 @@ def _gamma(k: int | np.ndarray) -> np.ndarray:
     return k * UNIT / (1.0 - k * UNIT)
 
 
-@dataclass(frozen=True)
-class DesignLP:
-    """``min c @ x`` s.t. ``A_ub x >= b_ub``, ``A_eq x == b_eq``, ``0 <= x <= upper`` (docstring)."""
-
-    c: np.ndarray
-    A_ub: sp.csr_matrix
-    b_ub: np.ndarray
-    A_eq: sp.csr_matrix
-    b_eq: np.ndarray
-    upper: np.ndarray
-
-
 def design_lp_model(n: int, alpha: float, properties: object = (), objective: object = "L0",
                     weights: np.ndarray | None = None, aggregate: str = "sum") -> DesignLP:
-    """The design LP in the row order of the module docstring."""
-    props = parse_properties(properties)
-    N = n + 1
-    size = N * N
-    C = loss_matrix(n, parse_objective(objective))
-    w = np.full(N, 1.0 / N) if weights is None else np.asarray(weights, float)
-    sums = stochastic(n)  # its inequality rows are x >= 0, a bound here
-    system = dp(n, alpha) + LinearSystem(sp.csr_matrix((0, size)), np.zeros(0), sums.A_eq, sums.b_eq)
-    for name in props:
-        system = system + property_system(name, n)
-    A_ub, b_ub, A_eq, b_eq = system.A_ub, system.b_ub, system.A_eq, system.b_eq
-    if aggregate == "sum":
-        return DesignLP((C * w[None, :]).ravel(), A_ub, b_ub, A_eq, b_eq, np.ones(size))
-    if aggregate != "max":
-        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
-    loss = sp.csr_matrix((C.ravel(), (np.tile(np.arange(N), N), np.arange(size))), shape=(N, size))
-    A_ub = sp.vstack([sp.hstack([A_ub, sp.csr_matrix((A_ub.shape[0], 1))]),
-                      sp.hstack([-loss, np.ones((N, 1))])], format="csr")
-    A_eq = sp.hstack([A_eq, sp.csr_matrix((A_eq.shape[0], 1))], format="csr")
-    c = np.zeros(size + 1)
-    c[-1] = 1.0
-    return DesignLP(c, A_ub, np.concatenate([b_ub, np.zeros(N)]), A_eq, b_eq,
-                    np.concatenate([np.ones(size), [float(C.max())]]))
+    """The design LP (:meth:`countdp.design.model.DesignProblem.lp`)."""
+    return DesignProblem(n, alpha, properties, objective, weights, aggregate).lp()
 
 
 def _fsum_bound(terms: np.ndarray) -> tuple[float, float]:

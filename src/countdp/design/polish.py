@@ -8,8 +8,8 @@ plus one step of iterative refinement), and its duals solve ``A[R, B]^T pi_R = c
 Polishing thus removes the solver's tolerance from the released matrix (the DP rows that
 are active hold to rounding) and gives duals accurate to rounding for the certificate.
 
-:func:`full_dual` maps reduced duals back to the rows of the full model of
-:func:`countdp.design.optimality.design_lp_model`: a dropped row (implied, duplicate, halved by RM)
+:func:`full_dual` maps reduced duals back to the rows of the full model,
+:meth:`countdp.design.model.DesignProblem.lp`: a dropped row (implied, duplicate, halved by RM)
 gets multiplier 0, a row turned into a bound gets the bound's reduced cost, and with
 symmetry folded the S equalities get ``(r_k - r_k') / 2`` for the orbit ``{k, k'}``, which
 splits the folded reduced cost ``r_k + r_k' >= 0`` evenly between the two entries.  Last,
@@ -23,8 +23,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-
-from countdp.design.optimality import design_lp_model
 
 
 def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active: np.ndarray,
@@ -63,8 +61,8 @@ def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active
 
 def full_dual(lp, row_dual: np.ndarray, col_dual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(u, v)``: the reduced LP's duals as multipliers of the full model's rows (docstring)."""
-    m = lp.model
-    full = design_lp_model(m["n"], m["alpha"], m["properties"], m["objective"], m["weights"], m["aggregate"])
+    problem = lp.problem
+    full = problem.lp()
     n_ub = full.b_ub.size
     mult = np.zeros(n_ub + full.b_eq.size)
     np.add.at(mult, lp.row_origin, row_dual)
@@ -80,31 +78,21 @@ def full_dual(lp, row_dual: np.ndarray, col_dual: np.ndarray) -> tuple[np.ndarra
         use = use[first]
         np.add.at(mult, s["origin"][use], d[use] / s["coef"][use])
     u, v = mult[:n_ub], mult[n_ub:]
-    if m["folded"]:  # balance each orbit's reduced cost with the S equalities' multipliers
-        size = (m["n"] + 1) ** 2
+    if lp.folded:  # balance each orbit's reduced cost with the S equalities' multipliers
         r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
-        flat = np.arange(size)
+        flat = np.arange(problem.size)
         half = flat < flat[::-1]
         a, b = flat[half], flat[::-1][half]
-        start = _s_row_offset(full, m)
         v = v.copy()
-        v[start:start + a.size] = (r[a] - r[b]) / 2.0
+        v[problem.blocks["S"][1]] = (r[a] - r[b]) / 2.0
     # An approximate dual (an interior point's) leaves reduced costs slightly negative; each
     # entry is in exactly one column-sum row (coefficient 1, right-hand side 1), so lowering
     # that row's multiplier by its column's worst deficit makes the column dual feasible at a
     # cost of the max, not the sum, of the deficits.
-    N = m["n"] + 1
+    N = problem.N
     r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
     deficit = np.maximum(0.0, -r[: N * N].reshape(N, N).min(axis=0))
     v = v.copy()
     v[:N] -= deficit * (1 + 1e-12)
     return u, v
 
-
-def _s_row_offset(full, model) -> int:
-    """First equality row of S in the full model (column sums, then F's rows if requested)."""
-    n = model["n"]
-    offset = n + 1
-    if "F" in model["properties"]:
-        offset += n
-    return offset

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from countdp.design.constraints import PROPERTIES, parse_properties, property_system
+from countdp.design.constraints import PROPERTIES, parse_properties, property_rows
 from countdp.privacy.certify import COLUMN_SUM_TOL, dp_slack
 from countdp.validation import check_alpha, check_matrix, check_tol
 
@@ -37,7 +37,7 @@ def check_property(P: np.ndarray, name: str, tol: float = DEFAULT_TOL) -> Check:
     M = check_matrix(P)
     tol = check_tol(tol)
     (prop,) = parse_properties([name]) or (name,)
-    worst = property_system(prop, M.shape[0] - 1).violation(M.ravel())
+    worst = property_rows(prop, M.shape[0] - 1).violation(M.ravel())
     return Check(prop, worst <= tol, worst, tol)
 
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from countdp.evaluate.metrics import expected_error, objective_value
-from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import Certificate, certify
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
@@ -197,7 +197,7 @@ def baseline_table(ns: Sequence[int], alphas: Sequence[float]) -> pd.DataFrame:
                     raw = baseline_matrix(name, n, a)
                     P, cert = certified_baseline(name, n, a)
                 else:
-                    raw = {"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}[name](n, a)
+                    raw = CLOSED_FORMS[name](n, a)
                     P, cert = certify(raw, a)
                 rows.append({"mechanism": name, "n": n, "alpha": a, "parameter": params.get(name, np.nan),
                              "achieved_alpha": achieved_alpha(raw), "alpha_dp_raw": achieved_alpha(raw) >= a,

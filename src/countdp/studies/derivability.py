@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.mechanisms.properties import check_all, gupte_sundararajan_violation
 from countdp.privacy.certify import certify
 from countdp.studies.baselines import certified_baseline
@@ -25,7 +25,7 @@ def named_matrix(name: str, n: int, alpha: float, solver: str = "HIGHS") -> np.n
     if name in ("WM", "WH"):
         return design_named(name, n, alpha, solver=solver).matrix
     if name in ("GM", "EM", "UM"):
-        return certify({"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}[name](n, alpha),
+        return certify(CLOSED_FORMS[name](n, alpha),
                        alpha)[0]
     return certified_baseline(name, n, alpha)[0]
 

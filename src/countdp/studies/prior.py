@@ -13,7 +13,7 @@ import pandas as pd
 
 from countdp.design.highs_model import lexicographic_design
 from countdp.evaluate.metrics import expected_error, parse_objective
-from countdp.mechanisms.closed_forms import explicit_fair, geometric
+from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import certify
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
@@ -61,7 +61,7 @@ def prior_study(n: int, alpha: float, distributions: Mapping[str, Sequence[float
     named = {}
     for m in sorted(set(PRIOR_COUNTERPART[k] for k in sets)):
         named[m] = design_named(m, n, a, solver=solver).matrix if m in ("WH", "WM") else \
-            certify({"GM": geometric, "EM": explicit_fair}[m](n, a), a)[0]
+            certify(CLOSED_FORMS[m](n, a), a)[0]
     rows = []
     for dist, q in distributions.items():
         q = check_distribution(q, n, "distribution")

@@ -1,0 +1,206 @@
+"""Solver backends for the reduced design LP: HiGHS (simplex, IPX + crossover) and Clarabel.
+
+Each run returns a :class:`Solved`: the point, its duals in HiGHS's sign convention, the
+basis when there is one, and what ran.  :func:`polish_run` recomputes a basis's vertex and
+duals exactly (:mod:`countdp.design.polish`).  The solver modules (``highspy``, ``clarabel``)
+are imported only when a model is solved.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from countdp.design.reduce import ReducedLP
+
+CLARABEL_TOL = 1e-12
+"""Clarabel's gap and feasibility tolerances on the reduced model.  At 1e-10 the optimality
+certificate missed 1e-9 by a hair at n = 256 (WM, alpha = 0.91: gap 1.3e-9); at 1e-12 it
+closes (n = 128: gap 2.9e-12 in about the same time; n = 256 ends 'AlmostSolved' with gap
+5.3e-10, accepted because it is proven)."""
+
+CLARABEL_DIRECT_METHOD = "qdldl"
+"""Clarabel's sparse LDL^T factorisation of the KKT system.  Clarabel 0.11's ``"auto"`` picks
+``"faer"``, which measured ~4x slower than ``"qdldl"`` on the WM models (alpha = 0.91, one or
+two threads alike): n = 256, 26 s -> 6.4 s; n = 512, 116 s -> 50 s; same iterates and optimal
+value to 1e-11 (benchmarks/)."""
+
+
+@dataclass
+class Solved:
+    """One solver run on the reduced model: ``y`` and its duals (HiGHS sign convention:
+    ``col_dual = cost - A^T row_dual``), the basis if there is one, and what ran."""
+
+    y: np.ndarray
+    row_dual: np.ndarray
+    col_dual: np.ndarray
+    status: str
+    objective: float
+    seconds: float
+    basis: tuple | None = None
+    polished: bool = False
+    highs_basis: object = None
+
+
+def run_clarabel(lp: ReducedLP) -> Solved:
+    """Clarabel's interior point method (not a vertex, no basis); ``AlmostSolved`` is returned
+    too: the caller proves it optimal or falls back."""
+    import clarabel
+
+    A, lo, hi = lp.A, lp.row_lower, lp.row_upper
+    eq = np.isfinite(hi) & (hi == lo)
+    has_hi = np.isfinite(hi) & ~eq
+    has_lo = np.isfinite(lo) & ~eq
+    k = A.shape[1]
+    eye = sp.identity(k, format="csr")
+    fin_lo, fin_hi = np.isfinite(lp.col_lower), np.isfinite(lp.col_upper)
+    blocks = [A[eq], -A[has_lo], A[has_hi], -eye[fin_lo], eye[fin_hi]]
+    rhs = [lo[eq], -lo[has_lo], hi[has_hi], -lp.col_lower[fin_lo], lp.col_upper[fin_hi]]
+    M = sp.vstack(blocks, format="csc")
+    cones = [clarabel.ZeroConeT(int(eq.sum())), clarabel.NonnegativeConeT(M.shape[0] - int(eq.sum()))]
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL
+    settings.direct_solve_method = CLARABEL_DIRECT_METHOD
+    # Iterative refinement of the KKT solves costs ~25% of the time; the answer is proven
+    # optimal afterwards (or another method is tried), so it is not needed.
+    settings.iterative_refinement_enable = False
+    start = time.perf_counter()
+    solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), lp.cost, M, np.concatenate(rhs), cones,
+                                      settings).solve()
+    elapsed = time.perf_counter() - start
+    status = str(solution.status)
+    if not status.endswith("Solved"):
+        raise RuntimeError(f"Clarabel returned {status!r}")
+    z = np.asarray(solution.z, float)
+    sizes = np.cumsum([eq.sum(), has_lo.sum(), has_hi.sum(), fin_lo.sum()])
+    z_eq, z_lo, z_hi, z_cl, z_ch = np.split(z, sizes)
+    row_dual = np.zeros(A.shape[0])
+    row_dual[eq], row_dual[has_lo] = -z_eq, z_lo
+    row_dual[has_hi] -= z_hi
+    col_dual = np.zeros(k)
+    col_dual[fin_lo] += z_cl
+    col_dual[fin_hi] -= z_ch
+    return Solved(np.asarray(solution.x, float), row_dual, col_dual, status, float(solution.obj_val), elapsed)
+
+
+def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
+             row_lower: np.ndarray, row_upper: np.ndarray):
+    """A ``highspy.HighsLp`` for ``min cost @ x`` s.t. ``row_lower <= A x <= row_upper`` and column
+    bounds; infinite bounds (numpy ``inf``) become HiGHS's infinity."""
+    import highspy
+
+    def finite(v: np.ndarray) -> np.ndarray:
+        return np.clip(np.asarray(v, float), -highspy.kHighsInf, highspy.kHighsInf)
+
+    A = sp.csc_matrix(A)
+    A.sort_indices()
+    model = highspy.HighsLp()
+    model.num_col_, model.num_row_ = A.shape[1], A.shape[0]
+    model.col_cost_ = np.asarray(cost, float)
+    model.col_lower_, model.col_upper_ = finite(col_lower), finite(col_upper)
+    model.row_lower_, model.row_upper_ = finite(row_lower), finite(row_upper)
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_ = A.indptr.astype(np.int32)
+    model.a_matrix_.index_ = A.indices.astype(np.int32)
+    model.a_matrix_.value_ = A.data
+    return model
+
+
+HIGHS_TOL = 1e-10
+"""HiGHS primal and dual feasibility tolerances (its smallest allowed; default 1e-7 left DP rows
+broken by up to 9e-8).  The vertex is then recomputed exactly from its basis (:mod:`countdp.design.polish`)."""
+
+
+TIGHT_ROW_SCALES = (1e3, 1e6)
+"""Row scale factors of the tightened re-solves (:func:`run_highs` ``tight_from``), tried in
+turn: HiGHS's feasibility tolerance then allows 1e-13 (1e-16) per unit of a row's largest
+scaled coefficient, not 1e-10.  Measured: L2 at n = 64, alpha = 0.62 (WH) left a zero beside
+1.5e-13, breaking a DP row by 9.5e-14, whose UM repair (lambda 1.6e-11) cost 1.5e-9 of the
+objective; L1 with F at alpha = 0.5 left a column sum off by 3.9e-11.  At 1e3: violations
+<= 2e-16, gaps ~1e-11.  L2 with F at n = 128, alpha = 0.62 still needed lambda = 1.5e-11 at
+1e3 (relative gap 5.2e-9), hence the second factor."""
+
+COL_SCALE_FLOOR = 1e-3
+"""Smallest column scale: HiGHS's dual tolerance acts on ``scale * reduced cost``, so a tinier
+scale would let it accept a basis whose reduced costs are wrong by ``1e-10 / scale``."""
+
+
+def scales(lp: ReducedLP) -> tuple[np.ndarray, np.ndarray]:
+    """Column scales ``alpha^|i-j|`` (an entry's natural size: DP ties it to its row's diagonal
+    by that factor) and row scales ``1 / max |coefficient|`` of the column-scaled rows.
+
+    HiGHS's tolerances are absolute; without this an entry of size ``alpha^40 ~ 1e-12``
+    (alpha = 1/2) can be left 0 beside a neighbour of 1e-10, breaking a DP row by ~1e-10."""
+    N = lp.n + 1
+    E = sp.csc_matrix(lp.expand)
+    first = E.indices[E.indptr[:-1]]
+    i, j = np.divmod(np.minimum(first, N * N - 1), N)
+    d = np.where(first < N * N, np.abs(i - j), 0)
+    col = np.maximum(lp.problem.alpha ** d.astype(float), COL_SCALE_FLOOR)
+    scaled = sp.csr_matrix(lp.A @ sp.diags(col))
+    row = 1.0 / np.maximum(abs(scaled).max(axis=1).toarray().ravel(), 1e-300)
+    return col, row
+
+
+def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | None,
+              tight_from: Solved | None = None, row_boost: float = 1.0) -> Solved:
+    """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model (:func:`scales`), with the
+    basis of the vertex found (statuses do not change under scaling); values in ``lp``'s units.
+
+    ``tight_from``: a previous run whose vertex broke a row by up to HiGHS's tolerance; simplex
+    restarts from its basis with every row scaled up by ``row_boost`` (one of
+    :data:`TIGHT_ROW_SCALES`), so the tolerance allows that much less (a few pivots to a
+    feasible basis)."""
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("primal_feasibility_tolerance", HIGHS_TOL)
+    h.setOptionValue("dual_feasibility_tolerance", HIGHS_TOL)
+    h.setOptionValue("solver", "simplex" if tight_from is not None else chosen)
+    if chosen == "ipm":
+        h.setOptionValue("run_crossover", "on")
+    if threads is not None:
+        h.setOptionValue("threads", int(threads))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    col, row = scales(lp)
+    row = row * row_boost
+    h.passModel(highs_lp(sp.diags(row) @ lp.A @ sp.diags(col), lp.cost * col, lp.col_lower / col,
+                         lp.col_upper / col, lp.row_lower * row, lp.row_upper * row))
+    if tight_from is not None and tight_from.highs_basis is not None:
+        h.setBasis(tight_from.highs_basis)
+    began = time.perf_counter()
+    h.run()
+    elapsed = time.perf_counter() - began
+    status = h.getModelStatus()
+    text = h.modelStatusToString(status)
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"HiGHS {chosen} returned {text!r}")
+    solution, basis = h.getSolution(), h.getBasis()
+    basic, upper = highspy.HighsBasisStatus.kBasic, highspy.HighsBasisStatus.kUpper
+    cs, rs = list(basis.col_status), list(basis.row_status)
+    pattern = (np.array([c == basic for c in cs]), np.array([c == upper for c in cs]),
+               np.array([r != basic for r in rs]), np.array([r == upper for r in rs]))
+    if not basis.valid:
+        pattern = None
+    return Solved(np.asarray(solution.col_value, float) * col, np.asarray(solution.row_dual, float) * row,
+                  np.asarray(solution.col_dual, float) / col, text, float(h.getInfo().objective_function_value),
+                  elapsed, pattern, highs_basis=basis if basis.valid else None)
+
+
+def polish_run(lp: ReducedLP, run: Solved) -> Solved:
+    """The exact vertex and duals of ``run``'s basis (:func:`countdp.design.polish.basis_vertex`), if any."""
+    from countdp.design.polish import basis_vertex
+
+    if run.basis is None:
+        return run
+    found = basis_vertex(lp, *run.basis)
+    if found is None:
+        return run
+    y, row_dual, col_dual = found
+    return Solved(y, row_dual, col_dual, run.status, float(lp.cost @ y), run.seconds, run.basis, True, run.highs_basis)

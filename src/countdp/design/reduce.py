@@ -1,0 +1,199 @@
+"""The reduced design LP: the model of :mod:`countdp.design.model` with fewer rows and variables.
+
+The reduced model selects rows of :meth:`countdp.design.model.DesignProblem.lp` (so the row
+origins are exact indices of the full model, which the dual mapping of
+:mod:`countdp.design.polish` needs) and changes variables.  Every step either keeps the
+feasible set exactly, or is an exact change of variables, so the optimal value is unchanged.
+
+Reductions (each recorded in ``Design.extra["reductions"]``):
+
+1. **Closed forms** (no LP at all, where a theorem gives the optimum): in :mod:`countdp.design.fast`.
+
+2. **Implied constraints dropped** (the feasible set is unchanged; ``x >= 0`` is a bound):
+
+   * RM => RH: ``P[i,i] - P[i,j]`` is a telescoping sum of RM rows, so every RH row is a
+     non-negative combination of RM rows.  Likewise CM => CH.
+   * CH => WH: summing ``P[j,j] >= P[i,j]`` over ``i`` gives ``(n+1) P[j,j] >= 1``.
+   * RM halves the DP rows.  Left of the diagonal (``j+1 <= i``) RM gives
+     ``P[i,j+1] >= P[i,j]``, hence ``P[i,j+1] >= P[i,j] >= alpha P[i,j]`` (``P >= 0``,
+     ``alpha < 1``): the DP row ``P[i,j+1] >= alpha P[i,j]`` is implied.  Right of the diagonal
+     (``j >= i``) RM gives ``P[i,j] >= P[i,j+1] >= alpha P[i,j+1]``: the DP row
+     ``P[i,j] >= alpha P[i,j+1]`` is implied.  Only the rows bounding the entry *farther* from
+     the diagonal from below (``far >= alpha near``) remain.
+
+3. **Symmetry folded** (only when ``S`` is requested): the feasible set lies in
+   ``{x : P[i,j] = P[n-i,n-j]}``, parametrised exactly by one variable per orbit
+   ``{k, N*N-1-k}``: ``x = E y``.  Substituting gives ``(A E) y >= b`` and cost ``E^T c``,
+   for *any* objective and weights (it is a change of variables on the feasible set, not the
+   Theorem 1 argument, so it needs S requested but not a symmetric objective).  A row and its
+   mirror image become identical and are dropped, and the S equalities become ``0 = 0``.
+
+4. **Clean-up**: rows with one non-zero become variable bounds (WH's ``P[i,i] >= 1/N``, the
+   DP rows whose two entries fold into one orbit), empty rows are dropped after checking
+   them, exact duplicate rows are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from countdp.design.model import DesignProblem
+
+
+@dataclass
+class ReducedLP:
+    """``min cost @ y`` s.t. ``row_lower <= A y <= row_upper``, ``col_lower <= y <= col_upper``.
+
+    ``expand`` maps ``y`` back to ``x = P.ravel()`` (plus the minimax variable, if any, as the
+    last entry), so ``x = expand @ y``.  ``row_origin[r]`` is the row of the full model of
+    :meth:`countdp.design.model.DesignProblem.lp` (inequalities first, then equalities) that row
+    ``r`` comes from; ``singletons`` holds the rows turned into bounds (``var``, ``coef``,
+    ``lo``, ``hi``, ``origin``); ``problem`` the model's definition; ``folded`` whether
+    symmetry was folded.
+    """
+
+    cost: np.ndarray
+    A: sp.csr_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    col_lower: np.ndarray
+    col_upper: np.ndarray
+    expand: sp.csr_matrix
+    n: int
+    reductions: list[str] = field(default_factory=list)
+    full_rows: int = 0  # rows of the plain formulation (with x >= 0 as rows)
+    full_cols: int = 0
+    row_origin: np.ndarray | None = None
+    singletons: dict | None = None
+    problem: DesignProblem | None = None
+    folded: bool = False
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.A.shape
+
+
+def dp_rows_kept(n: int, row_monotone: bool) -> np.ndarray:
+    """Indices of the DP rows not implied by RM (module docstring, item 2): all without RM."""
+    N = n + 1
+    if not row_monotone:
+        return np.arange(2 * N * n)
+    i, j = np.divmod(np.arange(N * n), n)  # rows of each block: row i, pair (j, j+1)
+    keep_forward = j < i  # P[i,j] >= a P[i,j+1]: implied by RM when j >= i
+    keep_backward = j >= i  # P[i,j+1] >= a P[i,j]: implied by RM when j+1 <= i
+    return np.flatnonzero(np.concatenate([keep_forward, keep_backward]))
+
+
+def implied_drops(properties: tuple[str, ...]) -> tuple[str, ...]:
+    """Requested properties whose rows are implied by other requested ones (RH, CH, WH)."""
+    props = set(properties)
+    drops = []
+    if "RH" in props and "RM" in props:
+        drops.append("RH")
+    if "CH" in props and "CM" in props:
+        drops.append("CH")
+    if "WH" in props and ({"CH", "CM"} & props):
+        drops.append("WH")
+    return tuple(drops)
+
+
+def _dedup_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``."""
+    A.sort_indices()
+    nnz = np.diff(A.indptr)
+    keep = []
+    for k in np.unique(nnz):
+        rows = np.flatnonzero(nnz == k)
+        if k == 0:
+            keep.append(rows[:1])
+            continue
+        pos = A.indptr[rows][:, None] + np.arange(k)[None, :]
+        key = np.hstack([A.indices[pos].astype(float), A.data[pos], lo[rows, None], hi[rows, None]])
+        _, first = np.unique(key, axis=0, return_index=True)
+        keep.append(rows[np.sort(first)])
+    return np.sort(np.concatenate(keep)) if keep else np.zeros(0, int)
+
+
+def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
+                     weights: np.ndarray | None = None, aggregate: str = "sum",
+                     fold_symmetry: bool = True, drop_implied: bool = True) -> ReducedLP:
+    """The design LP of :class:`countdp.design.model.DesignProblem`, reduced (module docstring, 2-4)."""
+    problem = DesignProblem(n, alpha, properties, objective, weights, aggregate)
+    props = problem.properties
+    full = problem.lp()
+    N = n + 1
+    size = N * N
+    reductions: list[str] = []
+
+    drops = implied_drops(props) if drop_implied else ()
+    if drops:
+        reductions.append("implied:" + ",".join(drops))
+    rm = drop_implied and "RM" in props
+    if rm:
+        reductions.append("dp-halved-by-RM")
+    fold = fold_symmetry and "S" in props
+    selected = {"ub": np.ones(full.b_ub.size, bool), "eq": np.ones(full.b_eq.size, bool)}
+    dp_kind, dp_block = problem.blocks["dp"]
+    selected[dp_kind][dp_block] = False
+    selected[dp_kind][dp_block.start + dp_rows_kept(n, rm)] = True
+    for name in drops + (("S",) if fold else ()):
+        kind, block = problem.blocks[name]
+        selected[kind][block] = False
+    kept_ub, kept_eq = np.flatnonzero(selected["ub"]), np.flatnonzero(selected["eq"])
+    origin = np.concatenate([kept_ub, full.b_ub.size + kept_eq])
+    A_ub, b_ub, A_eq, b_eq = full.A_ub[kept_ub], full.b_ub[kept_ub], full.A_eq[kept_eq], full.b_eq[kept_eq]
+    cost = full.c
+    extra_cols = 1 if aggregate == "max" else 0
+
+    if fold:
+        flat = np.arange(size)
+        rep = np.minimum(flat, size - 1 - flat)
+        _, orbit = np.unique(rep, return_inverse=True)
+        m = int(orbit.max()) + 1
+        E = sp.csr_matrix((np.ones(size), (flat, orbit)), shape=(size, m))
+        reductions.append("symmetry-folded")
+    else:
+        m = size
+        E = sp.identity(size, format="csr")
+    if extra_cols:
+        E = sp.block_diag([E, sp.identity(1)], format="csr")
+    A = sp.vstack([A_ub, A_eq], format="csr") @ E
+    A = A.tocsr()
+    A.sum_duplicates()
+    A.data[np.abs(A.data) < 1e-15] = 0.0
+    A.eliminate_zeros()
+    lo = np.concatenate([b_ub, b_eq])
+    hi = np.concatenate([np.full(b_ub.size, np.inf), b_eq])
+    cost = E.T @ cost
+    ncol = m + extra_cols
+    col_lo = np.concatenate([np.zeros(m), np.full(extra_cols, -np.inf)])
+    col_hi = np.full(ncol, np.inf)
+
+    nnz = np.diff(A.indptr)
+    empty = np.flatnonzero(nnz == 0)
+    if np.any(lo[empty] > 1e-12) or np.any(hi[empty] < -1e-12):
+        raise ValueError("reduced LP has an infeasible empty row")  # pragma: no cover - cannot happen
+    single = np.flatnonzero(nnz == 1)
+    var = A.indices[A.indptr[single]]
+    coef = A.data[A.indptr[single]]
+    if single.size:
+        low, high = lo[single] / coef, hi[single] / coef
+        low, high = np.where(coef > 0, low, high), np.where(coef > 0, high, low)
+        np.maximum.at(col_lo, var, low)
+        np.minimum.at(col_hi, var, high)
+        reductions.append("singletons-to-bounds")
+    singletons = {"var": var, "coef": coef, "lo": lo[single], "hi": hi[single], "origin": origin[single]}
+    multi = np.flatnonzero(nnz >= 2)
+    A, lo, hi, origin = A[multi], lo[multi], hi[multi], origin[multi]
+    keep = _dedup_rows(A, lo, hi)
+    if keep.size < A.shape[0]:
+        reductions.append("duplicate-rows")
+    A, lo, hi, origin = A[keep], lo[keep], hi[keep], origin[keep]
+    return ReducedLP(cost=np.asarray(cost, float), A=A.tocsr(), row_lower=lo, row_upper=hi,
+                     col_lower=col_lo, col_upper=col_hi, expand=E, n=n, reductions=reductions,
+                     full_rows=size + full.b_ub.size + full.b_eq.size, full_cols=size + extra_cols,
+                     row_origin=origin, singletons=singletons, problem=problem, folded=fold)
+
