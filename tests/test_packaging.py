@@ -22,7 +22,8 @@ def _name_and_bound(spec: str) -> tuple[str, str]:
 
 def test_environment_yml_mirrors_pyproject():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    wanted = dict(_name_and_bound(s) for s in project["dependencies"] + project["optional-dependencies"]["test"])
+    extras = project["optional-dependencies"]
+    wanted = dict(_name_and_bound(s) for s in project["dependencies"] + extras["test"] + extras["slurm"])
     env = yaml.safe_load((REPO / "environment.yml").read_text())
     conda = [s for s in env["dependencies"] if isinstance(s, str) and not s.startswith(("python", "pip"))]
     listed = dict(_name_and_bound(s) for s in conda)
@@ -113,7 +114,10 @@ def test_no_rule_declares_a_conda_environment():
     assert env["name"] == "countdp" and {"pip": ["-e ."]} in env["dependencies"]
 
 
-def test_slurm_plugin_is_a_dependency():
+def test_slurm_plugin_is_in_the_slurm_and_test_extras_only():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert any(d.startswith("snakemake-executor-plugin-slurm>=") for d in project["dependencies"])
+    extras = project["optional-dependencies"]
+    for group in ("slurm", "test"):
+        assert any(d.startswith("snakemake-executor-plugin-slurm>=") for d in extras[group]), group
+    assert not any(d.startswith("snakemake-executor-plugin") for d in project["dependencies"])
     assert yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())["executor"] == "slurm"

@@ -42,4 +42,4 @@ rule claims:
     run:
         from jobs_claims import claims
 
-        claims(input.checks, params.designs, input.designs, params.theory, *output, log[0])
+        in_worker(claims, input.checks, params.designs, input.designs, params.theory, *output, log[0])

@@ -29,6 +29,18 @@ from config_check import ConfigError, check_config
 from countdp.claims.designs import theory_designs
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
+import worker_pool
+
+
+def in_worker(function, *args):
+    """``function(*args)`` for a `run:` job: in one of this run's worker processes when it has
+    more than one core (workflow/lib/worker_pool.py: `run:` jobs are threads of this process,
+    which share one interpreter lock), in place otherwise (``--cores 1``, a one-core cluster job)."""
+    try:
+        workers = int(workflow.cores)
+    except (WorkflowError, TypeError, KeyError):
+        workers = 1
+    return worker_pool.call(workers, function, *args)
 
 
 # Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs

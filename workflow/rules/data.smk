@@ -23,4 +23,4 @@ rule adult_data:
     run:
         from jobs_extrinsic import adult_data
 
-        adult_data(params.source, input.snapshot, float(params.timeout), output.table, output.sidecar, log[0])
+        in_worker(adult_data, params.source, input.snapshot, float(params.timeout), output.table, output.sidecar, log[0])

@@ -3,8 +3,9 @@
 # mechanism (Snakemake's per-job cost dwarfed the millisecond LPs).  Each design still has its
 # own cached file, results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
 # (mechanism_path), so downstream rules read single artifacts, and a config change reruns
-# only the sweeps whose n set (or solver, for LPs) changed.  The jobs run inside the Snakemake
-# process (`run:`): the library is imported once.  Resources grow with the sweep's largest n.
+# only the sweeps whose n set (or solver, for LPs) changed.  The jobs' calls run in the run's
+# worker processes (in_worker: common.smk), which import the library once.  Resources grow with
+# the sweep's largest n.
 
 
 for _key, _ns in design_sweeps().items():
@@ -34,5 +35,5 @@ for _key, _ns in design_sweeps().items():
         run:
             from countdp.studies.sweeps import design_sweep
 
-            design_sweep(params.mechanism, params.objective, params.alpha, params.ns, params.solver,
-                         list(output), log[0], params.alpha_exact)
+            in_worker(design_sweep, params.mechanism, params.objective, params.alpha, params.ns, params.solver,
+                                    list(output), log[0], params.alpha_exact)

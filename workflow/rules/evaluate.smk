@@ -38,8 +38,8 @@ rule eval_fig10_adult:
     run:
         from jobs_extrinsic import eval_adult
 
-        eval_adult(input.table, input.sidecar, wildcards.target, float(wildcards.alpha), params.files, params.ns,
-                   params.repetitions, params.seed, output.summary, output.raw, log[0])
+        in_worker(eval_adult, input.table, input.sidecar, wildcards.target, float(wildcards.alpha), params.files, params.ns,
+                              params.repetitions, params.seed, output.summary, output.raw, log[0])
 
 
 rule eval_fig11_binomial:
@@ -65,8 +65,8 @@ rule eval_fig11_binomial:
     run:
         from jobs_extrinsic import eval_binomial
 
-        eval_binomial(params.study, float(wildcards.alpha), params.files, params.points, params.measures,
-                      params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
+        in_worker(eval_binomial, params.study, float(wildcards.alpha), params.files, params.points, params.measures,
+                                 params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
 
 
 rule eval_fig12_binomial:
@@ -92,8 +92,8 @@ rule eval_fig12_binomial:
     run:
         from jobs_extrinsic import eval_binomial
 
-        eval_binomial(params.study, float(wildcards.alpha), params.files, params.points, params.measures,
-                      params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
+        in_worker(eval_binomial, params.study, float(wildcards.alpha), params.files, params.points, params.measures,
+                                 params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
 
 
 rule eval_fig13_binomial:
@@ -121,5 +121,5 @@ rule eval_fig13_binomial:
     run:
         from jobs_extrinsic import eval_binomial
 
-        eval_binomial(params.study, float(wildcards.alpha), params.files, params.points, params.measures,
-                      params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
+        in_worker(eval_binomial, params.study, float(wildcards.alpha), params.files, params.points, params.measures,
+                                 params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])

@@ -7,8 +7,8 @@
 # results/tables/ext_*.csv, checks to results/tables/checks/ext_*.csv, figures to
 # results/figures/ext_*.{pdf,png}, and each job's log (row counts, wall-clock and solver
 # times: tables carry no timings, so they are byte-identical across runs) to
-# results/logs/extensions/.  The jobs run in threads of the Snakemake process; their work is
-# in workflow/lib/jobs_extensions.py.  Helpers (EXT, ext_figure, extensions_targets, ...): targets.smk.
+# results/logs/extensions/.  The jobs run in the run's worker processes (in_worker); their
+# work is in workflow/lib/jobs_extensions.py.  Helpers (EXT, ext_figure, extensions_targets, ...): targets.smk.
 
 
 rule ext_baselines:
@@ -28,7 +28,7 @@ rule ext_baselines:
     run:
         from jobs_extensions import baselines
 
-        baselines(params.ns, params.alphas, output.table, output.checks, list(output.figure), log[0])
+        in_worker(baselines, params.ns, params.alphas, output.table, output.checks, list(output.figure), log[0])
 
 
 rule ext_subsets:
@@ -51,8 +51,8 @@ rule ext_subsets:
     run:
         from jobs_extensions import subsets
 
-        subsets(params.ns, params.alphas, params.label_y, params.y_max, output.table, output.summary, output.checks,
-                list(output.figure), log[0])
+        in_worker(subsets, params.ns, params.alphas, params.label_y, params.y_max, output.table, output.summary, output.checks,
+                           list(output.figure), log[0])
 
 
 rule ext_minimax:
@@ -72,7 +72,7 @@ rule ext_minimax:
     run:
         from jobs_extensions import minimax
 
-        minimax(params.ns, params.alphas, output.table, output.checks, list(output.figure), log[0])
+        in_worker(minimax, params.ns, params.alphas, output.table, output.checks, list(output.figure), log[0])
 
 
 rule ext_prior:
@@ -96,7 +96,7 @@ rule ext_prior:
     run:
         from jobs_extensions import prior
 
-        prior(params.cfg, params.seed, params.solver, input.adult, *output[:3], output.figure, log[0])
+        in_worker(prior, params.cfg, params.seed, params.solver, input.adult, *output[:3], output.figure, log[0])
 
 
 rule ext_objectives:
@@ -118,7 +118,7 @@ rule ext_objectives:
     run:
         from jobs_extensions import objectives
 
-        objectives(params.cfg, params.solver, *output[:3], output.rmse, output.heatmaps, log[0])
+        in_worker(objectives, params.cfg, params.solver, *output[:3], output.rmse, output.heatmaps, log[0])
 
 
 rule ext_derivability:
@@ -139,8 +139,8 @@ rule ext_derivability:
     run:
         from jobs_extensions import derivability
 
-        derivability(params.ns, params.alphas, output.table, output.summary, output.checks, list(output.figure),
-                     log[0])
+        in_worker(derivability, params.ns, params.alphas, output.table, output.summary, output.checks, list(output.figure),
+                                log[0])
 
 
 rule ext_checks:
@@ -157,7 +157,7 @@ rule ext_checks:
     run:
         from jobs_extensions import checks
 
-        checks(list(input), output[0], log[0])
+        in_worker(checks, list(input), output[0], log[0])
 
 
 rule ext_all:

@@ -30,9 +30,9 @@ for _fig in EXTRINSIC_FIGURES:
         run:
             from jobs_extrinsic import extrinsic_figure
 
-            extrinsic_figure(params.figure, dict(params.settings), list(input.evaluations),
-                             input.sidecar if params.with_sidecar else None, output.table, [output.pdf, output.png],
-                             log[0])
+            in_worker(extrinsic_figure, params.figure, dict(params.settings), list(input.evaluations),
+                                        input.sidecar if params.with_sidecar else None, output.table, [output.pdf, output.png],
+                                        log[0])
 
 
 rule extrinsic_findings:
@@ -51,4 +51,4 @@ rule extrinsic_findings:
     run:
         from jobs_extrinsic import extrinsic_findings
 
-        extrinsic_findings({f: input[f] for f in EXTRINSIC_FIGURES}, dict(params.thresholds), output[0], log[0])
+        in_worker(extrinsic_findings, {f: input[f] for f in EXTRINSIC_FIGURES}, dict(params.thresholds), output[0], log[0])

@@ -1,7 +1,7 @@
 # Intrinsic studies: tables from certified mechanism artifacts, then figures from
 # the tables (and, for heatmaps, from the artifacts).  No rule here designs a mechanism.
 # Every rule is a short `run:` block calling a job of workflow/lib/jobs_intrinsic.py with plain
-# values (paths, numbers); the jobs run in threads of the Snakemake process.
+# values (paths, numbers); the calls run in the run's worker processes (in_worker: common.smk).
 
 
 # ------------------------------------------------------------------------- tables
@@ -24,8 +24,8 @@ rule fig01_tables:
     run:
         from jobs_intrinsic import fig01_tables
 
-        fig01_tables(list(input.panels), list(input.search), params.alpha, output.claims, output.search,
-                     output.checks, log[0])
+        in_worker(fig01_tables, list(input.panels), list(input.search), params.alpha, output.claims, output.search,
+                                output.checks, log[0])
 
 
 rule fig02_tables:
@@ -43,7 +43,7 @@ rule fig02_tables:
     run:
         from jobs_intrinsic import fig02_tables
 
-        fig02_tables(list(input), output.claims, output.checks, log[0])
+        in_worker(fig02_tables, list(input), output.claims, output.checks, log[0])
 
 
 rule fig03_04_tables:
@@ -63,7 +63,7 @@ rule fig03_04_tables:
     run:
         from jobs_intrinsic import fig03_04_tables
 
-        fig03_04_tables(params.n, params.alphas, output.gm, output.em, output.checks, log[0])
+        in_worker(fig03_04_tables, params.n, params.alphas, output.gm, output.em, output.checks, log[0])
 
 
 rule fig06_tables:
@@ -86,8 +86,8 @@ rule fig06_tables:
     run:
         from jobs_intrinsic import fig06_tables
 
-        fig06_tables(list(input), params.mechanisms, params.properties, params.tolerance, output.grid,
-                     output.summary, output.checks, log[0])
+        in_worker(fig06_tables, list(input), params.mechanisms, params.properties, params.tolerance, output.grid,
+                                output.summary, output.checks, log[0])
 
 
 rule fig07_tables:
@@ -108,7 +108,7 @@ rule fig07_tables:
     run:
         from jobs_intrinsic import fig07_tables
 
-        fig07_tables(list(input), params.paper, params.text_alpha, output.truthful, output.checks, log[0])
+        in_worker(fig07_tables, list(input), params.paper, params.text_alpha, output.truthful, output.checks, log[0])
 
 
 rule fig08_tables:
@@ -131,8 +131,8 @@ rule fig08_tables:
     run:
         from jobs_intrinsic import fig08_tables
 
-        fig08_tables(list(input), params.base, params.combinations, params.vs_n_alpha, params.vs_alpha_n,
-                     output.table, output.checks, log[0])
+        in_worker(fig08_tables, list(input), params.base, params.combinations, params.vs_n_alpha, params.vs_alpha_n,
+                                output.table, output.checks, log[0])
 
 
 rule fig09_tables:
@@ -158,8 +158,8 @@ rule fig09_tables:
     run:
         from jobs_intrinsic import fig09_tables
 
-        fig09_tables(list(input), params.mechanisms, params.alphas, params.ns, params.check_alpha,
-                     params.check_n, params.tolerance, output.table, output.convergence, output.checks, log[0])
+        in_worker(fig09_tables, list(input), params.mechanisms, params.alphas, params.ns, params.check_alpha,
+                                params.check_n, params.tolerance, output.table, output.convergence, output.checks, log[0])
 
 
 rule intrinsic_checks:
@@ -176,7 +176,7 @@ rule intrinsic_checks:
     run:
         from jobs_intrinsic import concat_checks
 
-        concat_checks(list(input), output[0], log[0])
+        in_worker(concat_checks, list(input), output[0], log[0])
 
 
 # ------------------------------------------------------------------------- figures
@@ -206,5 +206,5 @@ for _key, (_stem, _plot, _title, _mechanisms, _table) in INTRINSIC_FIGURE_RULES.
         run:
             from jobs_intrinsic import intrinsic_figure
 
-            intrinsic_figure(params.plot, list(output), log[0], params.title, list(input.mechanisms),
-                             input.table if params.from_table else None)
+            in_worker(intrinsic_figure, params.plot, list(output), log[0], params.title, list(input.mechanisms),
+                                        input.table if params.from_table else None)
