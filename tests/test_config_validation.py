@@ -188,13 +188,20 @@ def test_probability_list_verdict_matches_definition(values):
     def ok(p):
         return isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p <= 1
 
-    unique = len({repr(v) for v in values}) == len(values) and len(set(map(str, values))) == len(values)
+    unique = all(not (a == b) for i, a in enumerate(values) for b in values[:i])  # 0 == 0.0: the same probability
     expected = bool(values) and all(ok(p) for p in values) and unique
     errors = config_errors(_set(QUICK, "fig11.p", values), SCHEMA)
     if expected:
         assert errors == [], (values, errors)
     elif values and not all(ok(p) for p in values):
         assert errors and all(line.startswith("config key 'fig11.p") for line in errors)
+
+
+@pytest.mark.parametrize("values", [[float("nan")], [0.5, float("inf")], [0, 0.0]])
+def test_probability_lists_hypothesis_found(values):
+    """NaN passed the schema's bounds (every comparison with NaN is false); 0 and 0.0 are one probability."""
+    errors = config_errors(_set(QUICK, "fig11.p", values), SCHEMA)
+    assert errors and all(line.startswith("config key 'fig11.p") for line in errors), errors
 
 
 KEYS = [k for k, _ in BAD]

@@ -151,3 +151,14 @@ def test_bad_n_raises(bad):
 def test_bad_alpha_raises(bad):
     with pytest.raises(ValueError, match="alpha"):
         explicit_fair(3, bad)
+
+
+def test_a_property_that_holds_exactly_reports_positive_zero():
+    """Tables print the violation: -0.0 would be written "-0" (GM at alpha = 1/2 meets CM and CH with equality)."""
+    import math
+
+    from countdp.mechanisms.properties import check_property
+
+    for name in ("CM", "CH", "WH"):
+        worst = check_property(geometric(2, 0.5), name).worst_violation
+        assert worst == 0.0 and math.copysign(1.0, worst) == 1.0, name

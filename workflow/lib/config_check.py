@@ -187,8 +187,25 @@ def _solver_errors(config: Mapping) -> list[str]:
             f"allowed: {', '.join(allowed)}"]
 
 
+def _leaves(node, path=()) -> Iterator[tuple[tuple, object]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            yield from _leaves(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _leaves(value, (*path, i))
+    else:
+        yield path, node
+
+
+def _non_finite_errors(config: Mapping) -> list[str]:
+    """NaN and infinities (YAML's .nan, .inf): the schema's bounds compare false on NaN and let it pass."""
+    return [f"config key '{_key(path)}': {value!r} is not allowed; allowed: a finite number"
+            for path, value in _leaves(config) if isinstance(value, float) and not math.isfinite(value)]
+
+
 def _semantic_errors(config: Mapping) -> list[str]:
-    errors = _solver_errors(config)
+    errors = _solver_errors(config) + _non_finite_errors(config)
     for path, key, value in _walk(config):
         if key == "alpha":
             items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]

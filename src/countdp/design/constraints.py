@@ -148,7 +148,7 @@ class PairRows:
     def violation(self, x: np.ndarray) -> float:
         """Largest amount by which ``x`` breaks a row (0.0 when all hold exactly)."""
         gap = self.values(np.asarray(x, float)) - self.rhs
-        return float(np.max(np.abs(gap) if self.equal else -gap, initial=0.0))
+        return float(np.max(np.abs(gap) if self.equal else -gap, initial=0.0)) + 0.0  # + 0.0: -0.0 becomes 0.0
 
     def system(self) -> LinearSystem:
         """The rows as a sparse :class:`LinearSystem` (imports scipy.sparse)."""
