@@ -33,8 +33,9 @@ class ConfigError(ValueError):
 
 
 def load_schema(path: str | os.PathLike) -> dict:
+    """The schema as a dict (libyaml's loader where PyYAML has it: the workflow parses it on every run)."""
     with open(path) as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _validator(schema: Mapping):
