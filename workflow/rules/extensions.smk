@@ -17,6 +17,7 @@ rule ext_baselines:
         checks=ext_check_path("baselines"),
         figure=ext_figure("ext_baselines"),
     params:
+        code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         ns=n_values(EXT["baselines"]["n"]),
         alphas=ext_alphas(EXT["baselines"]["alpha"]),
     threads: 1
@@ -38,6 +39,7 @@ rule ext_subsets:
         checks=ext_check_path("subsets"),
         figure=ext_figure("ext_subsets"),
     params:
+        code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         ns=n_values(EXT["subsets"]["n"]),
         alphas=ext_alphas(EXT["subsets"]["alpha"]),
         label_y=EXT["subsets"]["label_y"],
@@ -61,6 +63,7 @@ rule ext_minimax:
         checks=ext_check_path("minimax"),
         figure=ext_figure("ext_minimax"),
     params:
+        code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         ns=n_values(EXT["minimax"]["n"]),
         alphas=ext_alphas(EXT["minimax"]["alpha"]),
     threads: 1
@@ -84,6 +87,7 @@ rule ext_prior:
         checks=ext_check_path("prior"),
         figure=ext_figure("ext_prior"),
     params:
+        code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         cfg=EXT["prior"],
         seed=EXT.get("seed", 0),
         solver=EXT.get("solver", {}).get("name", "HIGHS"),
@@ -107,6 +111,7 @@ rule ext_objectives:
         rmse=ext_figure("ext_objectives_rmse"),
         heatmaps=ext_figure("ext_objectives_heatmaps"),
     params:
+        code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         cfg=EXT["objectives"],
         solver=EXT.get("solver", {}),
     threads: 1
@@ -128,6 +133,7 @@ rule ext_derivability:
         checks=ext_check_path("derivability"),
         figure=ext_figure("ext_derivability"),
     params:
+        code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         ns=n_values(EXT["derivability"]["n"]),
         alphas=ext_alphas(EXT["derivability"]["alpha"]),
     threads: 1

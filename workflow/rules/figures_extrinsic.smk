@@ -20,7 +20,6 @@ for _fig in EXTRINSIC_FIGURES:
         params:
             figure=_fig,
             settings=config[_fig],
-            with_sidecar=_fig == "fig10",
         threads: 1
         resources:
             mem_mb=1000,
@@ -30,9 +29,8 @@ for _fig in EXTRINSIC_FIGURES:
         run:
             from jobs_extrinsic import extrinsic_figure
 
-            in_worker(extrinsic_figure, params.figure, dict(params.settings), list(input.evaluations),
-                                        input.sidecar if params.with_sidecar else None, output.table, [output.pdf, output.png],
-                                        log[0])
+            in_worker(extrinsic_figure, params.figure, params.settings, list(input.evaluations),
+                      input.get("sidecar"), output.table, [output.pdf, output.png], log[0])
 
 
 rule extrinsic_findings:
