@@ -62,7 +62,7 @@ def test_certificate_is_checked_independently_and_rejects_a_perturbed_dual():
 
 
 def test_falls_back_when_alpha_is_too_close_to_one():
-    n, alpha = 128, 0.99  # corners wider than every template width that fits in n
+    n, alpha = large_n.MIN_N, 0.99  # corners wider than every template width that fits in n
     P, info = large_n.large_n_design(n, alpha, WM)
     assert P is None and info["used"] is False and info["reason"]
     result = fd.fast_design(n, alpha, WM)
