@@ -278,3 +278,10 @@ def test_workflow_stops_on_clarabel_with_the_default_simplex(workflow_copy):
     problems = [line.strip() for line in text.splitlines() if "config key" in line]
     assert problems == ["config key 'solver.method': 'simplex' is not allowed with solver CLARABEL; allowed: ipm"]
     assert "Job stats" not in text and not (workflow_copy / "results").exists()
+
+
+@pytest.mark.parametrize("solver", [{"name": ["HIGHS"]}, {"name": "HIGHS", "method": ["ipm"]}])
+def test_a_list_where_the_solver_names_a_string_is_one_line(solver):
+    """Hypothesis found these crashing the solver/method pairing check (a list is unhashable)."""
+    errors = config_errors({**QUICK, "solver": solver}, SCHEMA)
+    assert errors and all(line.startswith("config key 'solver") for line in errors), errors

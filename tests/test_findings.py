@@ -9,7 +9,8 @@ from countdp.studies.fig10_13 import Thresholds, findings
 
 TH = Thresholds(um_max_deviation=0.01, um_max_z=4, tracks_max_gap=0.02, extreme_p=0.2, high_alpha=0.85,
                 balanced_p=0.15, skewed_em_max_excess=0.05, between_slack=0.001, between_min_fraction=0.75,
-                em_best_alpha=0.91, mc_max_z=4.5, mc_outlier_z=3, mc_outlier_fraction=0.02)
+                em_best_alpha=0.91, mc_max_z=4.5, mc_outlier_z=3, mc_outlier_fraction=0.02,
+                mc_min_repetitions=10)
 
 
 def _fig11(alphas, gm_at_half):
@@ -17,7 +18,8 @@ def _fig11(alphas, gm_at_half):
     for a in alphas:
         for p, gm in ((0.1, 0.05), (0.5, gm_at_half)):
             for m, mean in (("GM", gm), ("WM", 0.3), ("EM", 0.2), ("UM", 0.6)):
-                rows.append({"alpha": a, "n": 4, "p": p, "d": 1, "mechanism": m, "mean": mean, "z": 0.0})
+                rows.append({"alpha": a, "n": 4, "p": p, "d": 1, "mechanism": m, "mean": mean, "z": 0.0,
+                             "repetitions": 30})
     return pd.DataFrame(rows)
 
 
@@ -52,6 +54,16 @@ def test_monte_carlo_threshold_comes_from_the_config():
     assert _verdict(findings({"fig11": table}, TH), finding) == [False]
     loose = Thresholds(**{**TH.__dict__, "mc_outlier_fraction": 0.2})
     assert _verdict(findings({"fig11": table}, loose), finding) == [True]
+
+
+def test_monte_carlo_with_too_few_repetitions_is_not_checkable():
+    """With 3 repetitions the s.e. is itself a guess (a t with 2 degrees of freedom): |z| = 13.6 happened."""
+    table = _fig11([0.9], 0.5)
+    table.loc[0, "z"] = 13.6
+    finding = "Monte Carlo mean agrees with the exact expectation"
+    assert _verdict(findings({"fig11": table}, TH), finding) == [False]
+    table["repetitions"] = 3
+    assert _verdict(findings({"fig11": table}, TH), finding) == [None]
 
 
 def test_thresholds_need_every_key():

@@ -177,9 +177,11 @@ SOLVER_METHODS = {"HIGHS": ("simplex", "ipm"), "CLARABEL": ("ipm",)}
 def _solver_errors(config: Mapping) -> list[str]:
     """A solver/method pair the designer does not have (the schema checks each key alone)."""
     solver = config.get("solver")
-    if not isinstance(solver, Mapping) or solver.get("name", "HIGHS") not in SOLVER_METHODS:
+    if not isinstance(solver, Mapping):
         return []
     name, method = solver.get("name", "HIGHS"), solver.get("method", "simplex")
+    if not isinstance(name, str) or name not in SOLVER_METHODS or not isinstance(method, str):
+        return []  # the schema reports these
     allowed = SOLVER_METHODS[name]
     if method in allowed:
         return []
