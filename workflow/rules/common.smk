@@ -33,11 +33,12 @@ import worker_pool
 
 
 def in_worker(function, *args):
-    """``function(*args)`` for a `run:` job: in one of this run's worker processes when it has
-    more than one core (workflow/lib/worker_pool.py: `run:` jobs are threads of this process,
-    which share one interpreter lock), in place otherwise (``--cores 1``, a one-core cluster job)."""
+    """``function(*args)`` for a `run:` job: in one of this run's worker processes when a local run
+    has more than one core (workflow/lib/worker_pool.py: `run:` jobs are threads of this process,
+    which share one interpreter lock); in place with ``--cores 1`` and inside a cluster job (its
+    Snakemake runs with ``--cores all`` whatever the job was given)."""
     try:
-        workers = int(workflow.cores)
+        workers = 1 if workflow.remote_exec else int(workflow.cores)
     except (WorkflowError, TypeError, KeyError):
         workers = 1
     return worker_pool.call(workers, function, *args)
