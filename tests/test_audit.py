@@ -20,11 +20,10 @@ from countdp.privacy.audit import (
     audit,
     audit_counts,
     audit_sniper,
-    clopper_pearson,
-    event_masks,
     matrix_sampler,
     sample_counts,
 )
+from countdp.privacy.audit_events import clopper_pearson, event_masks
 from countdp.privacy.sampling import SystemRandomSource, release
 
 SAMPLES = 200_000
