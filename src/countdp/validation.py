@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numbers
 import os
-from fractions import Fraction
 
 import numpy as np
 
@@ -102,8 +101,3 @@ def check_probability(p: object, name: str = "p") -> float:
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not (0.0 <= float(p) <= 1.0):
         raise ValueError(f"{name} must be a number in [0, 1], got {p!r}")
     return float(p)
-
-
-def number_or_fraction(value: object) -> float:
-    """A config number, or a ``"p/q"`` fraction string such as ``"10/11"``, as a float (no range check)."""
-    return float(Fraction(value.replace(" ", ""))) if isinstance(value, str) else float(value)
