@@ -41,6 +41,16 @@ def test_figure8_sets_agree_with_general_lp(extra):
     assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, props)) <= 1e-8
 
 
+@pytest.mark.parametrize("props", [("CH", "RM"), ("CM",), ("CM", "S"), ("RH", "CH")])
+def test_sets_without_wh_agree_with_general_lp(props):
+    """No WH: the restricted LP has no one-entry rows (this once crashed the path)."""
+    n, alpha = 64, 0.62
+    P, info = large_n.large_n_design(n, alpha, props)
+    assert P is not None, info
+    assert info["optimality"]["certified"]
+    assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, props)) <= 1e-8
+
+
 def test_wm_n192_agrees_with_general_lp():
     n, alpha = 192, 0.91  # template solved at 104 < n, expanded (n = 256: benchmarks/bench_large_n.py)
     P, info = large_n.large_n_design(n, alpha, WM)

@@ -15,6 +15,10 @@ value is the plain formulation's (tests compare against cvxpy to 1e-7 on a grid 
   the LP, tolerance 1e-12).  Theorem 3: GM is an L0-optimal BasicDP mechanism, so the LP
   optimum with extra properties is >= L0(GM); GM is feasible, so it is optimal.  This covers
   BasicDP alone, and WH (+S, +RM, +RH) when ``n >= 2a/(1-a)`` (Lemma 2).
+* ``GM remapped``: no property, ``aggregate="sum"``, any prior and any objective (each loss is
+  non-decreasing in ``|i - j|``), except where ``GM`` applies: GM followed by the best remap of
+  its outputs (Ghosh, Roughgarden and Sundararajan), proven by an explicit dual, not by an LP
+  (:mod:`countdp.design.remapped_gm`); if that certificate does not close, the LP is solved.
 * ``EM``: objective L0 and ``F`` requested, any weights and either aggregate.  Under F
   every column's L0 loss is ``(n+1)/n (1 - y)``, independent of the weights, so the sum and
   the max are both that value; Theorem 4: EM maximises ``y`` among fair BasicDP mechanisms,
@@ -83,11 +87,16 @@ AUTO_MIN_N = 16
 whose vertex choice the small-n figures were made with; both give the same optimal value)."""
 
 CHECK_CLOSED_FORM_MAX_N = 128
-"""Up to this ``n`` a closed-form shortcut is also checked with an LP dual (one reduced solve,
+"""Up to this ``n`` a closed-form shortcut (GM, EM) is also checked with an LP dual (one reduced solve,
 no fallbacks: with the whole fallback chain EM's check took 160-340 s at n = 128, alpha 0.5 and
 0.62); above it, or when that dual does not close the gap (recorded as ``"lp_check"``: EM at
 n = 128, alpha = 0.5 came within 1.7e-9), the theorem alone stands
-(``extra["optimality"]["checked"] = False``)."""
+(``extra["optimality"]["checked"] = False``).  ``GM remapped`` is checked at every ``n`` by its
+explicit dual (no LP); where that does not close (rounding, L2 at large ``n``), the LP is solved
+up to this ``n``, and above it the theorem stands (the dual's gap in ``"dual_check"``)."""
+
+REMAPPED_GM = "GM remapped"
+"""The closed form of :mod:`countdp.design.remapped_gm` (no property, any prior and objective)."""
 
 GM_TOL = 1e-12
 """Largest property violation of GM's matrix accepted by the GM closed-form shortcut."""
@@ -216,15 +225,21 @@ def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool) -> tupl
 
 def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: object,
                 weights: np.ndarray | None, aggregate: str) -> tuple[str, np.ndarray] | None:
-    """``("GM"|"EM", matrix)`` when a theorem says it is an optimum of this LP (module docstring)."""
+    """``(name, matrix)`` when a theorem says it is an optimum of this LP (module docstring):
+    ``name`` is ``"GM"``, ``"EM"`` or :data:`REMAPPED_GM`."""
     from countdp.mechanisms.closed_forms import CLOSED_FORMS
 
     obj = parse_objective(objective)
-    if not (obj.name == "L0" or (obj.name == "L0d" and obj.d == 0)):
-        return None
-    if "F" in properties:
+    zero_one = obj.name == "L0" or (obj.name == "L0d" and obj.d == 0)
+    if zero_one and "F" in properties:
         return "EM", CLOSED_FORMS["EM"](n, alpha)
-    if aggregate != "sum" or not _is_uniform(weights, n):
+    if aggregate != "sum":
+        return None
+    if not properties and not (zero_one and _is_uniform(weights, n)):
+        from countdp.design.remapped_gm import remapped_geometric
+
+        return REMAPPED_GM, remapped_geometric(n, alpha, obj, weights)
+    if not zero_one or not _is_uniform(weights, n):
         return None
     P = CLOSED_FORMS["GM"](n, alpha)
     x = P.ravel()
@@ -246,8 +261,25 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     """
     props = parse_properties(properties)
     start = time.perf_counter()
+    unproven = None  # a closed form whose certificate did not close
     if use_closed_forms:
         found = closed_form(n, alpha, props, objective, weights, aggregate)
+        if found is not None and found[0] == REMAPPED_GM:
+            from countdp.design.remapped_gm import remap_certificate
+            from countdp.evaluate.metrics import objective_value
+
+            P = found[1]
+            optimality = remap_certificate(n, alpha, objective, weights, P)
+            optimality["checked"] = bool(optimality["certified"])
+            if not optimality["certified"] and n > CHECK_CLOSED_FORM_MAX_N:  # as for GM and EM: the theorem stands
+                optimality = {"certified": True, "proof": optimality.pop("proof"), "checked": False,
+                              "dual_check": optimality}
+            if optimality["certified"]:
+                return FastResult(P, "closed-form", REMAPPED_GM, "optimal", time.perf_counter() - start, 0.0,
+                                  objective_value(P, objective, weights, aggregate),
+                                  {"backend": "highs", "reductions": [f"closed-form:{REMAPPED_GM}"],
+                                   "optimality": optimality})
+            found, unproven = None, {"closed_form": REMAPPED_GM, **optimality}  # solve the LP instead
         if found is not None:
             name, P = found
             theorem = "Theorem 4" if name == "EM" else "Theorem 3"
@@ -295,6 +327,8 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
                      "clarabel": ("CLARABEL", "ipm")}[used]
     if large is not None:
         extra["large_n"] = large
+    if unproven is not None:
+        extra["closed_form_check"] = unproven
     status = "optimal" if optimality["certified"] else "not proven optimal"
     return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
 

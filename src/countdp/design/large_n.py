@@ -117,6 +117,8 @@ def _cancel(A: sp.csr_matrix, col: np.ndarray, weight: np.ndarray, ncol: int) ->
     rounding residue would otherwise become a spurious row ``-tiny * z >= 0`` once rows are
     normalised."""
     A = A.tocoo()
+    if A.nnz == 0:  # e.g. no one-entry rows: a property set without WH
+        return sp.csr_matrix((A.shape[0], ncol))
     key = A.row.astype(np.int64) * ncol + col[A.col]
     order = np.argsort(key, kind="stable")
     key, terms = key[order], (A.data * weight[A.col])[order]
