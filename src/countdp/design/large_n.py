@@ -44,7 +44,7 @@ WIDTHS = (16, 32, 64)
 """Template widths ``W`` tried in turn (template size ``3 W + 4``)."""
 
 DUAL_SIMPLEX_SECONDS = 5.0
-"""Time given to HiGHS's simplex on the restricted dual before Clarabel is used instead."""
+"""Time given to HiGHS's (primal) simplex on the restricted dual before Clarabel is used instead."""
 
 MIN_N = 160
 """The hook in :func:`countdp.design.fast.fast_design` tries this path from this ``n``: WM at
@@ -175,7 +175,10 @@ def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
 
 
 def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """HiGHS dual simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`)."""
+    """HiGHS primal simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`).
+
+    The restricted dual is wide (about six columns per row); primal simplex measured 2-6x faster
+    than dual simplex on it (WM, n = 256, alpha in {0.62, 0.8, 0.91, 0.95}; one run)."""
     import highspy
 
     from countdp.design.backends import HIGHS_TOL, highs_lp
@@ -186,6 +189,7 @@ def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[
     h.setOptionValue("primal_feasibility_tolerance", HIGHS_TOL)
     h.setOptionValue("dual_feasibility_tolerance", HIGHS_TOL)
     h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("simplex_strategy", 4)  # primal simplex
     h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
