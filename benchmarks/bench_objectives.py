@@ -2,16 +2,20 @@
 
     .venv/bin/python benchmarks/bench_objectives.py [--ns 41,64,128] [--alphas 0.5,0.62,0.91,0.99]
     .venv/bin/python benchmarks/bench_objectives.py --ns 256 --alphas 0.62 --objectives L1,L2 --cases WM,LP+F
+    .venv/bin/python benchmarks/bench_objectives.py --ns 256 --timeout 150   # each case in a fresh process
 
 One row per case (mechanism and properties, objective, n, alpha): the design time, the
 optimality gap relative to the objective, whether the gap closed (``proven``), whether the
 released integer weights pass the exact alpha-DP test (``certified``), and the method that
-answered.  Exit status 1 if any case fails, is not proven or is not certified.
+answered.  With ``--timeout`` every case runs in a fresh process, stopped after that many
+seconds (reported as a timeout).  Exit status 1 if any case fails, times out, is not proven or
+is not certified.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import time
 
 from countdp.design.designer import DesignError, design_named
@@ -23,6 +27,8 @@ CASES = (("WM", ()), ("WH", ()), ("LP", ()), ("LP", ("F",)), ("LP", ("CH", "RM")
 
 def case_label(mechanism: str, props: tuple[str, ...]) -> str:
     return mechanism + ("+" + "+".join(props) if props else "")
+
+
 OBJECTIVES = ("L0", "L0d:1", "L1", "L2")
 
 
@@ -43,6 +49,18 @@ def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alp
             "certified": exact.holds, "method": opt.get("method", design.method)}
 
 
+def run_isolated(args: tuple, timeout: float) -> dict:
+    """:func:`run_case` in a fresh process, stopped after ``timeout`` seconds."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pending = pool.apply_async(run_case, args)
+        try:
+            return pending.get(timeout)
+        except multiprocessing.TimeoutError:
+            mechanism, props, objective, n, alpha = args
+            return {"case": f"{case_label(mechanism, props)} {objective} n={n} a={alpha}", "seconds": timeout,
+                    "error": f"timed out after {timeout:g} s"}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="41,64,128", help="comma-separated group sizes")
@@ -50,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--objectives", default=",".join(OBJECTIVES), help="comma-separated objectives")
     parser.add_argument("--cases", default=",".join(case_label(*c) for c in CASES),
                         help="comma-separated cases (WM, WH, LP, LP+F, LP+CH+RM)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per case, each in a fresh process (default: in this process, no limit)")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if case_label(*c) in args.cases.split(",")]
     ns = [int(v) for v in args.ns.split(",")]
@@ -60,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         for alpha in alphas:
             for mechanism, props in cases:
                 for objective in args.objectives.split(","):
-                    row = run_case(mechanism, props, objective, n, alpha)
+                    case = (mechanism, props, objective, n, alpha)
+                    row = run_case(*case) if args.timeout is None else run_isolated(case, args.timeout)
                     if "error" in row:
                         bad += 1
                         print(f"{row['case']:<36} {row['seconds']:>7.2f}  FAILED: {row['error']}", flush=True)
