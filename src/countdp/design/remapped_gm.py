@@ -40,6 +40,9 @@ from countdp.design.optimality import UNIT, check_optimality, design_lp_model
 from countdp.evaluate.metrics import loss_matrix
 from countdp.mechanisms.closed_forms import geometric
 
+THEOREM = "Ghosh, Roughgarden and Sundararajan (STOC 2009): GM followed by its best remap"
+"""The theorem behind :func:`remapped_geometric`, as recorded in ``optimality["proof"]``."""
+
 ROUNDING_ALLOWANCE = 16
 """Each column-sum multiplier is lowered by this many units of rounding (``2^-53``) times its
 column's largest term, beyond the deficit measured: the check lowers reduced costs by twice its
@@ -135,5 +138,5 @@ def remap_certificate(n: int, alpha: float, objective: object, weights: np.ndarr
     lp = design_lp_model(n, alpha, (), objective, weights)
     u, v = remap_dual(n, alpha, objective, weights, lp)
     optimality = check_optimality(lp, certify(P, alpha)[0].ravel(), u, v)
-    optimality["proof"] = "GM remapped (Ghosh-Roughgarden-Sundararajan), explicit dual"
+    optimality["proof"] = f"{THEOREM}; explicit dual"
     return optimality
