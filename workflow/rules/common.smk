@@ -19,13 +19,13 @@ import re
 import sys
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # workflow/lib: the workflow's own modules (config checks, and the jobs the rules' `run:` blocks call)
 sys.path.insert(0, str(pathlib.Path(workflow.basedir) / "workflow" / "lib"))
 
 # Parsing the Snakefile imports only light modules (standard library, yaml): a no-op rerun stays fast.
-from config_check import ConfigError, check_config
+from config_cache import checked as checked_config
+from config_check import ConfigError
 from countdp.claims.designs import theory_designs
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
@@ -46,13 +46,14 @@ def in_worker(function, *args):
 
 # Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs
 # included) before any job: one line per bad key, naming the key and the allowed values
-# (workflow/lib/config_check.py: the schema plus alpha fractions in (0, 1) and non-empty ranges).
-# Snakemake's own validate() then only fills in the schema's defaults.
+# (workflow/lib/config_check.py: the schema plus alpha fractions in (0, 1) and non-empty ranges),
+# then the schema's defaults are filled in, as snakemake.utils.validate would.  A config that
+# passed before (same schema and checkers) is taken from .snakemake/ (workflow/lib/config_cache.py).
 try:
-    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    checked_config(config, pathlib.Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
+                   pathlib.Path(".snakemake") / "countdp" / "checked_config.json")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
-validate(config, schema="../schemas/config.schema.yaml")
 try:
     EXACT_ALPHAS = exact_alphas_in(config)  # path spelling of alpha -> the exact value the config gave
 except ValueError as error:
