@@ -12,6 +12,7 @@
 #   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.  The
 #     artifact records the exact value the config gave ("10/11"; a decimal 0.91 is 91/100).
 
+import functools
 import hashlib
 import math
 import pathlib
@@ -103,8 +104,10 @@ def alpha_value(alpha):
     return number_or_fraction(alpha)
 
 
+@functools.cache
 def alpha_str(alpha):
-    """The spelling of alpha in artifact paths: shortest repr of the float."""
+    """The spelling of alpha in artifact paths: shortest repr of the float (cached: thousands of
+    paths are spelled on every run)."""
     return alpha_spelling(alpha)
 
 
@@ -121,8 +124,9 @@ def n_values(spec):
     return sorted({int(n) for n in spec})
 
 
+@functools.cache
 def mechanism_path(mechanism, objective, n, alpha):
-    """Path of one designed mechanism artifact (the only place the pattern is spelled)."""
+    """Path of one designed mechanism artifact (the only place the pattern is spelled; cached)."""
     return (
         f"results/mechanisms/{mechanism}/{objective_slug(objective)}/"
         f"n={int(n)}/alpha={alpha_str(alpha)}.json"
@@ -157,6 +161,20 @@ def design_sweeps():
         m = re.fullmatch(_ARTIFACT_RE, path)
         sweeps.setdefault((m["mechanism"], m["objective"], m["alpha"]), set()).add(int(m["n"]))
     return {key: sorted(ns) for key, ns in sorted(sweeps.items())}
+
+
+# Rules that read artifacts list them through designed(): given as their sweep rule's output
+# files (rules.<sweep>.output), unnamed inputs are linked straight to their producer when the
+# DAG is built, instead of being matched against the rules' outputs (a regex compiled per
+# artifact path: the largest part of building the DAG on a no-op rerun).  Snakemake keeps no
+# such link for named input lists (claims, fig01_tables, the figure rules) or input functions
+# (evaluate.smk): those paths are still matched, as before.
+DESIGNED = {}  # artifact path -> output file of its sweep rule (design.smk fills it in)
+
+
+def designed(paths):
+    """``paths`` with every artifact replaced by its sweep rule's output file (design.smk must come first)."""
+    return [DESIGNED.get(path, path) for path in paths]
 
 
 def design_sweep_rule(mechanism, objective, alpha):
