@@ -1,4 +1,4 @@
-"""Whole-pipeline wall time: ``snakemake --cores 2`` from a clean results/, then a no-op rerun.
+"""Whole-pipeline wall time: ``snakemake --cores 2`` from a clean results/, then no-op reruns.
 
 The repository is copied to a temporary directory (without ``results/``, ``.snakemake/``,
 ``.git/`` and caches), so the working tree is never touched and every run starts clean.  The
@@ -9,10 +9,11 @@ at the original ``src/``, which is the same code).
     /tmp/venv/bin/python benchmarks/bench_pipeline.py --configfile config/quick.yaml
     /tmp/venv/bin/python benchmarks/bench_pipeline.py --keep --extra "--profile profiles/default"
 
-Prints the clean-run time, the no-op rerun time (which should be seconds: nothing to do),
-the number of files produced, snakemake's exit codes (the log tail on failure), and the clean
-run's top rules by job-seconds with their share of the wall clock and of the critical path
-(read from its ``.snakemake/log``: :mod:`snakemake_log_times`).
+Prints the clean-run time, the no-op rerun times (``--noop-runs`` of them, which should be
+seconds each: nothing to do; then their min, median and max), the number of files produced,
+snakemake's exit codes (the log tail on failure), and the clean run's top rules by
+job-seconds with their share of the wall clock and of the critical path (read from its
+``.snakemake/log``: :mod:`snakemake_log_times`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra", default="", help="further snakemake arguments, one string")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds per snakemake run")
     parser.add_argument("--top", type=int, default=15, help="rule families in the table")
+    parser.add_argument("--noop-runs", type=int, default=7, help="no-op reruns timed after the clean run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy and print its path")
     args = parser.parse_args(argv)
 
@@ -71,17 +74,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# pipeline benchmark in {work}\n# command: {' '.join(cmd)}\n# cpus={os.cpu_count()}, "
           f"load={os.getloadavg()[0]:.1f}", flush=True)
     rows = []
-    for label in ("clean", "no-op rerun"):
+    for label in ["clean"] + ["no-op rerun"] * args.noop_runs:
         seconds, code, log = timed(cmd, work, args.timeout)
         files = sum(1 for p in (work / "results").rglob("*") if p.is_file()) if (work / "results").exists() else 0
         rows.append((label, seconds, code, files))
-        print(f"{label:>12}: {seconds:9.1f} s  exit {code}  files in results/: {files}  "
+        print(f"{label:>12}: {seconds:9.2f} s  exit {code}  files in results/: {files}  "
               f"load={os.getloadavg()[0]:.1f}", flush=True)
         if code != 0:
             print("---- log tail ----\n" + "\n".join(log.splitlines()[-40:]))
             break
         if label == "clean":
             table = format_table(parse_jobs(latest_log(work).read_text()), args.top)
+    noop = [seconds for label, seconds, code, _ in rows if label != "clean" and code == 0]
+    if noop:
+        print(f"# no-op rerun: min {min(noop):.2f} s, median {statistics.median(noop):.2f} s, "
+              f"max {max(noop):.2f} s over {len(noop)} runs", flush=True)
     if rows[0][2] == 0:
         print(f"# clean run, top rules (job_s: total job time; share_s: share of the wall clock; "
               f"critical_s: time on the critical path)\n{table}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from config_check import ConfigError, check_config, config_errors, load_schema
+from config_check import ConfigError, check_config, config_errors, fill_defaults, load_schema
 from conftest import REPO, copy_workflow, snakemake
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -73,6 +73,32 @@ def test_shipped_configs_are_valid(config):
     assert config_errors(config, SCHEMA) == []
     check_config(copy.deepcopy(config), SCHEMA_PATH)
     snakemake_validate(copy.deepcopy(config), str(SCHEMA_PATH))  # Snakemake's own check agrees
+
+
+def _sparse(config: dict) -> dict:
+    """``config`` without the keys the schema has defaults for (solver, data, fig02.properties, ...)."""
+    out = copy.deepcopy(config)
+    out.pop("solver")
+    out["data"] = {}
+    out["fig02"].pop("properties")
+    out["fig03_04"].pop("n")
+    out["fig08"].pop("base", None)
+    return out
+
+
+@pytest.mark.parametrize("config", [DEFAULT, QUICK, _sparse(QUICK)], ids=["default", "quick", "sparse"])
+def test_defaults_filled_as_snakemake_fills_them(config):
+    theirs = copy.deepcopy(config)
+    snakemake_validate(theirs, str(SCHEMA_PATH))
+    assert fill_defaults(copy.deepcopy(config), SCHEMA) == theirs
+
+
+def test_sparse_config_gets_the_schema_defaults():
+    config = fill_defaults(_sparse(QUICK), SCHEMA)
+    assert config["solver"] == {"name": "HIGHS", "method": "simplex"}
+    assert config["fig02"]["properties"] == ["RH", "RM", "CH", "CM", "F", "WH", "S"]
+    assert config["fig08"]["base"] == ["WH", "S"]
+    assert config["data"]["source"] == "auto" and config["data"]["population"] == 10000
 
 
 BAD = [

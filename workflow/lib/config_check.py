@@ -12,10 +12,12 @@ Two layers:
 
 Each problem becomes one line ``config key 'fig11.p[2]': 1.5 is not allowed (...); allowed:
 a number in [0, 1]``; all lines are raised together as one :class:`ConfigError`.
+:func:`fill_defaults` then fills in the schema's defaults, as Snakemake's ``validate`` would.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Iterator, Mapping
@@ -25,7 +27,7 @@ import yaml
 
 from countdp.studies.naming import number_or_fraction
 
-__all__ = ["ConfigError", "check_config", "config_errors", "describe", "load_schema"]
+__all__ = ["ConfigError", "check_config", "config_errors", "describe", "fill_defaults", "load_schema"]
 
 
 class ConfigError(ValueError):
@@ -38,14 +40,27 @@ def load_schema(path: str | os.PathLike) -> dict:
         return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def _validator(schema: Mapping):
+def _validator(schema: Mapping, defaults: bool = False):
+    """The strict validator of ``schema``; with ``defaults``, one that also fills in the schema's defaults."""
     from jsonschema import Draft202012Validator, validators
 
     def is_int(checker, value) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
     checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", is_int)
-    strict = validators.extend(Draft202012Validator, type_checker=checker)
+    keywords = {}
+    if defaults:
+        check_properties = Draft202012Validator.VALIDATORS["properties"]
+
+        def properties(validator, properties, instance, subschema):
+            if validator.is_type(instance, "object"):
+                for key, value in properties.items():
+                    if "default" in value:
+                        instance.setdefault(key, copy.deepcopy(value["default"]))
+            yield from check_properties(validator, properties, instance, subschema)
+
+        keywords["properties"] = properties
+    strict = validators.extend(Draft202012Validator, keywords, type_checker=checker)
     return strict(schema)
 
 
@@ -253,3 +268,11 @@ def check_config(config: Mapping, schema: str | os.PathLike | Mapping) -> None:
     if lines:
         raise ConfigError("invalid configuration (workflow/schemas/config.schema.yaml); no job was run:\n  "
                           + "\n  ".join(lines))
+
+
+def fill_defaults(config: dict, schema: Mapping) -> dict:
+    """Fill the schema's ``default`` values into a valid ``config`` in place, as Snakemake's ``validate``
+    does (without its second, slower parse of the schema); return ``config``."""
+    for _ in _validator(schema, defaults=True).iter_errors(config):
+        pass
+    return config

@@ -9,7 +9,7 @@
 rule claims:
     input:
         checks=CHECK_TABLES,
-        designs=claims_mechanism_paths(),
+        designs=designed(claims_mechanism_paths()),
     output:
         table=report(
             "results/tables/claims.csv",

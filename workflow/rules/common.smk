@@ -12,6 +12,7 @@
 #   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.  The
 #     artifact records the exact value the config gave ("10/11"; a decimal 0.91 is 91/100).
 
+import functools
 import hashlib
 import math
 import pathlib
@@ -19,13 +20,13 @@ import re
 import sys
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 # workflow/lib: the workflow's own modules (config checks, and the jobs the rules' `run:` blocks call)
 sys.path.insert(0, str(pathlib.Path(workflow.basedir) / "workflow" / "lib"))
 
 # Parsing the Snakefile imports only light modules (standard library, yaml): a no-op rerun stays fast.
-from config_check import ConfigError, check_config
+from config_cache import checked as checked_config
+from config_check import ConfigError
 from countdp.claims.designs import theory_designs
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
@@ -46,13 +47,14 @@ def in_worker(function, *args):
 
 # Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs
 # included) before any job: one line per bad key, naming the key and the allowed values
-# (workflow/lib/config_check.py: the schema plus alpha fractions in (0, 1) and non-empty ranges).
-# Snakemake's own validate() then only fills in the schema's defaults.
+# (workflow/lib/config_check.py: the schema plus alpha fractions in (0, 1) and non-empty ranges),
+# then the schema's defaults are filled in, as snakemake.utils.validate would.  A config that
+# passed before (same schema and checkers) is taken from .snakemake/ (workflow/lib/config_cache.py).
 try:
-    check_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+    checked_config(config, pathlib.Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
+                   pathlib.Path(".snakemake") / "countdp" / "checked_config.json")
 except ConfigError as error:
     raise WorkflowError(str(error)) from None
-validate(config, schema="../schemas/config.schema.yaml")
 try:
     EXACT_ALPHAS = exact_alphas_in(config)  # path spelling of alpha -> the exact value the config gave
 except ValueError as error:
@@ -102,8 +104,10 @@ def alpha_value(alpha):
     return number_or_fraction(alpha)
 
 
+@functools.cache
 def alpha_str(alpha):
-    """The spelling of alpha in artifact paths: shortest repr of the float."""
+    """The spelling of alpha in artifact paths: shortest repr of the float (cached: thousands of
+    paths are spelled on every run)."""
     return alpha_spelling(alpha)
 
 
@@ -120,8 +124,9 @@ def n_values(spec):
     return sorted({int(n) for n in spec})
 
 
+@functools.cache
 def mechanism_path(mechanism, objective, n, alpha):
-    """Path of one designed mechanism artifact (the only place the pattern is spelled)."""
+    """Path of one designed mechanism artifact (the only place the pattern is spelled; cached)."""
     return (
         f"results/mechanisms/{mechanism}/{objective_slug(objective)}/"
         f"n={int(n)}/alpha={alpha_str(alpha)}.json"
@@ -156,6 +161,20 @@ def design_sweeps():
         m = re.fullmatch(_ARTIFACT_RE, path)
         sweeps.setdefault((m["mechanism"], m["objective"], m["alpha"]), set()).add(int(m["n"]))
     return {key: sorted(ns) for key, ns in sorted(sweeps.items())}
+
+
+# Rules that read artifacts list them through designed(): given as their sweep rule's output
+# files (rules.<sweep>.output), unnamed inputs are linked straight to their producer when the
+# DAG is built, instead of being matched against the rules' outputs (a regex compiled per
+# artifact path: the largest part of building the DAG on a no-op rerun).  Snakemake keeps no
+# such link for named input lists (claims, fig01_tables, the figure rules) or input functions
+# (evaluate.smk): those paths are still matched, as before.
+DESIGNED = {}  # artifact path -> output file of its sweep rule (design.smk fills it in)
+
+
+def designed(paths):
+    """``paths`` with every artifact replaced by its sweep rule's output file (design.smk must come first)."""
+    return [DESIGNED.get(path, path) for path in paths]
 
 
 def design_sweep_rule(mechanism, objective, alpha):

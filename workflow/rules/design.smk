@@ -37,3 +37,5 @@ for _key, _ns in design_sweeps().items():
 
             in_worker(design_sweep, params.mechanism, params.objective, params.alpha, params.ns, params.solver,
                                     list(output), log[0], params.alpha_exact)
+
+    DESIGNED.update((str(f), f) for f in getattr(rules, design_sweep_rule(*_key)).output)

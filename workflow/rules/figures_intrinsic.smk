@@ -7,8 +7,8 @@
 # ------------------------------------------------------------------------- tables
 rule fig01_tables:
     input:
-        panels=fig01_panel_mechanisms(),
-        search=fig01_l2_search(),
+        panels=designed(fig01_panel_mechanisms()),
+        search=designed(fig01_l2_search()),
     output:
         claims="results/tables/fig01_claims.csv",
         search="results/tables/fig01_l2_search.csv",
@@ -30,7 +30,7 @@ rule fig01_tables:
 
 rule fig02_tables:
     input:
-        fig02_mechanisms(),
+        designed(fig02_mechanisms()),
     output:
         claims="results/tables/fig02_claims.csv",
         checks=CHECKS.format(study="fig02"),
@@ -68,7 +68,7 @@ rule fig03_04_tables:
 
 rule fig06_tables:
     input:
-        fig06_mechanisms(),
+        designed(fig06_mechanisms()),
     output:
         grid="results/tables/fig06_properties_grid.csv",
         summary="results/tables/fig06_properties.csv",
@@ -92,7 +92,7 @@ rule fig06_tables:
 
 rule fig07_tables:
     input:
-        fig07_mechanisms(),
+        designed(fig07_mechanisms()),
     output:
         truthful="results/tables/fig07_truthful.csv",
         checks=CHECKS.format(study="fig07"),
@@ -113,7 +113,7 @@ rule fig07_tables:
 
 rule fig08_tables:
     input:
-        fig08_mechanisms(),
+        designed(fig08_mechanisms()),
     output:
         table="results/tables/fig08_l0.csv",
         checks=CHECKS.format(study="fig08"),
@@ -137,7 +137,7 @@ rule fig08_tables:
 
 rule fig09_tables:
     input:
-        fig09_mechanisms(),
+        designed(fig09_mechanisms()),
     output:
         table="results/tables/fig09_l0.csv",
         convergence="results/tables/fig09_convergence.csv",
@@ -189,7 +189,7 @@ for _key, (_stem, _plot, _title, _mechanisms, _table) in INTRINSIC_FIGURE_RULES.
         name:
             f"{_key}_figure"
         input:
-            mechanisms=_mechanisms,
+            mechanisms=designed(_mechanisms),
             table=_table or [],
         output:
             figure_outputs(_stem, _key),
