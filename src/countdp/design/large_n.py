@@ -29,8 +29,8 @@ Only *which* rows carry a multiplier is taken from the template (the general LP'
 system on the full model by one sparse LU (:func:`_support_dual`).  Measured (n = 128 and 256,
 WM and LP with CH, RM): this closes for alpha in about [0.6, 0.7]; below, the template's dual
 misses active rows (degenerate there), above, its corners are wider than ``W`` and copying spreads
-property multipliers to rows that need none; L2 at n = 256 misses the gap by rounding (3.8e-8).
-Each failure costs about 1 s and is reported; the caller then solves the general LP.
+property multipliers to rows that need none.  Each failure costs about 1 s at n = 256 and is
+reported; the caller then solves the general LP.
 
 **Correctness does not rest on the structure.**  The expanded primal ``E z`` (after the float
 DP certificate of :func:`countdp.privacy.certify.certify`) and the expanded dual ``F y0`` are checked by
@@ -362,7 +362,7 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
              template_size: int | None = None, objective: object = "L0") -> dict:
     """One template width: the restricted LPs (at ``template_size``, default ``n``), then the
     expansion to size ``n`` and the certificate on the full model (module docstring)."""
-    from countdp.design.optimality import check_optimality
+    from countdp.design.optimality import check_optimality, lower_column_multipliers
     from countdp.privacy.certify import certify
 
     N, n0 = n + 1, 3 * W + 4
@@ -384,8 +384,7 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
     n_eq = full.b_eq.size
     u, v = y[: full.b_ub.size], np.concatenate([y[full.b_ub.size:], np.zeros(n_eq - N)])
     # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
-    r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
-    v[:N] -= np.maximum(0.0, -r.reshape(N, N).min(axis=0)) * (1 + 1e-12)
+    v = lower_column_multipliers(full, u, v)
     P, repair = certify(raw, alpha)  # deterministic: the caller's certify gives this same P
     result = check_optimality(full, P.ravel(), u, v)
     result.update({"repair_lambda": repair.repair_lambda, "template_n": n0, "width": W, "solved_at_n": m, **info})
