@@ -92,3 +92,51 @@ def test_design_named_uses_it_and_is_exactly_dp():
     assert is_alpha_dp(d.matrix, 0.91)
     assert d.released is not None  # integer weights, certified in exact arithmetic by round_to_release
     assert abs(d.objective_value - d.extra["optimality"]["primal_objective"]) <= 1e-9
+
+
+OBJECTIVES = ["L0d:1", "L1", "L2"]
+CH_RM = ("CH", "RM")
+
+
+def _general_objective(n, alpha, props, objective):
+    result = fd.fast_design(n, alpha, props, objective=objective, use_closed_forms=False)
+    return result.extra["optimality"]["primal_objective"]
+
+
+@pytest.mark.parametrize("objective", OBJECTIVES)
+@pytest.mark.parametrize(("n", "props"), [(64, WM), (64, CH_RM), (128, WM)])  # (CH, RM) at 128: slow general LP
+def test_support_dual_agrees_with_general_lp(n, props, objective):
+    """L0d, L1, L2: the support dual closes at alpha = 0.62 (not at 0.5 or 0.91: below)."""
+    alpha = 0.62
+    P, info = large_n.large_n_design(n, alpha, props, objective=objective)
+    assert P is not None, info
+    assert info["optimality"]["certified"]
+    assert abs(info["optimality"]["primal_objective"] - _general_objective(n, alpha, props, objective)) <= 1e-8
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.91])
+def test_support_dual_falls_back_where_the_template_dual_is_degenerate(alpha):
+    """At alpha 0.5 and 0.91 the template's dual does not give the full model's support (too few,
+    resp. too many rows): no certificate, so the caller solves the general LP."""
+    P, info = large_n.large_n_design(64, alpha, WM, objective="L1")
+    assert P is None and info["used"] is False and info["reason"]
+
+
+def test_support_dual_is_checked_independently_and_rejects_a_perturbed_dual():
+    n, alpha, W = 64, 0.62, 16
+    full = design_lp_model(n, alpha, WM, "L1")
+    result = large_n._attempt(full, n, alpha, WM, W, 60.0, objective="L1")
+    P, u, v = certify(result["matrix"], alpha)[0], result["u"], result["v"]
+    assert check_optimality(full, P.ravel(), u, v)["certified"]
+    far = u.copy()
+    far[: n * (n + 1)] *= 1.001  # DP multipliers off: reduced costs negative, the bound drops
+    assert not check_optimality(full, P.ravel(), far, v)["certified"]
+
+
+def test_fast_design_uses_the_support_dual_and_falls_back_with_a_reason(monkeypatch):
+    monkeypatch.setattr(large_n, "MIN_N", 64)
+    d = fd.fast_design(64, 0.62, CH_RM, objective="L1")
+    assert d.extra["large_n"]["used"] is True and d.status == "optimal"
+    d = fd.fast_design(64, 0.91, CH_RM, objective="L0d:1")
+    assert d.extra["large_n"]["used"] is False and d.extra["large_n"]["reason"]
+    assert d.status == "optimal" and d.extra["optimality"]["certified"]

@@ -303,7 +303,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
 
     if (method == "auto" and use_closed_forms and n >= large_n.MIN_N
             and large_n.applies(n, props, objective, weights, aggregate)):
-        P, large = large_n.large_n_design(n, alpha, props)
+        P, large = large_n.large_n_design(n, alpha, props, objective=objective)
         if P is not None:
             return FastResult(P, "CLARABEL", "large-n template", "optimal",
                               time.perf_counter() - start, 0.0, large["optimality"]["primal_objective"],

@@ -1,8 +1,8 @@
-"""Large-n L0 designs by aggregation onto a small template, with a certificate of optimality.
+"""Large-n designs by aggregation onto a small template, with a certificate of optimality.
 
 Conventions as everywhere: ``P[i, j] = Pr[output i | input j]``, ``N = n + 1``, ``x = P.ravel()``,
 ``alpha = e^-eps``; the LP is :func:`countdp.design.optimality.design_lp_model` for objective L0,
-uniform weights and ``aggregate="sum"``.
+L0d, L1 or L2 (:data:`OBJECTIVES`), uniform weights and ``aggregate="sum"``.
 
 **Structure used.**  Far from the two corners an optimal design looks like GM: along the
 diagonal it is translation invariant, and away from the diagonal it decays by ``alpha`` per
@@ -21,10 +21,22 @@ LP without S has the same optimum).  Both restrictions are exact LPs of template
 big model that become identical are merged); each gives a feasible point of the big primal,
 resp. dual, so their optimal values bracket the big optimum.
 
+**Other objectives: the support dual.**  For L0d, L1 and L2 the restricted primal is still exact
+(the optimal designs have the same structure), but copying multipliers is not: far from the
+diagonal L0's costs are constant, theirs grow with ``|i - j|``, and so do the DP multipliers.
+Only *which* rows carry a multiplier is taken from the template (the general LP's dual at size
+``n0``, copied by ``F``); the values, and the exact vertex, solve the complementary-slackness
+system on the full model by one sparse LU (:func:`_support_dual`).  Measured (n = 128 and 256,
+WM and LP with CH, RM): this closes for alpha in about [0.6, 0.7]; below, the template's dual
+misses active rows (degenerate there), above, its corners are wider than ``W`` and copying spreads
+property multipliers to rows that need none.  Each failure costs about 1 s at n = 256 and is
+reported; the caller then solves the general LP.
+
 **Correctness does not rest on the structure.**  The expanded primal ``E z`` (after the float
 DP certificate of :func:`countdp.privacy.certify.certify`) and the expanded dual ``F y0`` are checked by
 the independent weak-duality routine :func:`countdp.design.optimality.check_optimality` on the full
-model; only a closed gap (``<= 1e-9`` relative) is reported as optimal.  If the structure does
+model (or the support dual's vertex and dual); only a closed gap (``<= 1e-9`` relative) is
+reported as optimal.  If the structure does
 not hold (corners wider than ``W``, ``alpha`` near 1, ``n`` too small), the gap stays open, the
 next ``W`` is tried, and in the end ``None`` is returned with the reason: the caller falls back
 to the general LP.
@@ -40,11 +52,28 @@ import scipy.sparse as sp
 
 from countdp.design.constraints import parse_properties
 
+OBJECTIVES = ("L0", "L0d", "L1", "L2")
+"""Objectives of the path: L0 with the copied dual, the others with the support dual."""
+
 WIDTHS = (16, 32, 64)
-"""Template widths ``W`` tried in turn (template size ``3 W + 4``)."""
+"""Template widths ``W`` tried in turn for L0 (template size ``3 W + 4``)."""
+
+SUPPORT_WIDTHS = (16,)
+"""Template widths tried for the other objectives: the support dual solves the general LP at
+template size, which at ``W = 32`` (``n = 100``) costs most of what the path saves at ``n = 256``."""
 
 DUAL_SIMPLEX_SECONDS = 5.0
 """Time given to HiGHS's (primal) simplex on the restricted dual before Clarabel is used instead."""
+
+SUPPORT_TOL = 1e-9
+"""A template multiplier below this fraction of the largest counts as zero (rounding of its dual)."""
+
+MAX_PINNED = 8
+"""Most surplus support rows the support dual pins by dense random rows (else it gives up);
+measured 0 or 2 where it closes."""
+
+REFINEMENTS = 3
+"""Steps of iterative refinement of the support dual's sparse solve."""
 
 MIN_N = 160
 """The hook in :func:`countdp.design.fast.fast_design` tries this path from this ``n``: WM at
@@ -53,14 +82,21 @@ n = 128 / 160 / 192 (one run, quiet machine)."""
 
 
 def applies(n: int, properties: tuple[str, ...], objective, weights, aggregate: str) -> bool:
-    """True when the large-n path is meant for this LP: L0, uniform weights, sum, CM or CH, no F."""
+    """True when the large-n path is meant for this LP: L0, L0d, L1 or L2, uniform weights, sum,
+    CM or CH, no F."""
     from countdp.design.fast import _is_uniform
     from countdp.evaluate.metrics import parse_objective
 
     obj = parse_objective(objective)
     props = set(properties)
-    return (obj.name == "L0" and aggregate == "sum" and _is_uniform(weights, n) and "F" not in props
+    return (obj.name in OBJECTIVES and aggregate == "sum" and _is_uniform(weights, n) and "F" not in props
             and bool(props & {"CM", "CH"}))
+
+
+def _is_l0(objective) -> bool:
+    from countdp.evaluate.metrics import parse_objective
+
+    return parse_objective(objective).name == "L0"
 
 
 def feature_map(i: np.ndarray, j: np.ndarray, n: int, n0: int, W: int) -> tuple[np.ndarray, ...]:
@@ -255,21 +291,35 @@ def _maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...]):
     return E, F, col, weight, r0
 
 
-def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int, time_limit: float):
+def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int, time_limit: float,
+              l0: bool = True):
     """``(z, y0, info)``: optimal template primal and dual of the two restricted LPs (docstring).
 
     The local rows (DP, RM, CM, RH, CH, S: two entries each) and the restricted dual are built
     at size ``m <= n``, where they are the same rows as at size ``n`` (every map is local); the
     rows that are not local (column sums, WH's ``1/(n+1)``) and the cost are those of size ``n``
-    (``full``).  ``y0`` is in units of size ``m``'s costs ``1/m``."""
+    (``full``).  ``y0`` is in units of size ``m``'s costs ``1/m``; it is ``None`` (not computed)
+    for objectives other than L0, whose dual :func:`_support_dual` builds on the full model."""
     from countdp.design.optimality import design_lp_model
 
     small = full if m == n else design_lp_model(m, alpha, props)
-    N, Nm, n0 = n + 1, m + 1, 3 * W + 4
-    N0 = n0 + 1
-    E, _, col, weight, _ = maps
-    _, F, col_m, weight_m, r0 = maps if m == n else _maps(m, n0, W, alpha, props)
-    # Restricted primal: min c^T E z s.t. A E z >= b (merged), z >= 0.
+    small_maps = maps if m == n else _maps(m, 3 * W + 4, W, alpha, props)
+    z, info = _restricted_primal(full, small, maps, small_maps, n, m, W)
+    if z is None:
+        return None, None, info
+    if not l0:
+        return z, None, info
+    y0 = _copied_dual(small, small_maps, m, W, time_limit)
+    if y0 is None:
+        return None, None, f"W={W}: restricted dual not solved"
+    return z, y0, info
+
+
+def _restricted_primal(full, small, maps, small_maps, n: int, m: int, W: int):
+    """``(z, info)``: min ``c^T E z`` s.t. ``A E z >= b`` (rows merged), ``z >= 0`` (docstring)."""
+    N, Nm, N0 = n + 1, m + 1, 3 * W + 5
+    _, _, col, weight, _ = maps
+    _, _, col_m, weight_m, _ = small_maps
     local = np.flatnonzero(np.diff(small.A_ub.indptr) >= 2)  # all but WH's one-entry rows
     one = np.flatnonzero(np.diff(full.A_ub.indptr) == 1)
     parts = [_cancel(small.A_ub[local], col_m, weight_m, N0 * N0), _cancel(full.A_ub[one], col, weight, N0 * N0),
@@ -282,10 +332,17 @@ def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, 
     scale = 1.0 / np.maximum(abs(A).max(axis=1).toarray().ravel(), 1e-300)  # exact merging of scaled copies
     A, lo, hi = _merge_rows(sp.diags(scale) @ A, lo * scale, hi * scale)
     k = A.shape[1]
-    z = _solve_ipm(A, E.T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi)
+    z = _solve_ipm(A, maps[0].T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi)
     if z is None:
-        return None, None, f"W={W}: restricted primal not solved"
-    # Restricted dual: max b^T F y0 s.t. (A^T F y0)_p <= c_p for every entry p, y0_ub >= 0.
+        return None, f"W={W}: restricted primal not solved"
+    return z, {"primal_rows": int(A.shape[0])}
+
+
+def _copied_dual(small, small_maps, m: int, W: int, time_limit: float) -> np.ndarray | None:
+    """``y0``: the restricted dual, max ``b^T F y0`` s.t. ``(A^T F y0)_p <= c_p`` for every entry
+    ``p``, ``y0_ub >= 0`` (L0: ``small`` has the L0 costs of size ``m``)."""
+    Nm, N0 = m + 1, 3 * W + 5
+    _, F, _, _, r0 = small_maps
     A_rows = sp.vstack([small.A_ub, small.A_eq[:Nm]], format="csr")
     D, dlo, dhi = _merge_rows((A_rows.T @ F).tocsr(), np.full(Nm * Nm, -np.inf), small.c.copy())
     gain = F.T @ np.concatenate([small.b_ub, small.b_eq[:Nm]])
@@ -294,37 +351,40 @@ def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, 
     # wide templates, so past DUAL_SIMPLEX_SECONDS the interior point answers instead.
     yhi = np.full(r0 + N0, np.inf)
     dual = _solve(D, -gain, ylo, yhi, dlo, dhi, min(time_limit, DUAL_SIMPLEX_SECONDS))
-    if dual is None:  # in units where the costs are 1 (Clarabel's tolerances act relative to them)
-        dual = _solve_ipm(D, -gain, ylo, yhi, dlo * m, dhi * m)
-        dual = None if dual is None else dual / m
-    else:
-        dual = dual[0]
-    if dual is None:
-        return None, None, f"W={W}: restricted dual not solved"
-    return z, dual, {"primal_rows": int(A.shape[0]), "dual_rows": int(D.shape[0])}
+    if dual is not None:
+        return dual[0]
+    # in units where the costs are 1 (Clarabel's tolerances act relative to them)
+    dual = _solve_ipm(D, -gain, ylo, yhi, dlo * m, dhi * m)
+    return None if dual is None else dual / m
 
 
 def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float,
-             template_size: int | None = None) -> dict:
+             template_size: int | None = None, objective: object = "L0") -> dict:
     """One template width: the restricted LPs (at ``template_size``, default ``n``), then the
     expansion to size ``n`` and the certificate on the full model (module docstring)."""
-    from countdp.design.optimality import check_optimality
+    from countdp.design.optimality import check_optimality, lower_column_multipliers
     from countdp.privacy.certify import certify
 
     N, n0 = n + 1, 3 * W + 4
     m = min(n, template_size or n)
     maps = _maps(n, n0, W, alpha, props)
-    z, y0, info = _template(full, maps, n, alpha, props, W, m, time_limit)
+    l0 = _is_l0(objective)
+    z, y0, info = _template(full, maps, n, alpha, props, W, m, time_limit, l0)
     if z is None:
         return {"certified": False, "reason": info}
     E, F = maps[0], maps[1]
-    y = F @ (y0 * (m / n))  # the objective's costs are 1/n: the same dual, rescaled
+    raw = (E @ z).reshape(N, N)
+    if l0:
+        y = F @ (y0 * (m / n))  # the objective's costs are 1/n: the same dual, rescaled
+    else:
+        try:
+            y, raw = _support_dual(full, maps, raw, alpha, props, objective, W)
+        except ValueError as exc:
+            return {"certified": False, "reason": f"W={W}: {exc}"}
     n_eq = full.b_eq.size
     u, v = y[: full.b_ub.size], np.concatenate([y[full.b_ub.size:], np.zeros(n_eq - N)])
     # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
-    r = full.c - full.A_ub.T @ u - full.A_eq.T @ v
-    v[:N] -= np.maximum(0.0, -r.reshape(N, N).min(axis=0)) * (1 + 1e-12)
-    raw = (E @ z).reshape(N, N)
+    v = lower_column_multipliers(full, u, v)
     P, repair = certify(raw, alpha)  # deterministic: the caller's certify gives this same P
     result = check_optimality(full, P.ravel(), u, v)
     result.update({"repair_lambda": repair.repair_lambda, "template_n": n0, "width": W, "solved_at_n": m, **info})
@@ -332,9 +392,79 @@ def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_li
     return result
 
 
-def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, ...] = WIDTHS,
-                   time_limit: float = 120.0) -> tuple[np.ndarray | None, dict]:
-    """``(P, info)``: a proven-optimal L0 design, or ``(None, info)`` with ``info["reason"]``.
+def _support_dual(full, maps, P: np.ndarray, alpha: float, props: tuple[str, ...], objective,
+                  W: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, vertex)``: multipliers ``y`` of the full model's inequality rows and column sums that
+    leave no reduced cost on the positive rows of ``P``, and the matrix ``vertex`` on which their
+    rows are active; raises ``ValueError`` (with the reason) when the support does not fit.
+
+    Complementary slackness: an optimal dual is zero on slack rows and, as every entry of a used
+    output row is positive (DP), leaves no reduced cost there.  *Which* rows carry a multiplier
+    is read off the general LP's dual at template size (without S, whose multipliers may be 0 by
+    Theorem 1), copied by ``F``, plus the DP rows tight at every ``E z``; the *values* are not
+    copied (for L1 and L2 the far DP multipliers grow with ``|i - j|``, unlike L0's) but solved
+    on the full model, ``A_T^T u_T + A_eq^T v = c``, by one sparse LU (:func:`_solve_support`).
+    The vertex solves the transposed system with the same LU: ``P`` is an interior point's
+    answer, whose DP repair would cost L2 more than the gap allows."""
+    N, N0 = P.shape[0], 3 * W + 5
+    _, F, col, weight, _ = maps
+    u0, v0 = _general_dual(N0 - 1, alpha, tuple(p for p in props if p != "S"), objective)
+    y = (F @ np.concatenate([u0, v0[:N0]]))[: full.b_ub.size]
+    tight = np.diff(_cancel(full.A_ub, col, weight, N0 * N0).indptr) == 0
+    live = np.repeat(P.max(axis=1) > 0, N)  # an all-zero output row needs no zero reduced cost
+    support = np.flatnonzero(((y > SUPPORT_TOL * y.max()) | tight) & (abs(full.A_ub) @ live > 0))
+    M = sp.hstack([full.A_ub[support].T, full.A_eq[:N].T], format="csr")[live]
+    b = np.concatenate([full.b_ub[support], full.b_eq[:N]])
+    dual, vertex = _solve_support(M, full.c[live], b)
+    out = np.zeros(full.b_ub.size + N)
+    out[support], out[full.b_ub.size:] = dual[: support.size], dual[support.size:]
+    point = np.zeros(N * N)
+    point[live] = vertex
+    return out, np.maximum(point, 0.0).reshape(N, N)
+
+
+def _solve_support(M: sp.csr_matrix, c: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, x)`` with ``M y = c`` and ``M^T x = b`` by one LU (plus :data:`REFINEMENTS` steps).
+
+    A support with ``k <= MAX_PINNED`` more rows than equations (a degenerate dual) gets ``k``
+    seeded random rows ``pin y = 0`` that single out one solution; then ``x`` solves
+    ``M^T x + pin^T w = b``, whose ``w`` is 0 when ``M^T x = b`` is solvable (the certificate
+    checks the result either way)."""
+    import scipy.sparse.linalg as spla
+
+    extra = M.shape[1] - M.shape[0]
+    if not 0 <= extra <= MAX_PINNED:
+        raise ValueError(f"support has {extra:+d} rows against the equations")
+    K = sp.vstack([M, sp.csr_matrix(np.random.default_rng(0).standard_normal((extra, M.shape[1])))], format="csc")
+    try:
+        lu = spla.splu(K)
+    except RuntimeError as exc:  # singular: not the optimal support
+        raise ValueError(f"support system singular ({exc})") from None
+    rhs = np.concatenate([c, np.zeros(extra)])
+    y, x = lu.solve(rhs), lu.solve(b, trans="T")
+    for _ in range(REFINEMENTS):
+        y += lu.solve(rhs - K @ y)
+        x += lu.solve(b - K.T @ x, trans="T")
+    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(x))):
+        raise ValueError("support system singular (non-finite solution)")
+    return y, x[: M.shape[0]]
+
+
+def _general_dual(n: int, alpha: float, props: tuple[str, ...], objective) -> tuple[np.ndarray, np.ndarray]:
+    """``(u, v)``: the general path's dual of the design LP at size ``n`` on the full model's rows."""
+    from countdp.design.fast import choose_method, solve_proven
+    from countdp.design.polish import full_dual
+    from countdp.design.reduce import build_reduced_lp
+
+    lp = build_reduced_lp(n, alpha, props, objective, None, "sum")
+    _, _, run, _ = solve_proven(lp, choose_method(lp))
+    return full_dual(lp, run.row_dual, run.col_dual)
+
+
+def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, ...] | None = None,
+                   time_limit: float = 120.0, objective: object = "L0") -> tuple[np.ndarray | None, dict]:
+    """``(P, info)``: a proven-optimal design (an objective of :data:`OBJECTIVES`), or
+    ``(None, info)`` with ``info["reason"]``.
 
     ``P`` is the expanded template solution before :func:`countdp.privacy.certify.certify` (as
     :func:`countdp.design.fast.fast_design` returns matrices); ``info["optimality"]`` is the
@@ -344,6 +474,8 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
     from countdp.design.optimality import design_lp_model
 
     props = parse_properties(properties)
+    if widths is None:
+        widths = WIDTHS if _is_l0(objective) else SUPPORT_WIDTHS
     start = time.perf_counter()
     tried = []
     full = None
@@ -351,12 +483,13 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
         if 3 * W + 4 > n:
             break
         if full is None:
-            full = design_lp_model(n, alpha, props)
+            full = design_lp_model(n, alpha, props, objective)
         result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)),
-                          template_size=2 * (3 * W + 4))
+                          template_size=2 * (3 * W + 4), objective=objective)
         P = result.pop("matrix", None)
         result.pop("u", None), result.pop("v", None)
-        tried.append({"width": W, "gap": result.get("gap"), "certified": result["certified"]})
+        tried.append({"width": W, "gap": result.get("gap"), "certified": result["certified"],
+                      **({"reason": result["reason"]} if "reason" in result else {})})
         if result["certified"]:
             return P, {"used": True, "width": W, "template_n": 3 * W + 4, "tried": tried,
                        "seconds": time.perf_counter() - start, "optimality": result}

@@ -49,6 +49,27 @@ def design_lp_model(n: int, alpha: float, properties: object = (), objective: ob
     return DesignProblem(n, alpha, properties, objective, weights, aggregate).lp()
 
 
+ROUNDING_ALLOWANCE = 16
+""":func:`lower_column_multipliers` lowers each column-sum multiplier by this many units of
+rounding (``2^-53``) times its column's largest term, beyond the deficit measured: the check
+lowers reduced costs by twice its own rounding bound."""
+
+
+def lower_column_multipliers(lp: DesignLP, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``v`` with each column-sum multiplier (the first ``N`` entries, ``N^2`` variables ``P``)
+    lowered by its column's worst deficit plus :data:`ROUNDING_ALLOWANCE`: every reduced cost is
+    then non-negative beyond the check's rounding bound, at the cost of one deficit per column
+    (not per entry, as the box term ``min(0, r) * 1`` would charge)."""
+    AT = lp.A_ub.T.tocsr()
+    r = lp.c - AT @ u - lp.A_eq.T @ v
+    size = np.abs(lp.c) + abs(AT) @ np.abs(u) + abs(lp.A_eq.T) @ np.abs(v)
+    need = np.maximum(0.0, -r) + ROUNDING_ALLOWANCE * UNIT * size
+    N = math.isqrt(lp.c.size)
+    out = np.array(v, float)
+    out[:N] -= need[: N * N].reshape(N, N).max(axis=0)
+    return out
+
+
 def _fsum_bound(terms: np.ndarray) -> tuple[float, float]:
     """``(fsum(terms), bound on |fsum - exact sum of the exact products|)`` for rounded products."""
     total = math.fsum(terms)

@@ -36,17 +36,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from countdp.design.optimality import UNIT, check_optimality, design_lp_model
+from countdp.design.optimality import check_optimality, design_lp_model, lower_column_multipliers
 from countdp.evaluate.metrics import loss_matrix
 from countdp.mechanisms.closed_forms import geometric
 
 THEOREM = "Ghosh, Roughgarden and Sundararajan (STOC 2009): GM followed by its best remap"
 """The theorem behind :func:`remapped_geometric`, as recorded in ``optimality["proof"]``."""
-
-ROUNDING_ALLOWANCE = 16
-"""Each column-sum multiplier is lowered by this many units of rounding (``2^-53``) times its
-column's largest term, beyond the deficit measured: the check lowers reduced costs by twice its
-own rounding bound."""
 
 
 def _prior(n: int, weights: np.ndarray | None) -> np.ndarray:
@@ -120,12 +115,7 @@ def remap_dual(n: int, alpha: float, objective: object, weights: np.ndarray | No
     v = _inverse_gm_times(m, alpha)
     fwd, bwd = chain_multipliers(cost - v[None, :], alpha)
     u = np.concatenate([fwd.ravel(), bwd.ravel()])
-    AT = lp.A_ub.T.tocsr()
-    r = lp.c - AT @ u - lp.A_eq.T @ v
-    size = abs(lp.c) + abs(AT) @ u + abs(lp.A_eq.T) @ np.abs(v)
-    N = n + 1
-    need = np.maximum(0.0, -r) + ROUNDING_ALLOWANCE * UNIT * size
-    return u, v - need.reshape(N, N).max(axis=0)
+    return u, lower_column_multipliers(lp, u, v)
 
 
 def remap_certificate(n: int, alpha: float, objective: object, weights: np.ndarray | None,
