@@ -140,3 +140,10 @@ def test_fast_design_uses_the_support_dual_and_falls_back_with_a_reason(monkeypa
     d = fd.fast_design(64, 0.91, CH_RM, objective="L0d:1")
     assert d.extra["large_n"]["used"] is False and d.extra["large_n"]["reason"]
     assert d.status == "optimal" and d.extra["optimality"]["certified"]
+
+
+def test_no_template_is_solved_at_full_size():
+    """At n = 256 a W = 64 template (196 wide, solved at n) would cost as much as the general LP:
+    when W = 16 and 32 do not close (alpha = 0.97), the path gives up instead of trying it."""
+    P, info = large_n.large_n_design(256, 0.97, WM)
+    assert P is None and [t["width"] for t in info["tried"]] == [16, 32]

@@ -480,8 +480,8 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
     tried = []
     full = None
     for W in widths:
-        if 3 * W + 4 > n:
-            break
+        if 3 * W + 4 > n or (tried and 2 * (3 * W + 4) > n):
+            break  # a wider template would be solved at full size: no cheaper than the general path
         if full is None:
             full = design_lp_model(n, alpha, props, objective)
         result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)),
