@@ -9,7 +9,7 @@ import pytest
 
 from countdp.design.constraints import constraint_system
 from countdp.design.designer import design_lp, design_named
-from countdp.design.fast import build_reduced_lp, closed_form, fast_design, implied_drops
+from countdp.design.fast import build_reduced_lp, choose_method, closed_form, fast_design, implied_drops
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.privacy.certify import is_alpha_dp
@@ -105,14 +105,15 @@ def test_unreduced_model_matches_reduced():
     assert b.extra["reductions"] == [] or "symmetry-folded" not in b.extra["reductions"]
 
 
-@pytest.mark.parametrize("method", ["simplex", "ipm", "clarabel"])
+@pytest.mark.parametrize("method", ["simplex", "ipm", "clarabel", "guided"])
 def test_methods_agree(method):
     n, alpha = 20, 0.91
     ref = design_named("WM", n, alpha, backend="cvxpy")
     fast = fast_design(n, alpha, ("RM", "CM", "WH", "S"), method=method)
     assert fast.solver_objective == pytest.approx(ref.solver_objective, abs=TOL)
-    assert {"simplex": "simplex", "ipm": "ipm+crossover", "clarabel": "ipm"}[method] == fast.method
-    if method != "clarabel":
+    assert {"simplex": "simplex", "ipm": "ipm+crossover", "clarabel": "ipm",
+            "guided": "simplex guided by clarabel"}[method] == fast.method
+    if method in ("simplex", "ipm"):
         assert design_named("WM", n, alpha, backend="highs", method=method).method == fast.method
 
 
@@ -157,3 +158,17 @@ def test_clarabel_qdldl_matches_cvxpy(n, alpha, props):
     matrix, certificate = certify(fast.matrix, alpha)
     assert certificate.certified and is_alpha_dp(matrix, alpha)
     assert objective_value(matrix, "L0") == pytest.approx(ref.objective_value, rel=TOL, abs=TOL)
+
+
+@pytest.mark.parametrize("props, objective, alpha", [(("WH", "S"), "L1", 0.91), (("RM", "CM", "WH", "S"), "L2", 0.91),
+                                                     (("F",), "L0d:1", 0.62), (("CH", "RM"), "L1", 0.5)])
+def test_guided_simplex_is_a_proven_vertex_of_the_plain_lp(props, objective, alpha):
+    """The default for objectives other than L0 on larger models: Clarabel's scaled point seeds
+    HiGHS's basis.  Its value is the plain cvxpy model's, and its certificate closes."""
+    n = 64
+    lp = build_reduced_lp(n, alpha, props, objective, None, "sum")
+    assert choose_method(lp) == "guided"
+    fast = fast_design(n, alpha, props, objective)
+    ref = design_lp(n, alpha, props, objective, backend="cvxpy")
+    assert fast.method == "simplex guided by clarabel" and fast.extra["optimality"]["certified"]
+    assert fast.solver_objective == pytest.approx(ref.solver_objective, rel=1e-7)

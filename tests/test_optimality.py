@@ -124,8 +124,9 @@ def test_minimax_and_weights_are_proven():
 
 def test_almost_solved_falls_back_and_says_so():
     """Clarabel stops at 'AlmostSolved' on the LP here (L1, alpha = 0.62, n >= 41; the designer
-    answers this one by a closed form, so the LP is asked for): the next method is proven."""
-    found = fast_design(41, 0.62, (), "L1", use_closed_forms=False)
+    answers this one by a closed form, so the LP is asked for, and ``auto`` would guide simplex
+    by Clarabel's scaled point instead): the next method is proven."""
+    found = fast_design(41, 0.62, (), "L1", use_closed_forms=False, method="clarabel")
     opt = found.extra["optimality"]
     assert found.status == "optimal" and opt["certified"]
     assert opt["method"] != "clarabel" and any(a.startswith("clarabel") for a in opt["attempts"])
@@ -170,19 +171,20 @@ def test_objective_sweep_never_fails(mech, props, objective):
 
 
 def test_tightened_resolve_proves_what_the_tolerance_left_unproven():
-    """L2, WH, n = 64, alpha = 0.62: HiGHS's vertex breaks a DP row by ~1e-13, whose UM repair costs
-    1.5e-9 of the objective (more than the gap allows); re-solved from its basis with tightened
-    rows it is proven, and its value agrees with the unreduced model solved by HiGHS directly
-    (at HiGHS's default tolerance 1e-7 that answer breaks rows by ~2e-8, which the L2 duals
-    turn into ~3e-6 of the objective: hence the looser comparison)."""
-    design = design_named("WH", 64, 0.62, objective="L2")
-    opt = design.extra["optimality"]
-    assert design.status == "optimal" and opt["certified"] and opt.get("tightened")
+    """L2, WH, n = 64, alpha = 0.62, HiGHS simplex from a slack basis: its vertex breaks a DP row
+    by ~1e-13, whose UM repair costs 1.5e-9 of the objective (more than the gap allows);
+    re-solved from its basis with tightened rows it is proven, and its value agrees with the
+    unreduced model solved by HiGHS directly (at HiGHS's default tolerance 1e-7 that answer
+    breaks rows by ~2e-8, which the L2 duals turn into ~3e-6 of the objective: hence the looser
+    comparison)."""
+    found = fast_design(64, 0.62, NAMED_DESIGNS["WH"], "L2", method="simplex")
+    opt = found.extra["optimality"]
+    assert found.status == "optimal" and opt["certified"] and opt.get("tightened")
     assert any("certificate did not close" in a for a in opt["attempts"])
-    assert design.certificate.repair_lambda <= 1e-12
+    assert certify(found.matrix, 0.62)[1].repair_lambda <= 1e-12
     model = DesignModel(64, 0.62, NAMED_DESIGNS["WH"], "L2")
     _, value = model.minimise(model.cost("sum"))
-    assert design.objective_value == pytest.approx(value, rel=1e-5)
+    assert found.solver_objective == pytest.approx(value, rel=1e-5)
 
 
 def test_polished_vertex_needs_no_repair():

@@ -27,11 +27,13 @@ value is the plain formulation's (tests compare against cvxpy to 1e-7 on a grid 
 The reductions of the LP (implied rows dropped, symmetry folded, singleton rows as bounds,
 duplicates dropped) are in :mod:`countdp.design.reduce`, each recorded in ``extra["reductions"]``.
 
-The algorithm is chosen by size (``method="auto"``): HiGHS dual simplex (a vertex) for small
-models, Clarabel's interior point method (tolerances 1e-10, QDLDL factorisation: see
-:data:`CLARABEL_DIRECT_METHOD`; an optimal point, not necessarily a vertex) from
-:data:`IPM_MIN_NNZ` non-zeros, which measured several times faster than HiGHS simplex or HiGHS
-IPX + crossover on these models from n ~ 64 (benchmarks/).  An explicit
+The algorithm is chosen by size and objective (``method="auto"``): HiGHS dual simplex (a
+vertex) for small models; from :data:`IPM_MIN_NNZ` non-zeros, for L0, Clarabel's interior point
+method (QDLDL factorisation: see :data:`CLARABEL_DIRECT_METHOD`; an optimal point, not
+necessarily a vertex), which measured several times faster than HiGHS simplex or HiGHS IPX +
+crossover on these models from n ~ 64 (benchmarks/), and for the other objectives ``guided``:
+Clarabel on the scaled model, then HiGHS simplex from the basis read off its point
+(:func:`countdp.design.backends.run_guided`, a vertex).  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
 :func:`countdp.privacy.certify.certify` like every other design.
@@ -63,18 +65,22 @@ from countdp.design.backends import (  # noqa: F401 - re-exported: the solver se
     highs_lp,
     polish_run,
     run_clarabel,
+    GUIDED_SIMPLEX_SECONDS,
+    run_guided,
     run_highs,
 )
 from countdp.design.constraints import parse_properties, property_rows
-from countdp.design.optimality import check_optimality
+from countdp.design.optimality import check_optimality, lower_column_multipliers
 from countdp.design.polish import full_dual
 from countdp.design.reduce import ReducedLP, build_reduced_lp, implied_drops  # noqa: F401 - re-exported
 from countdp.evaluate.metrics import parse_objective
 
-METHODS = ("auto", "simplex", "ipm", "clarabel")
+METHODS = ("auto", "simplex", "ipm", "clarabel", "guided")
 """Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover
-(both vertices), or Clarabel's interior point (not a vertex); ``auto`` picks by model size
-(see :func:`choose_method`)."""
+(both vertices), Clarabel's interior point (not a vertex), or HiGHS simplex started from a
+basis read off Clarabel's point on the scaled model (a vertex:
+:func:`countdp.design.backends.run_guided`); ``auto`` picks by model size and objective (see
+:func:`choose_method`)."""
 
 IPM_MIN_NNZ = 8_000
 """``method="auto"`` uses an interior point method from this many constraint non-zeros (n ~ 48)."""
@@ -121,18 +127,17 @@ def _is_uniform(weights: np.ndarray | None, n: int) -> bool:
 
 
 def choose_method(lp: ReducedLP) -> str:
-    """``simplex`` below :data:`IPM_MIN_NNZ` constraint non-zeros, else :data:`LARGE_METHOD` --
-    except for objectives other than L0 when the smallest entries DP allows, ``alpha^n``, are
-    below Clarabel's tolerance: there Clarabel stops at 'AlmostSolved' with rows broken by far
-    more than the gap allows to repair (measured in the objective sweep: every L0d:1, L1 and L2
-    case at alpha 0.5 and 0.62 from n = 64), so its time is wasted and simplex goes first."""
+    """``simplex`` below :data:`IPM_MIN_NNZ` constraint non-zeros, else :data:`LARGE_METHOD` for
+    L0 and ``guided`` for the other objectives.  Their optima have entries down to ``alpha^n``;
+    unscaled, Clarabel stops at 'AlmostSolved' with rows broken by far more than the gap allows
+    to repair, and HiGHS simplex from a slack basis took 20-150 s at n = 256
+    (benchmarks/bench_objectives.py).  Clarabel on the scaled model gets close in a few seconds,
+    and the simplex started from the basis read off its point needs few pivots."""
     if lp.A.nnz < IPM_MIN_NNZ:
         return "simplex"
     objective = lp.problem.objective
     zero_one = objective.name == "L0" or (objective.name == "L0d" and objective.d == 0)
-    if not zero_one and lp.problem.alpha ** lp.n < CLARABEL_TOL:
-        return "simplex"
-    return LARGE_METHOD
+    return LARGE_METHOD if zero_one else "guided"
 
 
 def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = None,
@@ -141,13 +146,16 @@ def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = Non
     chosen = choose_method(lp) if method == "auto" else method
     if chosen not in METHODS[1:]:
         raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-    run = run_clarabel(lp) if chosen == "clarabel" else run_highs(lp, chosen, threads, time_limit)
+    run = (run_clarabel(lp) if chosen == "clarabel"
+           else run_guided(lp, threads, time_limit or GUIDED_SIMPLEX_SECONDS) if chosen == "guided"
+           else run_highs(lp, chosen, threads, time_limit))
     if chosen == "clarabel" and "Almost" in run.status:
         raise RuntimeError(f"Clarabel returned {run.status!r}")
     return lp.expand @ run.y, chosen, run.status, run.objective, run.seconds
 
 
-FALLBACKS = {"clarabel": ("clarabel", "ipm", "simplex"), "simplex": ("simplex", "ipm"), "ipm": ("ipm", "simplex")}
+FALLBACKS = {"clarabel": ("clarabel", "ipm", "simplex"), "simplex": ("simplex", "ipm"), "ipm": ("ipm", "simplex"),
+             "guided": ("guided", "simplex", "ipm")}
 """Methods tried in turn until one answer is proven optimal (its certificate closes)."""
 
 
@@ -156,8 +164,10 @@ def prove(lp: ReducedLP, run: Solved, P: np.ndarray) -> dict:
     (:func:`countdp.design.polish.full_dual`), by the independent check of :mod:`countdp.design.optimality`.
 
     Weak duality does not care where the dual came from, so ``P`` may come from another solver."""
+    full = lp.problem.lp()
     u, v = full_dual(lp, run.row_dual, run.col_dual)
-    return check_optimality(lp.problem.lp(), lp.problem.point(P), u, v)
+    v = lower_column_multipliers(full, u, v)  # else the box term charges rounding per entry, not per column
+    return check_optimality(full, lp.problem.point(P), u, v)
 
 
 def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
@@ -181,7 +191,9 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
             label = f"{chosen} (tightened {boost:g})" if tight else chosen
             try:
                 run = (run_clarabel(lp) if chosen == "clarabel"
-                       else run_highs(lp, chosen, threads, None, previous if tight else None, boost))
+                       else run_guided(lp, threads) if chosen == "guided" and not tight
+                       else run_highs(lp, "simplex" if tight else chosen, threads, None,
+                                      previous if tight else None, boost))
             except RuntimeError as exc:
                 attempts.append(f"{label}: {exc}")
                 break
@@ -323,7 +335,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     if used == "clarabel":
         extra["kkt_solver"] = CLARABEL_DIRECT_METHOD
     solver, label = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"),
-                     "clarabel": ("CLARABEL", "ipm")}[used]
+                     "clarabel": ("CLARABEL", "ipm"), "guided": ("HIGHS", "simplex guided by clarabel")}[used]
     if large is not None:
         extra["large_n"] = large
     if unproven is not None:

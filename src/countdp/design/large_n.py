@@ -452,12 +452,16 @@ def _solve_support(M: sp.csr_matrix, c: np.ndarray, b: np.ndarray) -> tuple[np.n
 
 def _general_dual(n: int, alpha: float, props: tuple[str, ...], objective) -> tuple[np.ndarray, np.ndarray]:
     """``(u, v)``: the general path's dual of the design LP at size ``n`` on the full model's rows."""
+    from countdp.design.backends import CLARABEL_TOL
     from countdp.design.fast import choose_method, solve_proven
     from countdp.design.polish import full_dual
     from countdp.design.reduce import build_reduced_lp
 
     lp = build_reduced_lp(n, alpha, props, objective, None, "sum")
-    _, _, run, _ = solve_proven(lp, choose_method(lp))
+    chosen = choose_method(lp)
+    if chosen == "guided":  # the support was measured on Clarabel's interior dual (simplex where it fails)
+        chosen = "simplex" if alpha ** n < CLARABEL_TOL else "clarabel"
+    _, _, run, _ = solve_proven(lp, chosen)
     return full_dual(lp, run.row_dual, run.col_dual)
 
 
