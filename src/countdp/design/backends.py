@@ -220,8 +220,9 @@ def guess_basis(lp: ReducedLP, run: Solved):
     row_upper = row_active & ~eq & (s_hi < s_lo)
     S = highspy.HighsBasisStatus
     basis = highspy.HighsBasis()
-    basis.col_status = [S.kBasic if b else S.kUpper if u else S.kLower for b, u in zip(col_basic, col_upper)]
-    basis.row_status = [S.kUpper if u else S.kLower if a else S.kBasic for a, u in zip(row_active, row_upper)]
+    status = np.array([S.kLower, S.kUpper, S.kBasic], dtype=object)  # indexed by 0, 1, 2
+    basis.col_status = status[np.where(col_basic, 2, col_upper.astype(int))].tolist()
+    basis.row_status = status[np.where(row_active, row_upper.astype(int), 2)].tolist()
     basis.valid = True
     return basis
 

@@ -59,13 +59,13 @@ import numpy as np
 from countdp.design.backends import (  # noqa: F401 - re-exported: the solver settings live there
     CLARABEL_DIRECT_METHOD,
     CLARABEL_TOL,
+    GUIDED_SIMPLEX_SECONDS,
     HIGHS_TOL,
     TIGHT_ROW_SCALES,
     Solved,
     highs_lp,
     polish_run,
     run_clarabel,
-    GUIDED_SIMPLEX_SECONDS,
     run_guided,
     run_highs,
 )
