@@ -1,0 +1,131 @@
+"""Mirror symmetry of the design LP: solve with S folded in, prove without it.
+
+The mirror ``P[i, j] -> P[n-i, n-j]`` maps every property of the paper to itself and every
+objective here (each loss depends on ``|i - j|``) to itself; with weights that are symmetric
+too (``w[j] = w[n-j]``, e.g. uniform), Theorem 1 says the LP with ``S`` added has the same
+optimum as the LP without it.  The folded LP has half the variables, and its optimum is unique
+more often (the LP without S is degenerate along the mirror), which is what the basis guess
+of :func:`countdp.design.backends.guess_basis` needs.
+
+The folded LP's dual is not a dual of the LP without S (it has multipliers for the S rows).
+:func:`unfolded_dual` drops them and averages the rest with its mirror image: if ``(u, v, w)``
+is dual feasible with S, then for each orbit ``{k, k'}`` the reduced costs without S satisfy
+``r(k) >= w`` and ``r(k') >= -w``; averaging ``(u, v)`` with its mirror image gives both
+entries the reduced cost ``(r(k) + r(k')) / 2 >= 0``, and leaves the dual objective unchanged
+(the right-hand sides are mirror invariant).  The row permutation is found by hashing each row's entries exactly;
+the independent check of :mod:`countdp.design.optimality` decides whether the result proves
+anything, so a wrong permutation can only fail to prove.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from countdp.design.model import DesignLP, DesignProblem
+
+SYMMETRIC_PROPERTIES = {"RH", "RM", "CH", "CM", "F", "WH", "S"}
+"""Properties mapped to themselves by the mirror (all seven of the paper)."""
+
+
+def mirror_symmetric(problem: DesignProblem) -> bool:
+    """Whether the mirror maps the LP to itself: properties, weights and objective."""
+    w = problem.prior
+    return set(problem.properties) <= SYMMETRIC_PROPERTIES and bool(np.array_equal(w, w[::-1]))
+
+
+def mirror_rows(A: sp.csr_matrix, b: np.ndarray, size: int, equalities: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(s, sign)``: the mirror image of row ``r`` is ``sign[r]`` times row ``s[r]`` (with the
+    right-hand side; ``s`` a permutation; the first ``size`` columns are ``P.ravel()``, reversed
+    by the mirror, later ones fixed).  Only equalities may match with ``sign = -1``.  ``None``
+    when the rows are not closed under the mirror.  Rows are compared by exact hashes of their
+    entries (a collision can only make the certificate fail)."""
+    A = sp.csr_matrix(A)
+    if A.shape[0] == 0:
+        return np.zeros(0, int), np.ones(0)
+    if np.any(np.diff(A.indptr) == 0):
+        return None
+    flip = np.arange(A.shape[1])
+    flip[:size] = size - 1 - flip[:size]
+    h = np.random.default_rng(20181).integers(1, 2**62, size=A.shape[1] + 1, dtype=np.uint64)
+    data_codes = np.unique(np.concatenate([A.data, -A.data]), return_inverse=True)[1].astype(np.uint64) + np.uint64(1)
+    rhs_codes = np.unique(np.concatenate([b, -b]), return_inverse=True)[1].astype(np.uint64) * h[-1]
+    k, m = A.data.size, b.size
+
+    def keys(columns: np.ndarray, negate: bool) -> np.ndarray:
+        values = data_codes[k:] if negate else data_codes[:k]
+        with np.errstate(over="ignore"):
+            return np.add.reduceat(h[columns] * values, A.indptr[:-1]) + (rhs_codes[m:] if negate else rhs_codes[:m])
+
+    own, mirrored = keys(A.indices, False), keys(flip[A.indices], False)
+    if equalities:  # a row and its negation are the same equality: compare the smaller key
+        own_neg, mirrored_neg = keys(A.indices, True), keys(flip[A.indices], True)
+        own_key, mirrored_key = np.minimum(own, own_neg), np.minimum(mirrored, mirrored_neg)
+    else:
+        own_key, mirrored_key = own, mirrored
+    by_own, by_mirrored = np.argsort(own_key, kind="stable"), np.argsort(mirrored_key, kind="stable")
+    if not np.array_equal(own_key[by_own], mirrored_key[by_mirrored]):
+        return None
+    s = np.empty(m, int)
+    s[by_mirrored] = by_own
+    return s, np.where(mirrored == own[s], 1.0, -1.0)
+
+
+def _mirrored(y: np.ndarray, s: np.ndarray, sign: np.ndarray) -> np.ndarray:
+    """The multipliers of the mirrored LP: row ``s[r]`` gets ``sign[r] * y[r]``."""
+    out = np.empty_like(y)
+    out[s] = sign * y
+    return out
+
+
+def unfolded_dual(folded: DesignProblem, plain: DesignLP, u: np.ndarray,
+                  v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The dual ``(u, v)`` of ``folded`` (the LP with S) as a dual of ``plain`` (the same LP
+    without S): S multipliers dropped, the rest averaged with its mirror image (docstring)."""
+    kind, rows = folded.blocks["S"]
+    keep = np.ones(v.size, bool)
+    keep[rows] = False
+    v = v[keep]
+    if kind != "eq" or v.size != plain.b_eq.size or u.size != plain.b_ub.size:
+        return None
+    ub = mirror_rows(plain.A_ub, plain.b_ub, folded.size, equalities=False)
+    if ub is None:
+        return None
+    eq = mirror_rows(plain.A_eq, plain.b_eq, folded.size, equalities=True)
+    v_mirrored = _mirrored(v, *eq) if eq is not None else _solve_mirrored(plain.A_eq, plain.b_eq, v, folded.size)
+    if v_mirrored is None:
+        return None
+    return (u + _mirrored(u, *ub)) / 2.0, (v + v_mirrored) / 2.0
+
+
+def _solve_mirrored(A: sp.csr_matrix, b: np.ndarray, v: np.ndarray, size: int) -> np.ndarray | None:
+    """Mirrored multipliers of equality rows whose *span* is mirror invariant but whose rows are
+    not (F is written ``P[i, i] = P[0, 0]``): the least-squares solution ``y`` of
+    ``A^T y = mirror(A^T v)``, or ``None`` unless it is exact to rounding and keeps ``b @ y``."""
+    import scipy.sparse.linalg as spla
+
+    flip = np.arange(A.shape[1])
+    flip[:size] = size - 1 - flip[:size]
+    g = (A.T @ v)[flip]
+    try:
+        y = spla.splu(sp.csc_matrix(A @ A.T)).solve(A @ g)
+    except RuntimeError:  # singular: dependent equality rows
+        return None
+    scale = max(1.0, float(np.abs(g).max()))
+    if np.abs(A.T @ y - g).max() > 1e-12 * scale or abs(b @ y - b @ v) > 1e-12 * max(1.0, abs(b @ v)):
+        return None
+    return y
+
+
+def prove_unfolded(folded_lp, run, P: np.ndarray, plain: DesignProblem) -> dict:
+    """The optimality certificate of ``P`` for ``plain`` (no S) from ``run``, a solve of the
+    reduced model ``folded_lp`` (with S): :func:`unfolded_dual`, then the independent check."""
+    from countdp.design.optimality import check_optimality, lower_column_multipliers
+    from countdp.design.polish import full_dual
+
+    full = plain.lp()
+    dual = unfolded_dual(folded_lp.problem, full, *full_dual(folded_lp, run.row_dual, run.col_dual))
+    if dual is None:
+        return {"certified": False, "reason": "rows not closed under the mirror"}
+    u, v = dual
+    return check_optimality(full, plain.point(P), u, lower_column_multipliers(full, u, v))
