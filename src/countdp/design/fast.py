@@ -325,6 +325,8 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     if method == "auto" and fold_symmetry and "S" not in props:
         found, folded = _folded_design(n, alpha, props, objective, weights, aggregate, drop_implied, threads, start)
         if found is not None:
+            if large is not None:
+                found.extra["large_n"] = large
             return found
     lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate, fold_symmetry, drop_implied)
     build = time.perf_counter() - start
