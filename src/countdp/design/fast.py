@@ -135,9 +135,12 @@ def choose_method(lp: ReducedLP) -> str:
     and the simplex started from the basis read off its point needs few pivots."""
     if lp.A.nnz < IPM_MIN_NNZ:
         return "simplex"
-    objective = lp.problem.objective
-    zero_one = objective.name == "L0" or (objective.name == "L0d" and objective.d == 0)
-    return LARGE_METHOD if zero_one else "guided"
+    return LARGE_METHOD if is_zero_one(lp.problem.objective) else "guided"
+
+
+def is_zero_one(objective) -> bool:
+    """Whether a parsed objective is L0 (= L0d:0)."""
+    return objective.name == "L0" or (objective.name == "L0d" and objective.d == 0)
 
 
 def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = None,
@@ -242,7 +245,7 @@ def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: ob
     from countdp.mechanisms.closed_forms import CLOSED_FORMS
 
     obj = parse_objective(objective)
-    zero_one = obj.name == "L0" or (obj.name == "L0d" and obj.d == 0)
+    zero_one = is_zero_one(obj)
     if zero_one and "F" in properties:
         return "EM", CLOSED_FORMS["EM"](n, alpha)
     if aggregate != "sum":
@@ -323,7 +326,9 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
                                "optimality": large.pop("optimality"), "large_n": large})
     folded = None
     if method == "auto" and fold_symmetry and "S" not in props:
-        found, folded = _folded_design(n, alpha, props, objective, weights, aggregate, drop_implied, threads, start)
+        from countdp.design.mirror import folded_design
+
+        found, folded = folded_design(n, alpha, props, objective, weights, aggregate, drop_implied, threads, start)
         if found is not None:
             if large is not None:
                 found.extra["large_n"] = large
@@ -351,41 +356,6 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         extra["folded"] = folded
     status = "optimal" if optimality["certified"] else "not proven optimal"
     return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
-
-
-def _folded_design(n: int, alpha: float, props: tuple[str, ...], objective: object, weights: np.ndarray | None,
-                   aggregate: str, drop_implied: bool, threads: int | None,
-                   start: float) -> tuple[FastResult | None, dict | None]:
-    """For a mirror-symmetric LP without S whose solve would be ``guided``: solve it with S folded
-    in (Theorem 1: same optimum, half the variables) and prove the answer on the LP without S
-    (:mod:`countdp.design.mirror`).  ``(result, None)`` when proven, ``(None, why)`` when tried
-    and not proven, ``(None, None)`` when it does not apply."""
-    from countdp.design.mirror import mirror_symmetric, prove_unfolded
-    from countdp.design.model import DesignProblem
-
-    plain = DesignProblem(n, alpha, props, objective, weights, aggregate)
-    if not mirror_symmetric(plain):
-        return None, None
-    lp = build_reduced_lp(n, alpha, (*props, "S"), objective, weights, aggregate, True, drop_implied)
-    if choose_method(lp) != "guided":
-        return None, None
-    build = time.perf_counter() - start
-    try:
-        P, used, run, folded_optimality = solve_proven(lp, "guided", threads)
-    except RuntimeError as exc:
-        return None, {"certified": False, "reason": str(exc)}
-    optimality = prove_unfolded(lp, run, P, plain)
-    optimality.update(method=used, dual="the S-folded model's, mirrored and averaged")
-    if not optimality["certified"]:
-        return None, {**optimality, "folded_optimality": folded_optimality}
-    N = n + 1
-    raw = (lp.expand @ run.y)[: N * N].reshape(N, N)
-    extra = {"backend": "highs", "reductions": [*lp.reductions, "S folded without S requested (Theorem 1)"],
-             "rows": int(lp.A.shape[0]), "cols": int(lp.A.shape[1]), "nnz": int(lp.A.nnz),
-             "full_rows": int(lp.full_rows), "full_cols": int(lp.full_cols), "build_time": build,
-             "optimality": optimality}
-    label = {"guided": "simplex guided by clarabel", "simplex": "simplex", "ipm": "ipm+crossover"}[used]
-    return FastResult(raw, "HIGHS", label, "optimal", run.seconds, build, run.objective, extra), None
 
 
 def prove_matrix(n: int, alpha: float, properties: object, objective: object, weights: np.ndarray | None,
