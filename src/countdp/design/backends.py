@@ -45,14 +45,9 @@ class Solved:
     highs_basis: object = None
 
 
-def run_clarabel(lp: ReducedLP, scaled: bool = False) -> Solved:
+def run_clarabel(lp: ReducedLP) -> Solved:
     """Clarabel's interior point method (not a vertex, no basis); ``AlmostSolved`` is returned
-    too: the caller proves it optimal or falls back.  ``scaled``: solve the scaled model of
-    :func:`scales` (values returned in ``lp``'s units)."""
-    if scaled:
-        col, row = scales(lp)
-        run = run_clarabel(scaled_model(lp, col, row))
-        return Solved(run.y * col, run.row_dual * row, run.col_dual / col, run.status, run.objective, run.seconds)
+    too: the caller proves it optimal or falls back."""
     import clarabel
 
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
@@ -282,8 +277,7 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
         h.setOptionValue("time_limit", float(time_limit))
     col, row = scales(lp)
     row = row * row_boost
-    cost_scale = row_boost  # the same factor on the cost tightens the dual tolerance alike
-    h.passModel(highs_lp(sp.diags(row) @ lp.A @ sp.diags(col), lp.cost * col * cost_scale, lp.col_lower / col,
+    h.passModel(highs_lp(sp.diags(row) @ lp.A @ sp.diags(col), lp.cost * col, lp.col_lower / col,
                          lp.col_upper / col, lp.row_lower * row, lp.row_upper * row))
     if warm is not None:
         h.setBasis(warm)
@@ -301,9 +295,8 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
                np.array([r != basic for r in rs]), np.array([r == upper for r in rs]))
     if not basis.valid:
         pattern = None
-    return Solved(np.asarray(solution.col_value, float) * col, np.asarray(solution.row_dual, float) * row / cost_scale,
-                  np.asarray(solution.col_dual, float) / col / cost_scale, text,
-                  float(h.getInfo().objective_function_value) / cost_scale,
+    return Solved(np.asarray(solution.col_value, float) * col, np.asarray(solution.row_dual, float) * row,
+                  np.asarray(solution.col_dual, float) / col, text, float(h.getInfo().objective_function_value),
                   elapsed, pattern, highs_basis=basis if basis.valid else None)
 
 

@@ -341,13 +341,10 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     _, used, run, optimality = solve_proven(lp, chosen, threads)
     N = n + 1
     P = (lp.expand @ run.y)[: N * N].reshape(N, N)
-    extra = {"backend": "highs", "reductions": lp.reductions, "rows": int(lp.A.shape[0]),
-             "cols": int(lp.A.shape[1]), "nnz": int(lp.A.nnz), "full_rows": int(lp.full_rows),
-             "full_cols": int(lp.full_cols), "build_time": build, "optimality": optimality}
+    extra = lp_extra(lp, build, optimality)
     if used == "clarabel":
         extra["kkt_solver"] = CLARABEL_DIRECT_METHOD
-    solver, label = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"),
-                     "clarabel": ("CLARABEL", "ipm"), "guided": ("HIGHS", "simplex guided by clarabel")}[used]
+    solver, label = SOLVER_LABELS[used]
     if large is not None:
         extra["large_n"] = large
     if unproven is not None:
@@ -356,6 +353,18 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         extra["folded"] = folded
     status = "optimal" if optimality["certified"] else "not proven optimal"
     return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
+
+
+SOLVER_LABELS = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"), "clarabel": ("CLARABEL", "ipm"),
+                 "guided": ("HIGHS", "simplex guided by clarabel")}
+"""``(solver, method)`` recorded for each method that answered."""
+
+
+def lp_extra(lp: ReducedLP, build: float, optimality: dict) -> dict:
+    """``FastResult.extra`` of an LP answer: the model's size, its reductions and the certificate."""
+    return {"backend": "highs", "reductions": list(lp.reductions), "rows": int(lp.A.shape[0]),
+            "cols": int(lp.A.shape[1]), "nnz": int(lp.A.nnz), "full_rows": int(lp.full_rows),
+            "full_cols": int(lp.full_cols), "build_time": build, "optimality": optimality}
 
 
 def prove_matrix(n: int, alpha: float, properties: object, objective: object, weights: np.ndarray | None,

@@ -140,7 +140,15 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
     in (Theorem 1: same optimum, half the variables) and prove the answer on the LP without S.
     ``(FastResult, None)`` when proven, ``(None, why)`` when tried and not proven, ``(None, None)``
     when it does not apply (L0, asymmetric weights or properties, a small model)."""
-    from countdp.design.fast import FastResult, build_reduced_lp, choose_method, is_zero_one, solve_proven
+    from countdp.design.fast import (
+        SOLVER_LABELS,
+        FastResult,
+        build_reduced_lp,
+        choose_method,
+        is_zero_one,
+        lp_extra,
+        solve_proven,
+    )
 
     plain = DesignProblem(n, alpha, props, objective, weights, aggregate)
     if is_zero_one(plain.objective) or not mirror_symmetric(plain):
@@ -159,9 +167,6 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
         return None, {**optimality, "folded_optimality": folded_optimality}
     N = n + 1
     raw = (lp.expand @ run.y)[: N * N].reshape(N, N)
-    extra = {"backend": "highs", "reductions": [*lp.reductions, "S folded without S requested (Theorem 1)"],
-             "rows": int(lp.A.shape[0]), "cols": int(lp.A.shape[1]), "nnz": int(lp.A.nnz),
-             "full_rows": int(lp.full_rows), "full_cols": int(lp.full_cols), "build_time": build,
-             "optimality": optimality}
-    label = {"guided": "simplex guided by clarabel", "simplex": "simplex", "ipm": "ipm+crossover"}[used]
-    return FastResult(raw, "HIGHS", label, "optimal", run.seconds, build, run.objective, extra), None
+    extra = lp_extra(lp, build, optimality)
+    extra["reductions"].append("S folded without S requested (Theorem 1)")
+    return FastResult(raw, *SOLVER_LABELS[used], "optimal", run.seconds, build, run.objective, extra), None
