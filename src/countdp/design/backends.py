@@ -277,8 +277,9 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
         h.setOptionValue("time_limit", float(time_limit))
     col, row = scales(lp)
     row = row * row_boost
-    h.passModel(highs_lp(sp.diags(row) @ lp.A @ sp.diags(col), lp.cost * col, lp.col_lower / col,
-                         lp.col_upper / col, lp.row_lower * row, lp.row_upper * row))
+    scaled = scaled_model(lp, col, row)
+    h.passModel(highs_lp(scaled.A, scaled.cost, scaled.col_lower, scaled.col_upper, scaled.row_lower,
+                         scaled.row_upper))
     if warm is not None:
         h.setBasis(warm)
     began = time.perf_counter()

@@ -36,6 +36,13 @@ def mirror_symmetric(problem: DesignProblem) -> bool:
     return set(problem.properties) <= SYMMETRIC_PROPERTIES and bool(np.array_equal(w, w[::-1]))
 
 
+def _mirror_columns(columns: int, size: int) -> np.ndarray:
+    """The mirror as a column permutation: the first ``size`` (``P.ravel()``) reversed, the rest fixed."""
+    flip = np.arange(columns)
+    flip[:size] = size - 1 - flip[:size]
+    return flip
+
+
 def mirror_rows(A: sp.csr_matrix, b: np.ndarray, size: int, equalities: bool) -> tuple[np.ndarray, np.ndarray] | None:
     """``(s, sign)``: the mirror image of row ``r`` is ``sign[r]`` times row ``s[r]`` (with the
     right-hand side; ``s`` a permutation; the first ``size`` columns are ``P.ravel()``, reversed
@@ -47,8 +54,7 @@ def mirror_rows(A: sp.csr_matrix, b: np.ndarray, size: int, equalities: bool) ->
         return np.zeros(0, int), np.ones(0)
     if np.any(np.diff(A.indptr) == 0):
         return None
-    flip = np.arange(A.shape[1])
-    flip[:size] = size - 1 - flip[:size]
+    flip = _mirror_columns(A.shape[1], size)
     h = np.random.default_rng(20181).integers(1, 2**62, size=A.shape[1] + 1, dtype=np.uint64)
     data_codes = np.unique(np.concatenate([A.data, -A.data]), return_inverse=True)[1].astype(np.uint64) + np.uint64(1)
     rhs_codes = np.unique(np.concatenate([b, -b]), return_inverse=True)[1].astype(np.uint64) * h[-1]
@@ -106,9 +112,7 @@ def _solve_mirrored(A: sp.csr_matrix, b: np.ndarray, v: np.ndarray, size: int) -
     ``A^T y = mirror(A^T v)``, or ``None`` unless it is exact to rounding and keeps ``b @ y``."""
     import scipy.sparse.linalg as spla
 
-    flip = np.arange(A.shape[1])
-    flip[:size] = size - 1 - flip[:size]
-    g = (A.T @ v)[flip]
+    g = (A.T @ v)[_mirror_columns(A.shape[1], size)]
     try:
         y = spla.splu(sp.csc_matrix(A @ A.T)).solve(A @ g)
     except RuntimeError:  # singular: dependent equality rows
