@@ -46,7 +46,8 @@ def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alp
     return {**row, "seconds": time.perf_counter() - start,
             "gap_rel": gap / max(1.0, abs(opt.get("upper_bound", 1.0))),
             "proven": bool(opt.get("certified")) and design.status == "optimal",
-            "certified": exact.holds, "method": opt.get("method", design.method)}
+            "certified": exact.holds,
+            "method": f"guided by {opt['guide']}" if opt.get("guide") else opt.get("method", design.method)}
 
 
 def run_isolated(args: tuple, timeout: float) -> dict:

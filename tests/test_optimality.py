@@ -212,3 +212,46 @@ def test_closed_form_shortcut_is_checked_too():
     opt = fast.extra["optimality"]
     assert fast.method == "GM" and opt["proof"] == "Theorem 3" and opt["certified"] and "gap" in opt
     assert opt["lower_bound"] <= 2 * 0.76 / 1.76 + 1e-12
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.8])
+def test_dp_closure_keeps_a_dp_matrix_to_rounding(alpha):
+    """GM meets every DP row with equality outward from the diagonal: the closure moves it by
+    rounding only, and keeps its column sums."""
+    from countdp.design.polish import dp_closure
+    from countdp.mechanisms.closed_forms import geometric
+
+    P = geometric(40, alpha)
+    closed = dp_closure(P, alpha)
+    np.testing.assert_allclose(closed, P, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(closed.sum(axis=0), P.sum(axis=0), rtol=0, atol=1e-15)
+
+
+def test_dp_closure_repairs_a_broken_tail_without_um():
+    """A tail entry of GM lowered by ~1e-13 breaks a DP row; UM's repair needs lambda ~ 1e-13 N /
+    (1 - alpha), the closure raises that entry back to alpha times its neighbour and takes the
+    mass off the diagonal, so the float DP test passes with no mixture at all."""
+    from countdp.design.polish import dp_closure
+    from countdp.mechanisms.closed_forms import geometric
+
+    alpha, n = 0.5, 60
+    P = geometric(n, alpha)
+    P[50, 10] *= 0.5  # alpha^40 ~ 1e-12, halved: the DP row P[50, 10] >= alpha P[50, 11] broken by ~1e-13
+    assert not is_alpha_dp(P, alpha)
+    _, mixed = certify(P, alpha)
+    closed = dp_closure(P, alpha)
+    assert closed[50, 10] == alpha * closed[50, 11]
+    repaired, certificate = certify(closed, alpha)
+    assert certificate.repair_lambda <= 1e-15 < mixed.repair_lambda
+    assert is_alpha_dp(repaired, alpha)
+    assert P[10, 10] - closed[10, 10] == pytest.approx(P[50, 10], rel=1e-3)  # the raise, off the diagonal
+
+
+def test_dp_closure_proves_a_vertex_whose_um_repair_costs_too_much():
+    """LP with F, L2, n = 256, alpha = 0.5: the vertex's tail breaks DP rows by ~1e-15, and UM's
+    repair costs 5e-9 of the objective (UM's L2 loss is ~n^2/6), more than the certificate allows;
+    the closure's does not, and the released weights are exactly alpha-DP."""
+    design = design_named("LP", 256, 0.5, objective="L2", properties=("F",))
+    optimality = design.extra["optimality"]
+    assert design.status == "optimal" and optimality["certified"] and optimality["dp_closure"]
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds

@@ -43,6 +43,8 @@ class Solved:
     basis: tuple | None = None
     polished: bool = False
     highs_basis: object = None
+    guide: str = ""  # what seeded run_guided's basis guess
+    dp_closure: bool = False  # the matrix released is polish.dp_closure of the vertex
 
 
 def run_clarabel(lp: ReducedLP) -> Solved:
@@ -166,7 +168,7 @@ column-scale floor, ``alpha^e`` down to 1e-77 at n = 256) for their slacks and m
 tell active rows from inactive ones, so :func:`guess_basis` completes them by structure."""
 
 
-def guess_basis(lp: ReducedLP, run: Solved):
+def guess_basis(lp: ReducedLP, run: Solved, prior: tuple[np.ndarray, np.ndarray] | None = None):
     """A ``highspy.HighsBasis`` read off an interior point ``run`` of ``lp`` (both in scaled units).
 
     A column is non-basic at the bound whose distance is smaller than its reduced cost, a row
@@ -175,8 +177,9 @@ def guess_basis(lp: ReducedLP, run: Solved):
     rows on them, those bounding the entry farther from the diagonal from below
     (:func:`countdp.design.reduce.dp_rows_kept`) are active, the others and the property rows
     inactive.  Last, the most ambiguous of the other decisions (the ratio nearest 1) are
-    flipped until there are as many basic columns as active rows.  A wrong guess costs simplex
-    pivots, not correctness."""
+    flipped until there are as many basic columns as active rows.  ``prior``: ``(basic, active)``
+    statuses to start from instead (a template's basis, :func:`countdp.design.seed.spread`), the
+    scores then only ranking which to flip.  A wrong guess costs simplex pivots, not correctness."""
     import highspy
 
     from countdp.design.reduce import dp_rows_kept
@@ -199,8 +202,14 @@ def guess_basis(lp: ReducedLP, run: Solved):
     decay = np.zeros(n_dp + 1, bool)
     decay[dp_rows_kept(lp.n, True)] = True
     origin = lp.row_origin if lp.row_origin is not None else np.full(lp.A.shape[0], n_dp)
-    c_score[tail] = np.inf
-    r_score[tail_rows & ~eq] = np.where(decay[np.minimum(origin, n_dp)], np.inf, -np.inf)[tail_rows & ~eq]
+    if prior is None:
+        c_score[tail] = np.inf
+        r_score[tail_rows & ~eq] = np.where(decay[np.minimum(origin, n_dp)], np.inf, -np.inf)[tail_rows & ~eq]
+    else:  # the statuses given decide; the scores only rank the decisions to flip
+        basic, active = prior
+        c_score = np.where(basic, 1.0, -1.0) * (np.abs(c_score) + 1.0)
+        r_score = np.where(eq, np.inf, np.where(active, 1.0, -1.0) * (np.abs(r_score) + 1.0))
+        tail, tail_rows = np.zeros_like(tail), np.zeros_like(tail_rows)
     col_basic, row_active = c_score > 0, r_score > 0
     excess = int(col_basic.sum()) - int(row_active.sum())
     if excess:  # flip the decisions nearest their threshold, basic columns or free rows alike
@@ -227,22 +236,51 @@ GUIDED_SIMPLEX_SECONDS = 10.0
 few pivots (0.6 s at n = 256); one that sends it grinding is abandoned for the next method."""
 
 
-def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | None = GUIDED_SIMPLEX_SECONDS) -> Solved:
-    """Clarabel on the scaled model, then HiGHS simplex from the basis :func:`guess_basis` reads
-    off its point: a vertex (with its basis, for polishing) in a few pivots when the guess is
-    good.  Clarabel's ``AlmostSolved`` is fine here: its point only seeds the basis.  Raises
-    ``RuntimeError`` when the simplex fails from that basis or runs out of ``time_limit`` seconds
-    (the dual simplex, then the primal one: HiGHS's dual simplex stops at the huge duals of an
-    ill-conditioned guess, measured in 14 of 48 cases at n = 64, which primal simplex solved)."""
+def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | None = GUIDED_SIMPLEX_SECONDS,
+               template: bool = True) -> Solved:
+    """HiGHS simplex from the basis :func:`guess_basis` reads off a guide point: a vertex (with its
+    basis, for polishing) in a few pivots when the guess is good.
+
+    The guide is the optimal vertex of the same LP at a smaller ``n``, spread out
+    (:func:`countdp.design.seed.template_guide`) where that applies (and ``template``) and its
+    simplex (dual, limited to :data:`countdp.design.seed.SIMPLEX_SECONDS`) ends optimal: with
+    the template's basis statuses copied too, else (their basis was ill-conditioned: measured
+    for WM, L0,1, n = 256, alpha = 0.91) from its point alone; else Clarabel's point on the
+    scaled model (its ``AlmostSolved`` is fine: the point only seeds the basis).  Raises
+    ``RuntimeError`` when the simplex fails from Clarabel's basis or runs out of ``time_limit``
+    seconds (the dual simplex, then the primal one: HiGHS's dual simplex stops at the huge duals
+    of an ill-conditioned guess, measured in 14 of 48 cases at n = 64, which primal simplex
+    solved).  ``Solved.guide`` says which guide was used, and why a template was not."""
+    from countdp.design import seed
+
     col, row = scales(lp)
     scaled = scaled_model(lp, col, row)
+    spent, note = 0.0, ""
+    found = seed.template_guide(lp, threads) if template else None
+    if found is not None:
+        guide, basic, active, n0, spent = found
+        point = replace(guide, y=guide.y / col, row_dual=guide.row_dual / row, col_dual=guide.col_dual * col)
+        for prior in ((basic, active), None) if basic is not None else (None,):
+            began = time.perf_counter()
+            try:
+                run = run_highs(lp, "simplex", threads, seed.SIMPLEX_SECONDS, start=guess_basis(scaled, point, prior))
+            except RuntimeError as exc:
+                spent += time.perf_counter() - began
+                note = f" (the design at n = {n0} did not guide: {exc})"
+                if "Time limit" in str(exc):
+                    break  # the guess was feasible to work with, just far: the other one is no nearer
+            else:
+                run.seconds += spent
+                run.guide = f"the design at n = {n0}" + ("" if prior is not None else ", its point only")
+                return run
     ipm = run_clarabel(scaled)
     start = guess_basis(scaled, ipm)
     try:
         run = run_highs(lp, "simplex", threads, time_limit, start=start)
     except RuntimeError:  # the dual simplex stopped at huge duals: the primal one, from the same basis
         run = run_highs(lp, "simplex", threads, time_limit, start=start, primal=True)
-    run.seconds += ipm.seconds
+    run.seconds += ipm.seconds + spent
+    run.guide = "clarabel" + note
     return run
 
 
@@ -311,4 +349,5 @@ def polish_run(lp: ReducedLP, run: Solved) -> Solved:
     if found is None:
         return run
     y, row_dual, col_dual = found
-    return Solved(y, row_dual, col_dual, run.status, float(lp.cost @ y), run.seconds, run.basis, True, run.highs_basis)
+    return Solved(y, row_dual, col_dual, run.status, float(lp.cost @ y), run.seconds, run.basis, True, run.highs_basis,
+                  run.guide)

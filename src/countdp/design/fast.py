@@ -32,8 +32,10 @@ vertex) for small models; from :data:`IPM_MIN_NNZ` non-zeros, for L0, Clarabel's
 method (QDLDL factorisation: see :data:`CLARABEL_DIRECT_METHOD`; an optimal point, not
 necessarily a vertex), which measured several times faster than HiGHS simplex or HiGHS IPX +
 crossover on these models from n ~ 64 (benchmarks/), and for the other objectives ``guided``:
-Clarabel on the scaled model, then HiGHS simplex from the basis read off its point
-(:func:`countdp.design.backends.run_guided`, a vertex).  An explicit
+HiGHS simplex from a basis read off a guide point, a vertex
+(:func:`countdp.design.backends.run_guided`).  The guide is the optimal vertex at a smaller
+``n``, spread out (:mod:`countdp.design.seed`, from ``n = 160`` where ``alpha`` is far enough
+from 1), else Clarabel's point on the scaled model.  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
 :func:`countdp.privacy.certify.certify` like every other design.
@@ -44,7 +46,9 @@ with feasibility tolerances :data:`HIGHS_TOL`; its vertex is then recomputed exa
 basis by one sparse LU (:mod:`countdp.design.polish`), which also gives the duals.  The duals are
 mapped to the rows of the full model and checked by the independent weak-duality routine of
 :mod:`countdp.design.optimality` on the matrix after :func:`countdp.privacy.certify.certify`; the result is
-``extra["optimality"]``.  If the gap does not close (or a solver fails, e.g. Clarabel's
+``extra["optimality"]``.  Where certify's UM mixture costs more than the gap allows (L2, whose
+UM loss is ~n^2/6), the vertex's DP closure (:func:`countdp.design.polish.dp_closure`) is
+certified and proven instead.  If the gap does not close (or a solver fails, e.g. Clarabel's
 ``AlmostSolved``), the next method of :data:`FALLBACKS` is tried; an answer no method proves
 is returned with ``status = "not proven optimal"`` and every attempt listed.
 """
@@ -52,7 +56,7 @@ is returned with ``status = "not proven optimal"`` and every attempt listed.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -71,9 +75,14 @@ from countdp.design.backends import (  # noqa: F401 - re-exported: the solver se
 )
 from countdp.design.constraints import parse_properties, property_rows
 from countdp.design.optimality import check_optimality, lower_column_multipliers
-from countdp.design.polish import full_dual
+from countdp.design.polish import dp_closure, full_dual
 from countdp.design.reduce import ReducedLP, build_reduced_lp, implied_drops  # noqa: F401 - re-exported
 from countdp.evaluate.metrics import parse_objective
+
+CLARABEL_GUIDED = "guided by clarabel"
+"""The fallback after a ``guided`` answer that a smaller design guided and that is not proven: the
+same method with Clarabel's guide (measured: L2 with F at n = 256, alpha = 0.5, where the
+template's vertex breaks DP rows by rounding and Clarabel's does not)."""
 
 METHODS = ("auto", "simplex", "ipm", "clarabel", "guided")
 """Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover
@@ -158,7 +167,7 @@ def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = Non
 
 
 FALLBACKS = {"clarabel": ("clarabel", "ipm", "simplex"), "simplex": ("simplex", "ipm"), "ipm": ("ipm", "simplex"),
-             "guided": ("guided", "simplex", "ipm")}
+             "guided": ("guided", CLARABEL_GUIDED, "simplex", "ipm")}
 """Methods tried in turn until one answer is proven optimal (its certificate closes)."""
 
 
@@ -188,18 +197,23 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
     """
     attempts, best = [], None
     for chosen in FALLBACKS[method] if fallback else (method,):
+        if chosen == CLARABEL_GUIDED and (best is None or not best[2].guide.startswith("the design")):
+            continue  # the guided run had no template guide (or no answer): the same again would not help
         previous = None
         for boost in (1.0, *TIGHT_ROW_SCALES) if chosen != "clarabel" and fallback else (1.0,):
             tight = boost != 1.0
             label = f"{chosen} (tightened {boost:g})" if tight else chosen
             try:
                 run = (run_clarabel(lp) if chosen == "clarabel"
-                       else run_guided(lp, threads) if chosen == "guided" and not tight
+                       else run_guided(lp, threads, template=chosen == "guided")
+                       if chosen in ("guided", CLARABEL_GUIDED) and not tight
                        else run_highs(lp, "simplex" if tight else chosen, threads, None,
                                       previous if tight else None, boost))
             except RuntimeError as exc:
                 attempts.append(f"{label}: {exc}")
                 break
+            if tight:  # the re-solve starts from the vertex its guide led to
+                run.guide = previous.guide
             previous, run = run, polish_run(lp, run)
             P, optimality, repaired = _proven_answer(lp, run, chosen, tight)
             if best is None or optimality["certified"] or _gap(optimality) < _gap(best[3]):
@@ -224,15 +238,35 @@ def _gap(optimality: dict) -> float:
     return float("inf") if gap is None else gap / max(1.0, abs(optimality["upper_bound"]))
 
 
+def vertex_matrix(lp: ReducedLP, run: Solved) -> np.ndarray:
+    """The matrix of ``run``'s point, before :func:`countdp.privacy.certify.certify`
+    (:func:`countdp.design.polish.dp_closure` of it when ``run.dp_closure``)."""
+    N = lp.n + 1
+    P = (lp.expand @ run.y)[: N * N].reshape(N, N)
+    return dp_closure(P, lp.problem.alpha) if run.dp_closure else P
+
+
 def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool) -> tuple[np.ndarray, dict, bool]:
     """The certified matrix of a polished run, its optimality certificate, and whether the DP
-    certificate had to repair it."""
+    certificate had to repair it.  When that repair (a UM mixture) keeps the certificate of a
+    polished vertex from closing (an interior point falls back to a vertex instead), the DP
+    closure of the vertex (:func:`countdp.design.polish.dp_closure`) is certified and proven
+    instead, and kept if it closes (``run.dp_closure``, ``optimality["dp_closure"]``)."""
     from countdp.privacy.certify import certify
 
-    N = lp.n + 1
-    P, certificate = certify((lp.expand @ run.y)[: N * N].reshape(N, N), lp.problem.alpha)
+    P, certificate = certify(vertex_matrix(lp, run), lp.problem.alpha)
     optimality = prove(lp, run, P)
+    if not optimality["certified"] and certificate.repair_lambda > 0 and run.polished and not run.dp_closure:
+        closed = replace(run, dp_closure=True)
+        P_closed, closed_certificate = certify(vertex_matrix(lp, closed), lp.problem.alpha)
+        closed_optimality = prove(lp, closed, P_closed)
+        if closed_optimality["certified"]:
+            run.dp_closure = True
+            P, certificate, optimality = P_closed, closed_certificate, closed_optimality
+            optimality["dp_closure"] = True
     optimality["method"], optimality["polished"] = chosen, run.polished
+    if run.guide:
+        optimality["guide"] = run.guide
     if tight:
         optimality["tightened"] = True
     return P, optimality, certificate.repair_lambda > 0
@@ -339,12 +373,11 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     if chosen not in METHODS[1:]:
         raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
     _, used, run, optimality = solve_proven(lp, chosen, threads)
-    N = n + 1
-    P = (lp.expand @ run.y)[: N * N].reshape(N, N)
+    P = vertex_matrix(lp, run)
     extra = lp_extra(lp, build, optimality)
     if used == "clarabel":
         extra["kkt_solver"] = CLARABEL_DIRECT_METHOD
-    solver, label = SOLVER_LABELS[used]
+    solver, label = solver_label(used, run)
     if large is not None:
         extra["large_n"] = large
     if unproven is not None:
@@ -355,9 +388,15 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
 
 
-SOLVER_LABELS = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"), "clarabel": ("CLARABEL", "ipm"),
-                 "guided": ("HIGHS", "simplex guided by clarabel")}
-"""``(solver, method)`` recorded for each method that answered."""
+SOLVER_LABELS = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"), "clarabel": ("CLARABEL", "ipm")}
+"""``(solver, method)`` recorded for each method that answered (``guided``: :func:`solver_label`)."""
+
+
+def solver_label(used: str, run: Solved) -> tuple[str, str]:
+    """``(solver, method)`` recorded for the method that answered; a guided simplex names its guide."""
+    if used in ("guided", CLARABEL_GUIDED):
+        return "HIGHS", "simplex guided by " + (run.guide.split(" (")[0] or "clarabel")
+    return SOLVER_LABELS[used]
 
 
 def lp_extra(lp: ReducedLP, build: float, optimality: dict) -> dict:

@@ -185,18 +185,12 @@ def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
     """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``: rows are
     grouped by a 64-bit hash of their exact bits, then every row is compared with its group's
     first row (a collision falls back to :func:`countdp.design.fast._dedup_rows`)."""
-    from countdp.design.reduce import _dedup_rows
+    from countdp.design.reduce import _dedup_rows, row_hashes
 
-    A.sort_indices()
+    A.sort_indices()  # the comparison below goes entry by entry
+    h = row_hashes(A, lo, hi)
     nnz = np.diff(A.indptr)
-    mix = np.uint64(0x9E3779B97F4A7C15)
-    h = np.zeros(A.shape[0], np.uint64)
     row = np.repeat(np.arange(A.shape[0]), nnz)
-    with np.errstate(over="ignore"):
-        term = (A.indices.astype(np.uint64) + np.uint64(1)) * mix ^ A.data.view(np.uint64)
-        term = term * (np.arange(A.nnz, dtype=np.uint64) - A.indptr[row].astype(np.uint64) + np.uint64(3))
-        np.add.at(h, row, term * mix)
-        h = h ^ (lo.view(np.uint64) * np.uint64(31)) ^ (hi.view(np.uint64) * np.uint64(17)) ^ nnz.astype(np.uint64)
     _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
     rep = first[inverse]
     same = (nnz == nnz[rep]) & (lo == lo[rep]) & (hi == hi[rep])

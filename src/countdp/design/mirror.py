@@ -145,13 +145,14 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
     ``(FastResult, None)`` when proven, ``(None, why)`` when tried and not proven, ``(None, None)``
     when it does not apply (L0, asymmetric weights or properties, a small model)."""
     from countdp.design.fast import (
-        SOLVER_LABELS,
         FastResult,
         build_reduced_lp,
         choose_method,
         is_zero_one,
         lp_extra,
         solve_proven,
+        solver_label,
+        vertex_matrix,
     )
 
     plain = DesignProblem(n, alpha, props, objective, weights, aggregate)
@@ -167,10 +168,15 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
         return None, {"certified": False, "reason": str(exc)}
     optimality = prove_unfolded(lp, run, P, plain)
     optimality.update(method=used, dual="the S-folded model's, mirrored and averaged")
+    if run.guide:
+        optimality["guide"] = run.guide
+    if run.dp_closure:
+        optimality["dp_closure"] = True
+    if "attempts" in folded_optimality:
+        optimality["attempts"] = folded_optimality["attempts"]
     if not optimality["certified"]:
         return None, {**optimality, "folded_optimality": folded_optimality}
-    N = n + 1
-    raw = (lp.expand @ run.y)[: N * N].reshape(N, N)
+    raw = vertex_matrix(lp, run)
     extra = lp_extra(lp, build, optimality)
     extra["reductions"].append("S folded without S requested (Theorem 1)")
-    return FastResult(raw, *SOLVER_LABELS[used], "optimal", run.seconds, build, run.objective, extra), None
+    return FastResult(raw, *solver_label(used, run), "optimal", run.seconds, build, run.objective, extra), None

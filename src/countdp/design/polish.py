@@ -59,6 +59,31 @@ def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active
     return y, row_dual, col_dual
 
 
+def dp_closure(P: np.ndarray, alpha: float) -> np.ndarray:
+    """``P`` with every entry off the diagonal raised, outward from the diagonal, to at least
+    ``alpha`` times its neighbour nearer the diagonal, computed in floating point as the DP test
+    computes it; each column's added mass is then taken off its diagonal entry.
+
+    Rows are outputs, columns inputs.  A vertex whose tiny entries (``alpha^|i-j|`` down to 1e-77)
+    break DP rows by HiGHS's tolerance (~1e-13 absolute) otherwise needs a UM mixture
+    ``lambda ~ 1e-13 N / (1 - alpha)``, which costs ``lambda`` times UM's loss (~n^2/6 for L2):
+    5e-9 at n = 256.  Raising those entries moves each column by about that much instead, and no
+    raised pair breaks the other direction (``alpha^2 <= 1``).  Lowering a diagonal entry only
+    loosens its DP rows (the diagonal is its row's largest entry in these designs; the DP test
+    that follows checks it)."""
+    out = np.array(P, float)
+    N = out.shape[0]
+    rows = np.arange(N)
+    for j in range(N - 2, -1, -1):  # left of the diagonal (rows i > j), outward
+        below = rows > j
+        out[below, j] = np.maximum(out[below, j], alpha * out[below, j + 1])
+    for j in range(1, N):  # right of the diagonal (rows i < j), outward
+        above = rows < j
+        out[above, j] = np.maximum(out[above, j], alpha * out[above, j - 1])
+    out[rows, rows] -= out.sum(axis=0) - np.asarray(P, float).sum(axis=0)
+    return out
+
+
 def full_dual(lp, row_dual: np.ndarray, col_dual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(u, v)``: the reduced LP's duals as multipliers of the full model's rows (docstring)."""
     problem = lp.problem

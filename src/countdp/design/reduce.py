@@ -117,6 +117,30 @@ def _dedup_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.sort(np.concatenate(keep)) if keep else np.zeros(0, int)
 
 
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser: a bijection of uint64 in which every input bit affects every output bit."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def row_hashes(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of every row ``(A[r], lo[r], hi[r])`` from its exact bits: the sum of a mixed
+    hash of each entry ``(column, value)``, mixed with the bounds.  Equal rows hash equal;
+    different rows collide with probability ~2^-64 (a plain weighted sum of the column indices
+    collided on rows with equal index sums)."""
+    nnz = np.diff(A.indptr)
+    h = np.zeros(A.shape[0], np.uint64)
+    row = np.repeat(np.arange(A.shape[0]), nnz)
+    lo, hi = np.ascontiguousarray(lo, float), np.ascontiguousarray(hi, float)
+    with np.errstate(over="ignore"):
+        entry = _mix64(_mix64(A.indices.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)) ^ A.data.view(np.uint64))
+        np.add.at(h, row, entry)
+        h = _mix64(h ^ _mix64(lo.view(np.uint64) + np.uint64(1))) ^ _mix64(hi.view(np.uint64) + np.uint64(2))
+        return _mix64(h + nnz.astype(np.uint64))
+
+
 def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
                      weights: np.ndarray | None = None, aggregate: str = "sum",
                      fold_symmetry: bool = True, drop_implied: bool = True) -> ReducedLP:
