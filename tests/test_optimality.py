@@ -248,7 +248,7 @@ def test_dp_closure_repairs_a_broken_tail_without_um():
 
 
 def test_dp_closure_proves_a_vertex_whose_um_repair_costs_too_much():
-    """LP with F, L2, n = 256, alpha = 0.5: the vertex's tail breaks DP rows by ~1e-15, and UM's
+    """LP with F, L2, n = 256, alpha = 0.5: the exact vertex breaks a DP row by rounding (~1e-15), and UM's
     repair costs 5e-9 of the objective (UM's L2 loss is ~n^2/6), more than the certificate allows;
     the closure's does not, and the released weights are exactly alpha-DP."""
     design = design_named("LP", 256, 0.5, objective="L2", properties=("F",))

@@ -64,11 +64,11 @@ def dp_closure(P: np.ndarray, alpha: float) -> np.ndarray:
     ``alpha`` times its neighbour nearer the diagonal, computed in floating point as the DP test
     computes it; each column's added mass is then taken off its diagonal entry.
 
-    Rows are outputs, columns inputs.  A vertex whose tiny entries (``alpha^|i-j|`` down to 1e-77)
-    break DP rows by HiGHS's tolerance (~1e-13 absolute) otherwise needs a UM mixture
-    ``lambda ~ 1e-13 N / (1 - alpha)``, which costs ``lambda`` times UM's loss (~n^2/6 for L2):
-    5e-9 at n = 256.  Raising those entries moves each column by about that much instead, and no
-    raised pair breaks the other direction (``alpha^2 <= 1``).  Lowering a diagonal entry only
+    Rows are outputs, columns inputs.  A vertex whose exact solve left rounding in an active DP
+    row (measured: 1e-15 on entries near 1/6, LP with F, L2, n = 256, alpha = 0.5) otherwise
+    needs a UM mixture ``lambda ~ 1e-15 N / (1 - alpha)``, which costs ``lambda`` times UM's
+    loss (~n^2/6 for L2): 5e-9.  Raising the entries moves each column by about the violation
+    instead, and no raised pair breaks the other direction (``alpha^2 <= 1``).  Lowering a diagonal entry only
     loosens its DP rows (the diagonal is its row's largest entry in these designs; the DP test
     that follows checks it)."""
     out = np.array(P, float)
