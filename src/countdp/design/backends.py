@@ -255,10 +255,14 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
 
     col, row = scales(lp)
     scaled = scaled_model(lp, col, row)
-    spent, note = 0.0, ""
-    found = seed.template_guide(lp, threads) if template else None
+    began, note = time.perf_counter(), ""
+    try:
+        found = seed.template_guide(lp, threads) if template else None
+    except RuntimeError as exc:
+        found, note = None, f" ({exc})"
+    spent = time.perf_counter() - began
     if found is not None:
-        guide, basic, active, n0, spent = found
+        guide, basic, active, n0 = found
         point = replace(guide, y=guide.y / col, row_dual=guide.row_dual / row, col_dual=guide.col_dual * col)
         for prior in ((basic, active), None) if basic is not None else (None,):
             began = time.perf_counter()

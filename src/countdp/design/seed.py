@@ -26,8 +26,6 @@ large as the model (``alpha`` near 1).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -46,12 +44,13 @@ its middle is too short to hold the interior's pattern."""
 MAX_TEMPLATE_FRACTION = 0.7
 """No guide when the template would exceed this fraction of ``n``."""
 
-TEMPLATE_SIMPLEX_SECONDS = 4.0
-"""Time given to each simplex of the template's own guided solve."""
+TEMPLATE_SIMPLEX_SECONDS = 6.0
+"""Time given to each simplex of the template's own guided solve (WM, L0,1, alpha = 0.91: 2 to 3.2 s
+at n = 160, more under load)."""
 
 SIMPLEX_SECONDS = 8.0
-"""Time given to the dual simplex at ``n`` from the template's basis before Clarabel's guide is
-used instead (a good guide needs 0.3 to 6 s at n = 256)."""
+"""Time given to each dual simplex at ``n`` from the template's guess (its statuses, then its point
+alone) before Clarabel's guide is used instead (a good guide needs 0.3 to 6 s at n = 256)."""
 
 
 def template_width(n: int, alpha: float) -> int | None:
@@ -73,26 +72,25 @@ def applies(lp) -> bool:
 
 
 def template_guide(lp, threads: int | None = None):
-    """``(guide, basic, active, n0, seconds)``: a guide point of ``lp`` (a
+    """``(guide, basic, active, n0)``: a guide point of ``lp`` (a
     :class:`countdp.design.backends.Solved` in ``lp``'s units) and basis statuses from the optimal
-    vertex at ``n0`` (:func:`spread`); ``None`` when :func:`applies` is false or
-    the template is not solved.  The template is solved by :func:`countdp.design.backends.run_guided`
-    itself (so it may be guided by a smaller template in turn) and polished."""
+    vertex at ``n0`` (:func:`spread`); ``None`` when :func:`applies` is false.  The template is
+    solved by :func:`countdp.design.backends.run_guided` itself (so it may be guided by a smaller
+    template in turn) and polished; ``RuntimeError`` when it is not solved."""
     from countdp.design.backends import polish_run, run_guided
     from countdp.design.reduce import build_reduced_lp
 
     if not applies(lp):
         return None
-    began = time.perf_counter()
     problem = lp.problem
     W = template_width(lp.n, problem.alpha)
     n0 = 3 * W + 4
     small = build_reduced_lp(n0, problem.alpha, problem.properties, problem.objective, None, "sum", lp.folded)
     try:
         run0 = polish_run(small, run_guided(small, threads, TEMPLATE_SIMPLEX_SECONDS))
-    except RuntimeError:
-        return None
-    return (*spread(lp, small, run0, W), n0, time.perf_counter() - began)
+    except RuntimeError as exc:
+        raise RuntimeError(f"the design at n = {n0} was not solved: {exc}") from exc
+    return (*spread(lp, small, run0, W), n0)
 
 
 def spread(lp, small, run0, W: int):
