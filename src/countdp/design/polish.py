@@ -68,9 +68,10 @@ def dp_closure(P: np.ndarray, alpha: float) -> np.ndarray:
     row (measured: 1e-15 on entries near 1/6, LP with F, L2, n = 256, alpha = 0.5) otherwise
     needs a UM mixture ``lambda ~ 1e-15 N / (1 - alpha)``, which costs ``lambda`` times UM's
     loss (~n^2/6 for L2): 5e-9.  Raising the entries moves each column by about the violation
-    instead, and no raised pair breaks the other direction (``alpha^2 <= 1``).  Lowering a diagonal entry only
-    loosens its DP rows (the diagonal is its row's largest entry in these designs; the DP test
-    that follows checks it)."""
+    instead, and no raised pair breaks the other direction (``alpha^2 <= 1``).  Lowering a
+    diagonal entry loosens the rows bounding its neighbours and tightens only its own
+    ``P[i, i] >= alpha P[i, i +/- 1]``, which have slack in these designs (the diagonal is its
+    row's largest entry); the DP test that follows checks it."""
     out = np.array(P, float)
     N = out.shape[0]
     rows = np.arange(N)

@@ -34,8 +34,8 @@ MIN_N = 160
 
 DECAY = 1e-2
 """The corner width ``W`` is at least ``log(DECAY) / log(alpha)``.  Measured at n = 256, alpha =
-0.91 (WM, L2): ``W = 41`` (``alpha^W = 0.021``) gave an ill-conditioned basis (dual simplex: "Not Set"), ``W = 52``
-(0.0075) needed 0.5 s."""
+0.91 (WM, L2): ``W = 41`` (``alpha^W = 0.021``) gave an ill-conditioned basis (dual simplex:
+"Not Set"), ``W = 52`` (0.0075) needed 0.5 s."""
 
 MIN_WIDTH_FRACTION = 0.2
 """``W`` is at least this fraction of ``n`` (``n0 ~ 0.6 n``): a smaller template saves little and
