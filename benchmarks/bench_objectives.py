@@ -18,6 +18,7 @@ import argparse
 import multiprocessing
 import time
 
+from countdp.design.backends import INTERIOR_GUIDE
 from countdp.design.designer import DesignError, design_named
 from countdp.privacy.exact import exact_dp_check
 
@@ -47,7 +48,8 @@ def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alp
             "gap_rel": gap / max(1.0, abs(opt.get("upper_bound", 1.0))),
             "proven": bool(opt.get("certified")) and design.status == "optimal",
             "certified": exact.holds,
-            "method": f"guided by {opt['guide']}" if opt.get("guide") else opt.get("method", design.method)}
+            "method": (opt["guide"] if opt.get("guide", "").startswith(INTERIOR_GUIDE) else f"guided by {opt['guide']}")
+            if opt.get("guide") else opt.get("method", design.method)}
 
 
 def run_isolated(args: tuple, timeout: float) -> dict:

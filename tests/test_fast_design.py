@@ -172,3 +172,45 @@ def test_guided_simplex_is_a_proven_vertex_of_the_plain_lp(props, objective, alp
     ref = design_lp(n, alpha, props, objective, backend="cvxpy")
     assert fast.method == "simplex guided by clarabel" and fast.extra["optimality"]["certified"]
     assert fast.solver_objective == pytest.approx(ref.solver_objective, rel=1e-7)
+
+
+@pytest.mark.parametrize("props, objective, alpha", [(("F",), "L0d:1", 0.99), (("CH", "RM"), "L1", 0.99),
+                                                     (("CH", "RM"), "L2", 0.62)])
+def test_interior_point_is_proven_when_the_simplex_does_not_end(monkeypatch, props, objective, alpha):
+    """With no time for the simplex from Clarabel's basis, Clarabel's point itself is proven (DP
+    closure where certify's UM repair costs too much): the plain cvxpy model's value, a closed
+    certificate, and released weights that pass the exact alpha-DP test."""
+    from countdp.design import backends
+    from countdp.privacy.exact import exact_dp_check
+
+    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 0.0)
+    n = 64
+    design = design_named("LP", n, alpha, objective=objective, properties=props)
+    optimality = design.extra["optimality"]
+    assert optimality["certified"] and design.status == "optimal"
+    assert optimality["guide"].startswith(backends.INTERIOR_GUIDE) and design.method == "ipm"
+    ref = design_lp(n, alpha, props, objective, backend="cvxpy")
+    assert objective_value(design.matrix, objective) == pytest.approx(ref.solver_objective, rel=1e-7)
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
+
+
+def test_a_rejected_interior_point_is_followed_by_the_simplex(monkeypatch):
+    """Below ``seed.MIN_N``, ``accept`` sees Clarabel's point only after the quick simplex fails;
+    rejected, the simplex goes on to a vertex (with a basis); accepted, the point is returned
+    without one.  From ``MIN_N`` the point is offered first."""
+    from countdp.design import backends, seed
+
+    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 0.0)
+    lp = build_reduced_lp(64, 0.99, ("F", "S"), "L0d:1", None, "sum")
+    seen = []
+    vertex = backends.run_guided(lp, template=False, accept=lambda point: seen.append(point) or False)
+    assert len(seen) == 1 and seen[0].basis is None and vertex.basis is not None and vertex.guide == "clarabel"
+    interior = backends.run_guided(lp, template=False, accept=lambda point: True)
+    assert interior.basis is None and interior.guide == backends.INTERIOR_GUIDE
+    assert interior.objective == pytest.approx(vertex.objective, rel=1e-8)
+    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 60.0)
+    quick = backends.run_guided(lp, template=False, accept=lambda point: seen.append(point) or True)
+    assert quick.basis is not None and len(seen) == 1  # a vertex in time: the point is not offered
+    monkeypatch.setattr(seed, "MIN_N", 60)  # from MIN_N the point is offered before any simplex
+    first = backends.run_guided(lp, template=False, accept=lambda point: seen.append(point) or True)
+    assert first.basis is None and len(seen) == 2

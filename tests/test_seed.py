@@ -106,9 +106,9 @@ def test_unproven_template_answer_is_retried_with_clarabel(monkeypatch):
     calls = []
     real = backends.run_guided
 
-    def spoiled(lp, threads=None, time_limit=backends.GUIDED_SIMPLEX_SECONDS, template=True):
+    def spoiled(lp, threads=None, time_limit=backends.GUIDED_SIMPLEX_SECONDS, template=True, accept=None):
         calls.append(template)
-        run = real(lp, threads, time_limit, template=False)
+        run = real(lp, threads, time_limit, template=False)  # a vertex: its interior point is not offered
         if template:  # an exact vertex with spoiled duals
             run = backends.polish_run(lp, run)
             run.guide, run.basis, run.row_dual = "the design at n = 10", None, run.row_dual * 0.5
@@ -122,7 +122,7 @@ def test_unproven_template_answer_is_retried_with_clarabel(monkeypatch):
     assert optimality["attempts"][0].startswith("guided: certificate did not close")
     assert run.guide == "clarabel"
 
-    def clarabel_guided(lp, threads=None, template=True):
+    def clarabel_guided(lp, threads=None, template=True, accept=None):
         calls.append(template)
         return real(lp, threads, template=False)
 

@@ -9,6 +9,7 @@ are imported only when a model is solved.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -47,9 +48,11 @@ class Solved:
     dp_closure: bool = False  # the matrix released is polish.dp_closure of the vertex
 
 
-def run_clarabel(lp: ReducedLP) -> Solved:
+def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None) -> Solved:
     """Clarabel's interior point method (not a vertex, no basis); ``AlmostSolved`` is returned
-    too: the caller proves it optimal or falls back."""
+    too: the caller proves it optimal or falls back.  ``cost_scale``: Clarabel minimises
+    ``cost / cost_scale`` (e.g. :func:`objective_scale`); duals and objective are returned in
+    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default :data:`CLARABEL_TOL`)."""
     import clarabel
 
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
@@ -65,19 +68,19 @@ def run_clarabel(lp: ReducedLP) -> Solved:
     cones = [clarabel.ZeroConeT(int(eq.sum())), clarabel.NonnegativeConeT(M.shape[0] - int(eq.sum()))]
     settings = clarabel.DefaultSettings()
     settings.verbose = False
-    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL if tol is None else tol
     settings.direct_solve_method = CLARABEL_DIRECT_METHOD
     # Iterative refinement of the KKT solves costs ~25% of the time; the answer is proven
     # optimal afterwards (or another method is tried), so it is not needed.
     settings.iterative_refinement_enable = False
     start = time.perf_counter()
-    solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), lp.cost, M, np.concatenate(rhs), cones,
+    solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), lp.cost / cost_scale, M, np.concatenate(rhs), cones,
                                       settings).solve()
     elapsed = time.perf_counter() - start
     status = str(solution.status)
     if not status.endswith("Solved"):
         raise RuntimeError(f"Clarabel returned {status!r}")
-    z = np.asarray(solution.z, float)
+    z = np.asarray(solution.z, float) * cost_scale
     sizes = np.cumsum([eq.sum(), has_lo.sum(), has_hi.sum(), fin_lo.sum()])
     z_eq, z_lo, z_hi, z_cl, z_ch = np.split(z, sizes)
     row_dual = np.zeros(A.shape[0])
@@ -86,7 +89,27 @@ def run_clarabel(lp: ReducedLP) -> Solved:
     col_dual = np.zeros(k)
     col_dual[fin_lo] += z_cl
     col_dual[fin_hi] -= z_ch
-    return Solved(np.asarray(solution.x, float), row_dual, col_dual, status, float(solution.obj_val), elapsed)
+    return Solved(np.asarray(solution.x, float), row_dual, col_dual, status, float(solution.obj_val) * cost_scale,
+                  elapsed)
+
+
+def objective_scale(lp: ReducedLP) -> float:
+    """The objective of GM (truncated geometric) for ``lp``'s problem, at least 1: GM is a
+    BasicDP mechanism, so this is of the order of the optimum (L2, n = 256, alpha = 0.99: 7,095
+    against WM's 5,234).
+
+    Clarabel's 1e-12 tolerances are not reached on L2's costs (up to n^2): WM, L2, alpha = 0.99
+    ended 'AlmostSolved' after 1.4 s at n = 128 and 39 s at n = 256 (gaps 1e-4, 9e-3); with the
+    cost divided by this scale, 'Solved' in 0.9 s and 9.4 s, and proven.  Objectives below 1
+    (L0, L0,d) are not scaled up: LP with F, L0,1, n = 128, alpha = 0.62 then ended
+    'AlmostSolved' with a basis guess the simplex could not use."""
+    from countdp.evaluate.metrics import objective_value
+    from countdp.mechanisms.closed_forms import geometric
+
+    problem = lp.problem
+    value = objective_value(geometric(problem.n, problem.alpha), problem.objective, problem.weights,
+                            problem.aggregate)
+    return max(1.0, float(value)) if np.isfinite(value) else 1.0
 
 
 def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper: np.ndarray,
@@ -231,13 +254,28 @@ def guess_basis(lp: ReducedLP, run: Solved, prior: tuple[np.ndarray, np.ndarray]
     return basis
 
 
+INTERIOR_GUIDE = "no vertex: clarabel's interior point, proven as it is"
+"""``Solved.guide`` of the interior point :func:`run_guided` returns when its ``accept`` passes."""
+
+QUICK_VERTEX_SECONDS = 2.0
+"""Below :data:`countdp.design.seed.MIN_N`, the time :func:`run_guided` gives the simplex from
+Clarabel's basis before it offers Clarabel's interior point to ``accept``: a vertex (exact
+zeros) where a few pivots find one, the interior point where the simplex would grind (WM, L2,
+n = 128, alpha = 0.99: 43 s before)."""
+
+GUIDE_CLARABEL_TOL = 1e-14
+"""Clarabel's tolerances in :func:`run_guided`.  Its interior point is proven as it is only when
+its duals are accurate: the check lowers each column's multiplier by its worst reduced-cost
+deficit, so ~1e-11 of noise per column cost L0,1 at n = 256, alpha = 0.91 gaps of 2e-9 to 3.5e-9
+at 1e-12 (WH, LP+F, WM); at 1e-14, 1.5e-12 to 5.8e-12, in the same time (1.3 to 10.8 s)."""
+
 GUIDED_SIMPLEX_SECONDS = 10.0
 """Time given to the simplex of :func:`run_guided` from its guessed basis: a good guess needs a
 few pivots (0.6 s at n = 256); one that sends it grinding is abandoned for the next method."""
 
 
 def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | None = GUIDED_SIMPLEX_SECONDS,
-               template: bool = True) -> Solved:
+               template: bool = True, accept: Callable[[Solved], bool] | None = None) -> Solved:
     """HiGHS simplex from the basis :func:`guess_basis` reads off a guide point: a vertex (with its
     basis, for polishing) in a few pivots when the guess is good.
 
@@ -250,7 +288,15 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
     ``RuntimeError`` when the simplex fails from Clarabel's basis or runs out of ``time_limit``
     seconds (the dual simplex, then the primal one: HiGHS's dual simplex stops at the huge duals
     of an ill-conditioned guess, measured in 14 of 48 cases at n = 64, which primal simplex
-    solved).  ``Solved.guide`` says which guide was used, and why a template was not."""
+    solved).  ``Solved.guide`` says which guide was used, and why a template was not.
+
+    ``accept``: a test of Clarabel's point (in ``lp``'s units); when it passes, that point is
+    returned as it is (no basis; ``guide`` :data:`INTERIOR_GUIDE`), else the simplex goes on.
+    The caller's proof of optimality goes there: Clarabel's point, DP-closed, is often proven
+    outright where the simplex grinds (large optimal faces of L0,d; alpha = 0.99).  From
+    :data:`countdp.design.seed.MIN_N` the point is tested first (a simplex costs seconds there);
+    below, only when the simplex from its basis has not ended within
+    :data:`QUICK_VERTEX_SECONDS` (a vertex: exact zeros, smaller gaps)."""
     from countdp.design import seed
 
     col, row = scales(lp)
@@ -277,13 +323,33 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
                 run.seconds += spent
                 run.guide = f"the design at n = {n0}" + ("" if prior is not None else ", its point only")
                 return run
-    ipm = run_clarabel(scaled)
-    start = guess_basis(scaled, ipm)
-    try:
-        run = run_highs(lp, "simplex", threads, time_limit, start=start)
-    except RuntimeError:  # the dual simplex stopped at huge duals: the primal one, from the same basis
-        run = run_highs(lp, "simplex", threads, time_limit, start=start, primal=True)
-    run.seconds += ipm.seconds + spent
+    ipm = run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL)
+    start, began = guess_basis(scaled, ipm), time.perf_counter()
+    interior = replace(ipm, y=ipm.y * col, row_dual=ipm.row_dual * row, col_dual=ipm.col_dual / col,
+                       guide=INTERIOR_GUIDE + note)
+
+    def simplex(limit: float | None, primal: bool = False) -> Solved:
+        return run_highs(lp, "simplex", threads, limit, start=start, primal=primal)
+
+    if accept is None:  # the dual simplex, then the primal one (the dual stops at huge duals)
+        order = ((time_limit, False), (time_limit, True))
+    elif lp.n < seed.MIN_N:  # a vertex if a few pivots find one, then the point, then more pivots
+        order = ((QUICK_VERTEX_SECONDS, False), (QUICK_VERTEX_SECONDS, True), ("point", None), (time_limit, True))
+    else:
+        order = (("point", None), (time_limit, False), (time_limit, True))
+    for limit, primal in order:
+        if limit == "point":
+            if accept(interior):
+                interior.seconds += spent + time.perf_counter() - began
+                return interior
+            continue
+        try:
+            run = simplex(limit, primal)
+            break
+        except RuntimeError:
+            if (limit, primal) == order[-1]:
+                raise
+    run.seconds = ipm.seconds + spent + time.perf_counter() - began
     run.guide = "clarabel" + note
     return run
 

@@ -35,7 +35,9 @@ crossover on these models from n ~ 64 (benchmarks/), and for the other objective
 HiGHS simplex from a basis read off a guide point, a vertex
 (:func:`countdp.design.backends.run_guided`).  The guide is the optimal vertex at a smaller
 ``n``, spread out (:mod:`countdp.design.seed`, from ``n = 160`` where ``alpha`` is far enough
-from 1), else Clarabel's point on the scaled model.  An explicit
+from 1), else Clarabel's point on the scaled model; when the simplex from Clarabel's basis does
+not end within :data:`countdp.design.backends.QUICK_VERTEX_SECONDS`, Clarabel's point itself is
+proven if it can be (then the answer is not a vertex).  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
 :func:`countdp.privacy.certify.certify` like every other design.
@@ -65,6 +67,7 @@ from countdp.design.backends import (  # noqa: F401 - re-exported: the solver se
     CLARABEL_TOL,
     GUIDED_SIMPLEX_SECONDS,
     HIGHS_TOL,
+    INTERIOR_GUIDE,
     TIGHT_ROW_SCALES,
     Solved,
     highs_lp,
@@ -200,12 +203,16 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
         if chosen == CLARABEL_GUIDED and (best is None or not best[2].guide.startswith("the design")):
             continue  # the guided run had no template guide (or no answer): the same again would not help
         previous = None
+
+        def accept(point: Solved, used: str = chosen) -> bool:  # Clarabel's point, proven as it is
+            return _proven_answer(lp, point, used, False)[1]["certified"]
+
         for boost in (1.0, *TIGHT_ROW_SCALES) if chosen != "clarabel" and fallback else (1.0,):
             tight = boost != 1.0
             label = f"{chosen} (tightened {boost:g})" if tight else chosen
             try:
                 run = (run_clarabel(lp) if chosen == "clarabel"
-                       else run_guided(lp, threads, template=chosen == "guided")
+                       else run_guided(lp, threads, template=chosen == "guided", accept=accept)
                        if chosen in ("guided", CLARABEL_GUIDED) and not tight
                        else run_highs(lp, "simplex" if tight else chosen, threads, None,
                                       previous if tight else None, boost))
@@ -247,16 +254,16 @@ def vertex_matrix(lp: ReducedLP, run: Solved) -> np.ndarray:
 
 
 def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool) -> tuple[np.ndarray, dict, bool]:
-    """The certified matrix of a polished run, its optimality certificate, and whether the DP
-    certificate had to repair it.  When that repair (a UM mixture) keeps the certificate of a
-    polished vertex from closing (an interior point falls back to a vertex instead), the DP
-    closure of the vertex (:func:`countdp.design.polish.dp_closure`) is certified and proven
-    instead, and kept if it closes (``run.dp_closure``, ``optimality["dp_closure"]``)."""
+    """The certified matrix of a (polished) run, its optimality certificate, and whether the DP
+    certificate had to repair it.  When that repair (a UM mixture) keeps the certificate from
+    closing, the DP closure of the point (:func:`countdp.design.polish.dp_closure`) is
+    certified and proven instead, and kept if it closes (``run.dp_closure``,
+    ``optimality["dp_closure"]``)."""
     from countdp.privacy.certify import certify
 
     P, certificate = certify(vertex_matrix(lp, run), lp.problem.alpha)
     optimality = prove(lp, run, P)
-    if not optimality["certified"] and certificate.repair_lambda > 0 and run.polished and not run.dp_closure:
+    if not optimality["certified"] and certificate.repair_lambda > 0 and not run.dp_closure:
         closed = replace(run, dp_closure=True)
         P_closed, closed_certificate = certify(vertex_matrix(lp, closed), lp.problem.alpha)
         closed_optimality = prove(lp, closed, P_closed)
@@ -395,6 +402,8 @@ SOLVER_LABELS = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossove
 def solver_label(used: str, run: Solved) -> tuple[str, str]:
     """``(solver, method)`` recorded for the method that answered; a guided simplex names its guide."""
     if used in ("guided", CLARABEL_GUIDED):
+        if run.guide.startswith(INTERIOR_GUIDE):
+            return SOLVER_LABELS["clarabel"]
         return "HIGHS", "simplex guided by " + (run.guide.split(" (")[0] or "clarabel")
     return SOLVER_LABELS[used]
 

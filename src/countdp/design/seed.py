@@ -53,6 +53,14 @@ SIMPLEX_SECONDS = 8.0
 alone) before Clarabel's guide is used instead (a good guide needs 0.3 to 6 s at n = 256)."""
 
 
+FACE_ALPHA = 0.9
+"""L0,d with ``d >= 1`` gets no template from this alpha: its loss is a 0/1 step, the optimal face
+is large, and a vertex is costly to reach from any guess, while Clarabel's point is proven as it
+is.  Measured at n = 256, alpha = 0.91 (template / Clarabel's point): WM 13 to 28 s / 12 s, LP
+with F 10.4 / 4 s, LP with CH and RM 12.9 / 5.5 s (its template at n = 160 not solved in time).
+WH took 2.0 s either way."""
+
+
 def template_width(n: int, alpha: float) -> int | None:
     """The corner width ``W`` of the template (``n0 = 3 W + 4``), or ``None`` when no guide is built."""
     if n < MIN_N or not 0.0 < alpha < 1.0:
@@ -62,12 +70,17 @@ def template_width(n: int, alpha: float) -> int | None:
 
 
 def applies(lp) -> bool:
-    """Whether a template guide can be built: the sum aggregate, uniform weights (the template has
-    its own uniform prior) and a template width (:func:`template_width`)."""
+    """Whether a template guide can be built and is worth it: the sum aggregate, uniform weights
+    (the template has its own uniform prior), a template width (:func:`template_width`), and not
+    L0,d (``d >= 1``) from :data:`FACE_ALPHA`."""
     from countdp.design.fast import _is_uniform
 
     problem = lp.problem
-    return (problem is not None and problem.aggregate == "sum" and _is_uniform(problem.weights, lp.n)
+    if problem is None:
+        return False
+    objective = problem.objective
+    large_face = objective.name == "L0d" and objective.d >= 1 and problem.alpha >= FACE_ALPHA
+    return (problem.aggregate == "sum" and _is_uniform(problem.weights, lp.n) and not large_face
             and template_width(lp.n, problem.alpha) is not None)
 
 
