@@ -255,15 +255,17 @@ def vertex_matrix(lp: ReducedLP, run: Solved) -> np.ndarray:
 
 def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool) -> tuple[np.ndarray, dict, bool]:
     """The certified matrix of a (polished) run, its optimality certificate, and whether the DP
-    certificate had to repair it.  When that repair (a UM mixture) keeps the certificate from
-    closing, the DP closure of the point (:func:`countdp.design.polish.dp_closure`) is
-    certified and proven instead, and kept if it closes (``run.dp_closure``,
-    ``optimality["dp_closure"]``)."""
+    certificate had to repair it.  When that repair (a UM mixture) keeps the certificate of a
+    polished vertex, or of Clarabel's point offered by :func:`run_guided`, from closing, the DP
+    closure of the point (:func:`countdp.design.polish.dp_closure`) is certified and proven
+    instead, and kept if it closes (``run.dp_closure``, ``optimality["dp_closure"]``).  A plain
+    ``clarabel`` answer falls back to a vertex instead."""
     from countdp.privacy.certify import certify
 
     P, certificate = certify(vertex_matrix(lp, run), lp.problem.alpha)
     optimality = prove(lp, run, P)
-    if not optimality["certified"] and certificate.repair_lambda > 0 and not run.dp_closure:
+    vertex_or_offered = run.polished or run.guide.startswith(INTERIOR_GUIDE)
+    if not optimality["certified"] and certificate.repair_lambda > 0 and vertex_or_offered and not run.dp_closure:
         closed = replace(run, dp_closure=True)
         P_closed, closed_certificate = certify(vertex_matrix(lp, closed), lp.problem.alpha)
         closed_optimality = prove(lp, closed, P_closed)
