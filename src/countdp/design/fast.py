@@ -198,14 +198,15 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
     with the smallest gap, with ``optimality["certified"] = False`` and every attempt listed;
     raises ``RuntimeError`` if no method returned an answer at all.
     """
-    attempts, best = [], None
+    attempts, best, offered = [], None, []  # offered: (Clarabel's point, its proof) for run_guided's accept
     for chosen in FALLBACKS[method] if fallback else (method,):
         if chosen == CLARABEL_GUIDED and (best is None or not best[2].guide.startswith("the design")):
             continue  # the guided run had no template guide (or no answer): the same again would not help
         previous = None
 
         def accept(point: Solved, used: str = chosen) -> bool:  # Clarabel's point, proven as it is
-            return _proven_answer(lp, point, used, False)[1]["certified"]
+            offered.append((point, _proven_answer(lp, point, used, False)))
+            return offered[-1][1][1]["certified"]
 
         for boost in (1.0, *TIGHT_ROW_SCALES) if chosen != "clarabel" and fallback else (1.0,):
             tight = boost != 1.0
@@ -222,7 +223,8 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
             if tight:  # the re-solve starts from the vertex its guide led to
                 run.guide = previous.guide
             previous, run = run, polish_run(lp, run)
-            P, optimality, repaired = _proven_answer(lp, run, chosen, tight)
+            accepted = offered and offered[-1][0] is run  # its proof is already made
+            P, optimality, repaired = offered[-1][1] if accepted else _proven_answer(lp, run, chosen, tight)
             if best is None or optimality["certified"] or _gap(optimality) < _gap(best[3]):
                 best = (P, chosen, run, optimality)
             if optimality["certified"]:
