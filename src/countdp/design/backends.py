@@ -296,7 +296,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
     outright where the simplex grinds (large optimal faces of L0,d; alpha = 0.99).  From
     :data:`countdp.design.seed.MIN_N` the point is tested first (a simplex costs seconds there);
     below, only when the simplex from its basis has not ended within
-    :data:`QUICK_VERTEX_SECONDS` (a vertex: exact zeros, smaller gaps)."""
+    :data:`QUICK_VERTEX_SECONDS` (a vertex has exact zeros)."""
     from countdp.design import seed
 
     col, row = scales(lp)
