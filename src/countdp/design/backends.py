@@ -107,6 +107,8 @@ def objective_scale(lp: ReducedLP) -> float:
     from countdp.mechanisms.closed_forms import geometric
 
     problem = lp.problem
+    if problem is None:
+        return 1.0
     value = objective_value(geometric(problem.n, problem.alpha), problem.objective, problem.weights,
                             problem.aggregate)
     return max(1.0, float(value)) if np.isfinite(value) else 1.0

@@ -35,9 +35,10 @@ crossover on these models from n ~ 64 (benchmarks/), and for the other objective
 HiGHS simplex from a basis read off a guide point, a vertex
 (:func:`countdp.design.backends.run_guided`).  The guide is the optimal vertex at a smaller
 ``n``, spread out (:mod:`countdp.design.seed`, from ``n = 160`` where ``alpha`` is far enough
-from 1), else Clarabel's point on the scaled model; when the simplex from Clarabel's basis does
-not end within :data:`countdp.design.backends.QUICK_VERTEX_SECONDS`, Clarabel's point itself is
-proven if it can be (then the answer is not a vertex).  An explicit
+from 1), else Clarabel's point on the scaled model.  That point itself is offered to the proof
+(first from ``n = 160``; below, when the simplex from its basis does not end within
+:data:`countdp.design.backends.QUICK_VERTEX_SECONDS`) and is the answer, not a vertex, when
+proven.  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
 :func:`countdp.privacy.certify.certify` like every other design.
