@@ -214,3 +214,22 @@ def test_a_rejected_interior_point_is_followed_by_the_simplex(monkeypatch):
     monkeypatch.setattr(seed, "MIN_N", 60)  # from MIN_N the point is offered before any simplex
     first = backends.run_guided(lp, template=False, accept=lambda point: seen.append(point) or True)
     assert first.basis is None and len(seen) == 2
+
+
+def test_wm_l2_near_one_is_clarabels_point_with_scaled_costs(monkeypatch):
+    """WM, L2, n = 128, alpha = 0.99 (43 s on the cold simplex before): Clarabel, on costs divided
+    by GM's L2 loss, gives a point that is proven as it is; released weights exactly alpha-DP.
+    (The quick simplex is skipped: whether it ends in 2 s depends on the machine.)"""
+    from countdp.design import backends
+    from countdp.privacy.exact import exact_dp_check
+
+    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 0.0)
+    n, alpha = 128, 0.99
+    lp = build_reduced_lp(n, alpha, ("RM", "CM", "WH", "S"), "L2", None, "sum")
+    assert backends.objective_scale(lp) == pytest.approx(objective_value(geometric(n, alpha), "L2"), rel=1e-12)
+    design = design_named("WM", n, alpha, objective="L2")
+    optimality = design.extra["optimality"]
+    assert design.status == "optimal" and optimality["certified"]
+    assert optimality["guide"].startswith(backends.INTERIOR_GUIDE) and design.method == "ipm"
+    assert optimality["gap"] <= 1e-9 * optimality["upper_bound"]
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
