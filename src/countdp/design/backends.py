@@ -339,7 +339,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
         order = ((QUICK_VERTEX_SECONDS, False), (QUICK_VERTEX_SECONDS, True), ("point", None), (time_limit, True))
     else:
         order = (("point", None), (time_limit, False), (time_limit, True))
-    for limit, primal in order:
+    for step, (limit, primal) in enumerate(order, 1):
         if limit == "point":
             if accept(interior):
                 interior.seconds += spent + time.perf_counter() - began
@@ -349,7 +349,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
             run = simplex(limit, primal)
             break
         except RuntimeError:
-            if (limit, primal) == order[-1]:
+            if step == len(order):  # the last simplex failed too
                 raise
     run.seconds = ipm.seconds + spent + time.perf_counter() - began
     run.guide = "clarabel" + note

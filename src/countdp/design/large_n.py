@@ -184,7 +184,7 @@ def _merge_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray):
 def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``: rows are
     grouped by a 64-bit hash of their exact bits, then every row is compared with its group's
-    first row (a collision falls back to :func:`countdp.design.fast._dedup_rows`)."""
+    first row (a collision falls back to :func:`countdp.design.reduce._dedup_rows`)."""
     from countdp.design.reduce import _dedup_rows, row_hashes
 
     A.sort_indices()  # the comparison below goes entry by entry

@@ -14,7 +14,7 @@ copied unchanged to every row that the same map sends to the template row, are c
 duals (rescaling them by ``N0 / N``, the ratio of the uniform costs, measured no better anywhere
 and worse for WM, L0,1, alpha = 0.91).  The template's basis statuses are copied the same way.
 The basis :func:`countdp.design.backends.guess_basis` reads off them replaces the one read off
-Clarabel's point, which costs 8 to 13 s at ``n = 256`` on WM's model (98,817 rows), while the
+Clarabel's point, which costs 9 to 18 s at ``n = 256`` on WM's model (98,817 rows), while the
 template costs 1 to 3 s.
 
 The guide only seeds the simplex: a wrong guess costs pivots (then the Clarabel guide is used),
