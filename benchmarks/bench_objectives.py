@@ -19,6 +19,7 @@ import multiprocessing
 import time
 
 from countdp.design.backends import INTERIOR_GUIDE
+from countdp.design.cm_relaxation import RELAXATION
 from countdp.design.designer import DesignError, design_named
 from countdp.privacy.exact import exact_dp_check
 
@@ -42,14 +43,17 @@ def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alp
     except DesignError as exc:
         return {**row, "seconds": time.perf_counter() - start, "error": str(exc)}
     opt = design.extra.get("optimality", {})
+    method = ((opt["guide"] if opt.get("guide", "").startswith(INTERIOR_GUIDE) else f"guided by {opt['guide']}")
+              if opt.get("guide") else opt.get("method", design.method))
+    if RELAXATION in design.extra.get("reductions", ()):
+        method += f" ({RELAXATION})"
     exact = exact_dp_check(design.released.weights, design.alpha_exact, design.released.K)
     gap = opt.get("gap", float("nan"))
     return {**row, "seconds": time.perf_counter() - start,
             "gap_rel": gap / max(1.0, abs(opt.get("upper_bound", 1.0))),
             "proven": bool(opt.get("certified")) and design.status == "optimal",
             "certified": exact.holds,
-            "method": (opt["guide"] if opt.get("guide", "").startswith(INTERIOR_GUIDE) else f"guided by {opt['guide']}")
-            if opt.get("guide") else opt.get("method", design.method)}
+            "method": method}
 
 
 def run_isolated(args: tuple, timeout: float) -> dict:

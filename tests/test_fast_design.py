@@ -216,6 +216,32 @@ def test_a_rejected_interior_point_is_followed_by_the_simplex(monkeypatch):
     assert first.basis is None and len(seen) == 2
 
 
+def test_an_inaccurate_point_rejected_from_min_n_ends_the_guided_methods(monkeypatch):
+    """From ``MIN_N``, a rejected point that Clarabel left 'AlmostSolved' is not followed by the
+    simplex from its basis, and the folded path's guided methods then end without an answer
+    (the LP without S is solved next), never reaching the cold simplex or IPX."""
+    import dataclasses
+
+    from countdp.design import backends, fast, seed
+
+    monkeypatch.setattr(seed, "MIN_N", 60)
+    lp = build_reduced_lp(64, 0.99, ("F", "S"), "L0d:1", None, "sum")
+    real = backends.run_clarabel
+    monkeypatch.setattr(backends, "run_clarabel",
+                        lambda *a, **k: dataclasses.replace(real(*a, **k), status="AlmostSolved"))
+
+    def no_simplex(*args, **kwargs):
+        raise AssertionError("a simplex ran")
+
+    monkeypatch.setattr(backends, "run_highs", no_simplex)
+    monkeypatch.setattr(fast, "run_highs", no_simplex)
+    with pytest.raises(RuntimeError, match="AlmostSolved"):
+        backends.run_guided(lp, template=False, accept=lambda point: False)
+    monkeypatch.setattr(fast, "_proven_answer", lambda *a, **k: (None, {"certified": False}, False))
+    with pytest.raises(RuntimeError, match="AlmostSolved"):
+        fast.solve_proven(lp, "guided", methods=("guided", fast.CLARABEL_GUIDED))
+
+
 def test_wm_l2_near_one_is_clarabels_point_with_scaled_costs(monkeypatch):
     """WM, L2, n = 128, alpha = 0.99 (43 s on the cold simplex before): Clarabel, on costs divided
     by GM's L2 loss, gives a point that is proven as it is; released weights exactly alpha-DP.

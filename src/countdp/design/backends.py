@@ -276,6 +276,19 @@ GUIDED_SIMPLEX_SECONDS = 10.0
 few pivots (0.6 s at n = 256); one that sends it grinding is abandoned for the next method."""
 
 
+def unscaled(run: Solved, col: np.ndarray, row: np.ndarray, guide: str = INTERIOR_GUIDE) -> Solved:
+    """``run`` (a solve of :func:`scaled_model`) in the units of the model it was scaled from."""
+    return replace(run, y=run.y * col, row_dual=run.row_dual * row, col_dual=run.col_dual / col, guide=guide)
+
+
+def interior_point(lp: ReducedLP) -> Solved:
+    """Clarabel's point on the scaled model, as :func:`run_guided` computes it (scales of
+    :func:`scales`, cost divided by :func:`objective_scale`, tolerances
+    :data:`GUIDE_CLARABEL_TOL`), in ``lp``'s units, marked :data:`INTERIOR_GUIDE`."""
+    col, row = scales(lp)
+    return unscaled(run_clarabel(scaled_model(lp, col, row), objective_scale(lp), GUIDE_CLARABEL_TOL), col, row)
+
+
 def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | None = GUIDED_SIMPLEX_SECONDS,
                template: bool = True, accept: Callable[[Solved], bool] | None = None) -> Solved:
     """HiGHS simplex from the basis :func:`guess_basis` reads off a guide point: a vertex (with its
@@ -296,9 +309,11 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
     returned as it is (no basis; ``guide`` :data:`INTERIOR_GUIDE`), else the simplex goes on.
     The caller's proof of optimality goes there: Clarabel's point, DP-closed, is often proven
     outright where the simplex grinds (large optimal faces of L0,d; alpha = 0.99).  From
-    :data:`countdp.design.seed.MIN_N` the point is tested first (a simplex costs seconds there);
-    below, only when the simplex from its basis has not ended within
-    :data:`QUICK_VERTEX_SECONDS` (a vertex has exact zeros)."""
+    :data:`countdp.design.seed.MIN_N` the point is tested first (a simplex costs seconds there),
+    and when Clarabel ended 'AlmostSolved' nothing else is tried (``RuntimeError``: LP with RM,
+    L1, n = 256, alpha = 0.99 ground through both 10 s simplices from that basis); below, only
+    when the simplex from its basis has not ended within :data:`QUICK_VERTEX_SECONDS` (a vertex
+    has exact zeros)."""
     from countdp.design import seed
 
     col, row = scales(lp)
@@ -327,8 +342,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
                 return run
     ipm = run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL)
     start, began = guess_basis(scaled, ipm), time.perf_counter()
-    interior = replace(ipm, y=ipm.y * col, row_dual=ipm.row_dual * row, col_dual=ipm.col_dual / col,
-                       guide=INTERIOR_GUIDE + note)
+    interior = unscaled(ipm, col, row, INTERIOR_GUIDE + note)
 
     def simplex(limit: float | None, primal: bool = False) -> Solved:
         return run_highs(lp, "simplex", threads, limit, start=start, primal=primal)
@@ -337,13 +351,17 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
         order = ((time_limit, False), (time_limit, True))
     elif lp.n < seed.MIN_N:  # a vertex if a few pivots find one, then the point, then more pivots
         order = ((QUICK_VERTEX_SECONDS, False), (QUICK_VERTEX_SECONDS, True), ("point", None), (time_limit, True))
-    else:
+    elif ipm.status == "Solved":
         order = (("point", None), (time_limit, False), (time_limit, True))
+    else:  # an inaccurate point: its basis sends the simplex grinding
+        order = (("point", None),)
     for step, (limit, primal) in enumerate(order, 1):
         if limit == "point":
             if accept(interior):
                 interior.seconds += spent + time.perf_counter() - began
                 return interior
+            if step == len(order):
+                raise RuntimeError(f"Clarabel's point ({ipm.status}) not proven; its basis not tried")
             continue
         try:
             run = simplex(limit, primal)

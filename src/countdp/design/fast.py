@@ -26,6 +26,9 @@ value is the plain formulation's (tests compare against cvxpy to 1e-7 on a grid 
 
 The reductions of the LP (implied rows dropped, symmetry folded, singleton rows as bounds,
 duplicates dropped) are in :mod:`countdp.design.reduce`, each recorded in ``extra["reductions"]``.
+Two more change the LP solved and prove the answer on the LP asked for: S folded in when not
+requested (:mod:`countdp.design.mirror`) and CM relaxed to CH where Clarabel's point would answer
+(:mod:`countdp.design.cm_relaxation`).
 
 The algorithm is chosen by size and objective (``method="auto"``): HiGHS dual simplex (a
 vertex) for small models; from :data:`IPM_MIN_NNZ` non-zeros, for L0, Clarabel's interior point
@@ -59,6 +62,7 @@ is returned with ``status = "not proven optimal"`` and every attempt listed.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -186,10 +190,10 @@ def prove(lp: ReducedLP, run: Solved, P: np.ndarray) -> dict:
     return check_optimality(full, lp.problem.point(P), u, v)
 
 
-def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
-                 fallback: bool = True) -> tuple[np.ndarray, str, Solved, dict]:
+def solve_proven(lp: ReducedLP, method: str, threads: int | None = None, fallback: bool = True,
+                 methods: tuple[str, ...] | None = None) -> tuple[np.ndarray, str, Solved, dict]:
     """Solve, polish and prove, falling back along :data:`FALLBACKS` (``fallback=False``: one
-    attempt with ``method`` only).
+    attempt with ``method`` only; ``methods``: the methods of that chain to try, in its order).
 
     A HiGHS vertex whose DP repair was needed and whose certificate does not close is first
     re-solved from its basis with tightened rows (:data:`countdp.design.backends.TIGHT_ROW_SCALES`;
@@ -200,7 +204,8 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None,
     raises ``RuntimeError`` if no method returned an answer at all.
     """
     attempts, best, offered = [], None, []  # offered: (Clarabel's point, its proof) for run_guided's accept
-    for chosen in FALLBACKS[method] if fallback else (method,):
+    chain = FALLBACKS[method] if fallback else (method,)
+    for chosen in chain if methods is None else tuple(m for m in chain if m in methods):
         if chosen == CLARABEL_GUIDED and (best is None or not best[2].guide.startswith("the design")):
             continue  # the guided run had no template guide (or no answer): the same again would not help
         previous = None
@@ -256,22 +261,26 @@ def vertex_matrix(lp: ReducedLP, run: Solved) -> np.ndarray:
     return dp_closure(P, lp.problem.alpha) if run.dp_closure else P
 
 
-def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool) -> tuple[np.ndarray, dict, bool]:
+def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool,
+                   prover: Callable[[ReducedLP, Solved, np.ndarray], dict] | None = None
+                   ) -> tuple[np.ndarray, dict, bool]:
     """The certified matrix of a (polished) run, its optimality certificate, and whether the DP
     certificate had to repair it.  When that repair (a UM mixture) keeps the certificate of a
     polished vertex, or of Clarabel's point offered by :func:`run_guided`, from closing, the DP
     closure of the point (:func:`countdp.design.polish.dp_closure`) is certified and proven
     instead, and kept if it closes (``run.dp_closure``, ``optimality["dp_closure"]``).  A plain
-    ``clarabel`` answer falls back to a vertex instead."""
+    ``clarabel`` answer falls back to a vertex instead.  ``prover``: proves a matrix on another
+    LP than ``lp``'s (default :func:`prove`, on ``lp.problem``)."""
     from countdp.privacy.certify import certify
 
+    prover = prover or prove
     P, certificate = certify(vertex_matrix(lp, run), lp.problem.alpha)
-    optimality = prove(lp, run, P)
+    optimality = prover(lp, run, P)
     vertex_or_offered = run.polished or run.guide.startswith(INTERIOR_GUIDE)
     if not optimality["certified"] and certificate.repair_lambda > 0 and vertex_or_offered and not run.dp_closure:
         closed = replace(run, dp_closure=True)
         P_closed, closed_certificate = certify(vertex_matrix(lp, closed), lp.problem.alpha)
-        closed_optimality = prove(lp, closed, P_closed)
+        closed_optimality = prover(lp, closed, P_closed)
         if closed_optimality["certified"]:
             run.dp_closure = True
             P, certificate, optimality = P_closed, closed_certificate, closed_optimality
@@ -370,6 +379,15 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
                               time.perf_counter() - start, 0.0, large["optimality"]["primal_objective"],
                               {"backend": "highs", "reductions": ["large-n template"],
                                "optimality": large.pop("optimality"), "large_n": large})
+    relaxed = None
+    if method == "auto" and "CM" in props:
+        from countdp.design.cm_relaxation import relaxed_design
+
+        found, relaxed = relaxed_design(n, alpha, props, objective, weights, aggregate, drop_implied, start)
+        if found is not None:
+            if large is not None:
+                found.extra["large_n"] = large
+            return found
     folded = None
     if method == "auto" and fold_symmetry and "S" not in props:
         from countdp.design.mirror import folded_design
@@ -378,6 +396,8 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         if found is not None:
             if large is not None:
                 found.extra["large_n"] = large
+            if relaxed is not None:
+                found.extra["cm_relaxation"] = relaxed
             return found
     lp = build_reduced_lp(n, alpha, props, objective, weights, aggregate, fold_symmetry, drop_implied)
     build = time.perf_counter() - start
@@ -396,6 +416,8 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         extra["closed_form_check"] = unproven
     if folded is not None:
         extra["folded"] = folded
+    if relaxed is not None:
+        extra["cm_relaxation"] = relaxed
     status = "optimal" if optimality["certified"] else "not proven optimal"
     return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
 

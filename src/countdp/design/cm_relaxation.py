@@ -1,0 +1,139 @@
+"""Column monotonicity relaxed to column honesty: solve the cheaper LP, prove on the LP with CM.
+
+Conventions as everywhere: ``P[i, j] = Pr[output i | input j]`` (rows outputs, columns inputs),
+``N = n + 1``, ``alpha = e^-eps``; duals in the sign convention of
+:mod:`countdp.design.optimality` (``A_ub x >= b_ub`` with ``u >= 0``).
+
+CM asks each column to rise towards its diagonal entry, one row per adjacent pair; CH only
+that the diagonal entry be its column's largest.  Each CH row is the sum of the CM rows on
+its column's path to the diagonal, so CM implies CH and the LP with CH in place of CM is a
+relaxation: its optimum is at most the LP's.  For an interior point method CM is the costly
+part: on WM's model (WH + RM + CM, S folded) at ``n = 256`` Clarabel took 53 to 104 iterations
+of ~0.2 s (L1 at alpha = 0.99, L0,1 at 0.91 and 0.99: 11 to 16 s), on the same model with CH
+33 to 47 iterations of ~0.11 s (3.4 to 5.4 s).  In those cases the two optima were equal, and
+the relaxation's interior point (the centre of its optimal face) held CM.
+
+So, where the LP with CM would be answered by Clarabel's point (a ``guided`` model from
+:data:`countdp.design.seed.MIN_N` with no template guide, :func:`countdp.design.seed.applies`),
+the relaxation's point is computed and proven on the LP with CM instead: the relaxation's dual,
+with each CH multiplier added to every CM row on its path (:func:`spread_dual`), is a dual of
+the LP with CM with the same objective and the same reduced costs, and the independent check of
+:mod:`countdp.design.optimality` on the LP with CM also checks that the point holds every CM row.
+
+When that does not prove it, the caller solves the LP with CM: the relaxation may be strictly
+better, or its optimal face larger, its centre then breaking CM (LP with WH and CM, L0,1,
+n = 12, alpha = 0.91: equal optima, CM broken by 4.6e-5).  Where a template applies, its simplex
+is faster: WM at n = 256, alpha = 0.5 took 2.8 to 3.2 s from the template, 6.7 to 7.9 s by the
+relaxation (L0,1, L1; L2's was not proven).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from countdp.design.constraints import parse_properties
+from countdp.design.model import DesignProblem
+
+RELAXATION = "CM relaxed to CH, proven with CM"
+"""The entry of ``extra["reductions"]`` of a design answered by the relaxation."""
+
+
+def relaxed_properties(properties: tuple[str, ...]) -> tuple[str, ...]:
+    """``properties`` with CM replaced by CH."""
+    return parse_properties([p for p in properties if p != "CM"] + ["CH"])
+
+
+def cm_multipliers(n: int, ch: np.ndarray) -> np.ndarray:
+    """Multipliers of the CM rows (in :func:`countdp.design.constraints.property_rows` order)
+    whose combination of rows equals that of the CH rows with multipliers ``ch``.
+
+    Below the diagonal (``i > j``) CM row ``(k, j)`` is ``P[k-1, j] - P[k, j] >= 0`` and
+    CH row ``(i, j)`` is the sum of CM rows ``(k, j)`` for ``j < k <= i``, so CM row ``(k, j)``
+    gets the CH multipliers of every ``i >= k``; above it, mirrored."""
+    N = n + 1
+    U = np.zeros((N, N))
+    U[~np.eye(N, dtype=bool)] = ch  # CH rows: every off-diagonal entry, row-major
+    below = np.flip(np.cumsum(np.flip(np.tril(U, -1), 0), 0), 0)
+    above = np.cumsum(np.triu(U, 1), 0)
+    i, j = np.indices((N, N))
+    return np.concatenate([below[i > j], above[i < j]])
+
+
+def spread_dual(relaxed: DesignProblem, target: DesignProblem, u: np.ndarray,
+                v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A dual ``(u, v)`` of ``target`` (an LP with CM) from one of ``relaxed`` (the same LP with
+    CH in place of CM): the blocks of the same name copied, CH's multipliers spread over the CM
+    rows (:func:`cm_multipliers`), ``target``'s own CH rows (if any) given 0."""
+    full = target.lp()
+    out = {"ub": np.zeros(full.b_ub.size), "eq": np.zeros(full.b_eq.size)}
+    given = {"ub": u, "eq": v}
+    for name, (kind, rows) in target.blocks.items():
+        if name not in ("CM", "CH"):
+            out[kind][rows] = given[kind][relaxed.blocks[name][1]]
+    out["ub"][target.blocks["CM"][1]] = cm_multipliers(target.n, u[relaxed.blocks["CH"][1]])
+    return out["ub"], out["eq"]
+
+
+def prover(target: DesignProblem, relaxed: DesignProblem):
+    """A ``prover`` for :func:`countdp.design.fast._proven_answer`: the certificate, on
+    ``target``'s LP, of a matrix found on a reduced model of ``relaxed`` (S folded or not)."""
+    from countdp.design.mirror import unfolded_dual
+    from countdp.design.optimality import check_optimality, lower_column_multipliers
+    from countdp.design.polish import full_dual
+
+    def prove_on_target(lp, run, P: np.ndarray) -> dict:
+        u, v = full_dual(lp, run.row_dual, run.col_dual)
+        if lp.problem.properties != relaxed.properties:  # S folded in, not requested
+            dual = unfolded_dual(lp.problem, relaxed.lp(), u, v)
+            if dual is None:
+                return {"certified": False, "reason": "rows not closed under the mirror"}
+            u, v = dual
+        u, v = spread_dual(relaxed, target, u, v)
+        full = target.lp()
+        return check_optimality(full, target.point(P), u, lower_column_multipliers(full, u, v))
+
+    return prove_on_target
+
+
+def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: object, weights: np.ndarray | None,
+                   aggregate: str, drop_implied: bool, start: float) -> tuple[object, dict | None]:
+    """For an LP with CM whose solve would be Clarabel's point (module docstring):
+    the relaxation's point, proven on the LP with CM.  ``(FastResult, None)`` when proven,
+    ``(None, why)`` when tried and not proven, ``(None, None)`` when it does not apply."""
+    from countdp.design import seed
+    from countdp.design.backends import interior_point
+    from countdp.design.fast import (
+        FastResult,
+        _proven_answer,
+        build_reduced_lp,
+        choose_method,
+        lp_extra,
+        solver_label,
+        vertex_matrix,
+    )
+    from countdp.design.mirror import mirror_symmetric
+
+    if "CM" not in props or n < seed.MIN_N:
+        return None, None
+    target = DesignProblem(n, alpha, props, objective, weights, aggregate)
+    relaxed = DesignProblem(n, alpha, relaxed_properties(props), objective, weights, aggregate)
+    fold = "S" not in props and mirror_symmetric(target)
+    lp = build_reduced_lp(n, alpha, relaxed.properties + (("S",) if fold else ()), objective, weights, aggregate,
+                          True, drop_implied)
+    if choose_method(lp) != "guided" or seed.applies(lp):
+        return None, None
+    build = time.perf_counter() - start
+    try:
+        run = interior_point(lp)
+    except RuntimeError as exc:
+        return None, {"certified": False, "reason": f"relaxation: {exc}"}
+    P, optimality, _ = _proven_answer(lp, run, "guided", False, prover(target, relaxed))
+    optimality["dual"] = "the LP's with CH in place of CM, CH's multipliers spread over the CM rows"
+    if not optimality["certified"]:
+        return None, optimality
+    extra = lp_extra(lp, build, optimality)
+    extra["reductions"].append(RELAXATION)
+    return FastResult(vertex_matrix(lp, run), *solver_label("guided", run), "optimal", run.seconds, build,
+                      run.objective, extra), None

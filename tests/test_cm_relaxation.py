@@ -1,0 +1,100 @@
+"""CM relaxed to CH: the multipliers' identity, the proof on the LP with CM, and the fallback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from countdp.design import cm_relaxation
+from countdp.design.backends import interior_point
+from countdp.design.constraints import property_rows, property_system
+from countdp.design.designer import design_named
+from countdp.design.fast import _proven_answer, build_reduced_lp, fast_design
+from countdp.design.model import DesignProblem
+from countdp.privacy.exact import exact_dp_check
+
+
+@pytest.mark.parametrize("n", [1, 2, 7])
+def test_cm_multipliers_combine_the_cm_rows_into_the_ch_rows(n):
+    """Each CH row is a sum of CM rows, so the spread multipliers give the same combination of
+    rows (and, both right-hand sides being 0, the same dual objective), and stay >= 0."""
+    ch, cm = property_system("CH", n), property_system("CM", n)
+    assert not ch.b_ub.any() and not cm.b_ub.any()
+    u = np.random.default_rng(n).random(ch.A_ub.shape[0])
+    v = cm_relaxation.cm_multipliers(n, u)
+    assert v.shape == (cm.A_ub.shape[0],) and v.min() >= 0
+    np.testing.assert_allclose(cm.A_ub.T @ v, ch.A_ub.T @ u, rtol=0, atol=1e-12)
+
+
+def test_relaxed_properties_swap_cm_for_ch():
+    assert cm_relaxation.relaxed_properties(("RM", "CM", "WH")) == ("RM", "CH", "WH")
+    assert cm_relaxation.relaxed_properties(("CH", "CM")) == ("CH",)
+
+
+CASES = [(("RM", "CM", "WH"), "L1", 0.8), (("CM",), "L2", 0.62), (("RM", "CM", "F"), "L1", 0.5)]
+
+
+@pytest.mark.parametrize("props,objective,alpha", CASES)
+def test_the_relaxations_point_is_proven_on_the_lp_with_cm(props, objective, alpha):
+    """Clarabel's point of the LP with CH (S folded in) is proven optimal on the LP with CM, at
+    the optimum of that LP solved on its own (simplex on the model with CM, no relaxation)."""
+    n = 12
+    target = DesignProblem(n, alpha, props, objective)
+    relaxed = DesignProblem(n, alpha, cm_relaxation.relaxed_properties(props), objective)
+    lp = build_reduced_lp(n, alpha, (*relaxed.properties, "S"), objective, None, "sum")
+    _, optimality, _ = _proven_answer(lp, interior_point(lp), "guided", False, cm_relaxation.prover(target, relaxed))
+    assert optimality["certified"], optimality
+    direct = fast_design(n, alpha, props, objective)
+    assert cm_relaxation.RELAXATION not in direct.extra["reductions"]
+    assert optimality["upper_bound"] == pytest.approx(direct.solver_objective, rel=1e-8, abs=1e-9)
+
+
+def test_the_proof_on_the_lp_with_cm_can_fail(monkeypatch):
+    """A point that breaks a CM row, or CH multipliers not spread, is not proven."""
+    n, alpha, props = 12, 0.8, ("RM", "CM", "WH")
+    target = DesignProblem(n, alpha, props, "L1")
+    relaxed = DesignProblem(n, alpha, cm_relaxation.relaxed_properties(props), "L1")
+    lp = build_reduced_lp(n, alpha, (*relaxed.properties, "S"), "L1", None, "sum")
+    run = interior_point(lp)
+    prove = cm_relaxation.prover(target, relaxed)
+    P, optimality, _ = _proven_answer(lp, run, "guided", False, prove)
+    assert optimality["certified"]
+    broken = P.copy()
+    broken[[5, 6], 3] = broken[[6, 5], 3]  # below the diagonal: now rising away from it
+    found = prove(lp, run, broken)
+    assert not found["certified"] and found["max_primal_violation"] > 1e-9
+    monkeypatch.setattr(cm_relaxation, "cm_multipliers", lambda n, ch: np.zeros(n * (n + 1)))
+    assert not prove(lp, run, P)["certified"]
+
+
+def test_a_relaxed_optimum_off_cm_is_not_proven():
+    """LP with WH and CM, L0,1, n = 12, alpha = 0.91: the relaxation has the same optimal value
+    (the gap closes) but its point, the centre of a larger optimal face, breaks CM."""
+    n, alpha, props = 12, 0.91, ("CM", "WH")
+    target = DesignProblem(n, alpha, props, "L0d:1")
+    relaxed = DesignProblem(n, alpha, cm_relaxation.relaxed_properties(props), "L0d:1")
+    lp = build_reduced_lp(n, alpha, (*relaxed.properties, "S"), "L0d:1", None, "sum")
+    P, optimality, _ = _proven_answer(lp, interior_point(lp), "guided", False, cm_relaxation.prover(target, relaxed))
+    assert optimality["gap"] <= 1e-12 and optimality["max_primal_violation"] > 1e-6
+    assert not optimality["certified"]
+    assert property_rows("CM", n).violation(P.ravel()) == optimality["max_primal_violation"]
+
+
+def test_wm_from_min_n_is_the_relaxations_point_else_the_lp_with_cm(monkeypatch):
+    """WM, L1, n = 160, alpha = 0.99 (no template there): answered by the relaxation, proven,
+    released weights exactly alpha-DP.  With the CH multipliers not spread the proof fails, the
+    LP with CM is solved instead (recorded in ``extra["cm_relaxation"]``), to the same optimum."""
+    n, alpha = 160, 0.99
+    design = design_named("WM", n, alpha, objective="L1")
+    optimality = design.extra["optimality"]
+    assert design.status == "optimal" and optimality["certified"]
+    assert cm_relaxation.RELAXATION in design.extra["reductions"]
+    assert "spread" in optimality["dual"]
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
+
+    monkeypatch.setattr(cm_relaxation, "cm_multipliers", lambda n, ch: np.zeros(n * (n + 1)))
+    fallback = design_named("WM", n, alpha, objective="L1")
+    assert fallback.status == "optimal" and fallback.extra["optimality"]["certified"]
+    assert cm_relaxation.RELAXATION not in fallback.extra["reductions"]
+    assert fallback.extra["cm_relaxation"]["certified"] is False
+    assert design.solver_objective == pytest.approx(fallback.solver_objective, rel=1e-9)
