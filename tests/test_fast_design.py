@@ -183,7 +183,7 @@ def test_interior_point_is_proven_when_the_simplex_does_not_end(monkeypatch, pro
     from countdp.design import backends
     from countdp.privacy.exact import exact_dp_check
 
-    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 0.0)
+    monkeypatch.setattr(backends, "QUICK_VERTEX_WORK", (0, 0))
     n = 64
     design = design_named("LP", n, alpha, objective=objective, properties=props)
     optimality = design.extra["optimality"]
@@ -200,7 +200,7 @@ def test_a_rejected_interior_point_is_followed_by_the_simplex(monkeypatch):
     without one.  From ``MIN_N`` the point is offered first."""
     from countdp.design import backends, seed
 
-    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 0.0)
+    monkeypatch.setattr(backends, "QUICK_VERTEX_WORK", (0, 0))
     lp = build_reduced_lp(64, 0.99, ("F", "S"), "L0d:1", None, "sum")
     seen = []
     vertex = backends.run_guided(lp, template=False, accept=lambda point: seen.append(point) or False)
@@ -208,12 +208,23 @@ def test_a_rejected_interior_point_is_followed_by_the_simplex(monkeypatch):
     interior = backends.run_guided(lp, template=False, accept=lambda point: True)
     assert interior.basis is None and interior.guide == backends.INTERIOR_GUIDE
     assert interior.objective == pytest.approx(vertex.objective, rel=1e-8)
-    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 60.0)
+    monkeypatch.setattr(backends, "QUICK_VERTEX_WORK", (1e12, 1e12))
     quick = backends.run_guided(lp, template=False, accept=lambda point: seen.append(point) or True)
     assert quick.basis is not None and len(seen) == 1  # a vertex in time: the point is not offered
     monkeypatch.setattr(seed, "MIN_N", 60)  # from MIN_N the point is offered before any simplex
     first = backends.run_guided(lp, template=False, accept=lambda point: seen.append(point) or True)
     assert first.basis is None and len(seen) == 2
+
+
+def test_simplex_limits_count_iterations():
+    """The limits that choose between a vertex and Clarabel's point count simplex iterations, so
+    the choice does not depend on the machine: a limit of one iteration stops HiGHS."""
+    from countdp.design import backends
+
+    lp = build_reduced_lp(64, 0.8, ("WH", "S"), "L1", None, "sum")
+    with pytest.raises(RuntimeError, match="Iteration limit reached"):
+        backends.run_highs(lp, "simplex", None, None, iterations=1)
+    assert backends.run_highs(lp, "simplex", None, None, iterations=10**6).status == "Optimal"
 
 
 def test_an_inaccurate_point_rejected_from_min_n_ends_the_guided_methods(monkeypatch):
@@ -245,11 +256,11 @@ def test_an_inaccurate_point_rejected_from_min_n_ends_the_guided_methods(monkeyp
 def test_wm_l2_near_one_is_clarabels_point_with_scaled_costs(monkeypatch):
     """WM, L2, n = 128, alpha = 0.99 (43 s on the cold simplex before): Clarabel, on costs divided
     by GM's L2 loss, gives a point that is proven as it is; released weights exactly alpha-DP.
-    (The quick simplex is skipped: whether it ends in 2 s depends on the machine.)"""
+    (The quick simplex is skipped, to save its seconds.)"""
     from countdp.design import backends
     from countdp.privacy.exact import exact_dp_check
 
-    monkeypatch.setattr(backends, "QUICK_VERTEX_SECONDS", 0.0)
+    monkeypatch.setattr(backends, "QUICK_VERTEX_WORK", (0, 0))
     n, alpha = 128, 0.99
     lp = build_reduced_lp(n, alpha, ("RM", "CM", "WH", "S"), "L2", None, "sum")
     assert backends.objective_scale(lp) == pytest.approx(objective_value(geometric(n, alpha), "L2"), rel=1e-12)

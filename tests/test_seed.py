@@ -106,9 +106,9 @@ def test_unproven_template_answer_is_retried_with_clarabel(monkeypatch):
     calls = []
     real = backends.run_guided
 
-    def spoiled(lp, threads=None, time_limit=backends.GUIDED_SIMPLEX_SECONDS, template=True, accept=None):
+    def spoiled(lp, threads=None, iterations=backends.GUIDED_SIMPLEX_ITERATIONS, template=True, accept=None):
         calls.append(template)
-        run = real(lp, threads, time_limit, template=False)  # a vertex: its interior point is not offered
+        run = real(lp, threads, iterations, template=False)  # a vertex: its interior point is not offered
         if template:  # an exact vertex with spoiled duals
             run = backends.polish_run(lp, run)
             run.guide, run.basis, run.row_dual = "the design at n = 10", None, run.row_dual * 0.5

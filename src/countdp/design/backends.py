@@ -259,11 +259,23 @@ def guess_basis(lp: ReducedLP, run: Solved, prior: tuple[np.ndarray, np.ndarray]
 INTERIOR_GUIDE = "no vertex: clarabel's interior point, proven as it is"
 """``Solved.guide`` of the interior point :func:`run_guided` returns when its ``accept`` passes."""
 
-QUICK_VERTEX_SECONDS = 2.0
-"""Below :data:`countdp.design.seed.MIN_N`, the time :func:`run_guided` gives the simplex from
-Clarabel's basis before it offers Clarabel's interior point to ``accept``: a vertex (exact
-zeros) where a few pivots find one, the interior point where the simplex would grind (WM, L2,
-n = 128, alpha = 0.99: 43 s before)."""
+SIMPLEX_SAFETY_SECONDS = 60.0
+"""Wall-clock bound on each iteration-limited simplex (:data:`QUICK_VERTEX_WORK`,
+:data:`GUIDED_SIMPLEX_ITERATIONS`, :data:`countdp.design.seed.SIMPLEX_ITERATIONS`).  The
+iteration limits decide which path answers, the same on any machine and under any load (with
+time limits a loaded machine turned vertices into interior points); this bound only stops a
+machine many times slower than this one, where those limits take at most ~3 s."""
+
+QUICK_VERTEX_WORK = (7.5e7, 3e7)
+"""Below :data:`countdp.design.seed.MIN_N`, the work :func:`run_guided` gives the dual and then
+the primal simplex from Clarabel's basis before it offers Clarabel's interior point to
+``accept``, as iterations times the model's rows (an iteration's cost grows about with the
+rows): a vertex (exact zeros) where a few pivots find one, the interior point where the simplex
+would grind (WM, L2, n = 128, alpha = 0.99: 43 s before).  About 2 s each on this machine:
+measured at n = 128 (24,833 rows; 3,020 and 1,208 iterations) the dual made 0.68 ms and the
+primal 1.7 ms per iteration, at n = 64 (4,225 rows) the primal 0.21 ms.  Over the L0,1, L1 and L2
+designs at n = 128 the vertices found took at most 2,685 dual iterations (16,641 rows, limit
+4,507); LP with F, L0,1, n = 64, alpha = 0.62 needs more than 1,000 primal iterations."""
 
 GUIDE_CLARABEL_TOL = 1e-14
 """Clarabel's tolerances in :func:`run_guided`.  Its interior point is proven as it is only when
@@ -271,9 +283,11 @@ its duals are accurate: the check lowers each column's multiplier by its worst r
 deficit, so ~1e-11 of noise per column cost L0,1 at n = 256, alpha = 0.91 gaps of 2e-9 to 3.5e-9
 at 1e-12 (WH, LP+F, WM); at 1e-14, 1.5e-12 to 5.8e-12, in the same time (1.3 to 10.8 s)."""
 
-GUIDED_SIMPLEX_SECONDS = 10.0
-"""Time given to the simplex of :func:`run_guided` from its guessed basis: a good guess needs a
-few pivots (0.6 s at n = 256); one that sends it grinding is abandoned for the next method."""
+GUIDED_SIMPLEX_ITERATIONS = 6000
+"""Simplex iterations :func:`run_guided` gives each simplex from Clarabel's basis (after the
+quick ones, or where its point is not offered): a good guess needs a few pivots (0.6 s at
+n = 256); one that sends it grinding is abandoned for the next method (6,000 dual iterations
+are about 10 s at n = 256)."""
 
 
 def unscaled(run: Solved, col: np.ndarray, row: np.ndarray, guide: str = INTERIOR_GUIDE) -> Solved:
@@ -289,19 +303,19 @@ def interior_point(lp: ReducedLP) -> Solved:
     return unscaled(run_clarabel(scaled_model(lp, col, row), objective_scale(lp), GUIDE_CLARABEL_TOL), col, row)
 
 
-def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | None = GUIDED_SIMPLEX_SECONDS,
+def run_guided(lp: ReducedLP, threads: int | None = None, iterations: int | None = GUIDED_SIMPLEX_ITERATIONS,
                template: bool = True, accept: Callable[[Solved], bool] | None = None) -> Solved:
     """HiGHS simplex from the basis :func:`guess_basis` reads off a guide point: a vertex (with its
     basis, for polishing) in a few pivots when the guess is good.
 
     The guide is the optimal vertex of the same LP at a smaller ``n``, spread out
     (:func:`countdp.design.seed.template_guide`) where that applies (and ``template``) and its
-    simplex (dual, limited to :data:`countdp.design.seed.SIMPLEX_SECONDS`) ends optimal: with
+    simplex (dual, limited to :data:`countdp.design.seed.SIMPLEX_ITERATIONS`) ends optimal: with
     the template's basis statuses copied too, else (their basis was ill-conditioned: measured
     for WM, L0,1, n = 256, alpha = 0.91) from its point alone; else Clarabel's point on the
     scaled model (its ``AlmostSolved`` is fine: the point only seeds the basis).  Raises
-    ``RuntimeError`` when the simplex fails from Clarabel's basis or runs out of ``time_limit``
-    seconds (the dual simplex, then the primal one: HiGHS's dual simplex stops at the huge duals
+    ``RuntimeError`` when the simplex fails from Clarabel's basis or runs out of ``iterations``
+    (the dual simplex, then the primal one: HiGHS's dual simplex stops at the huge duals
     of an ill-conditioned guess, measured in 14 of 48 cases at n = 64, which primal simplex
     solved).  ``Solved.guide`` says which guide was used, and why a template was not.
 
@@ -312,8 +326,8 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
     :data:`countdp.design.seed.MIN_N` the point is tested first (a simplex costs seconds there),
     and when Clarabel ended 'AlmostSolved' nothing else is tried (``RuntimeError``: LP with RM,
     L1, n = 256, alpha = 0.99 ground through both 10 s simplices from that basis); below, only
-    when the simplex from its basis has not ended within :data:`QUICK_VERTEX_SECONDS` (a vertex
-    has exact zeros)."""
+    when the simplex from its basis has not ended within :data:`QUICK_VERTEX_WORK` (a
+    vertex has exact zeros).  Every limit counts iterations (:data:`SIMPLEX_SAFETY_SECONDS`)."""
     from countdp.design import seed
 
     col, row = scales(lp)
@@ -330,11 +344,12 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
         for prior in ((basic, active), None) if basic is not None else (None,):
             began = time.perf_counter()
             try:
-                run = run_highs(lp, "simplex", threads, seed.SIMPLEX_SECONDS, start=guess_basis(scaled, point, prior))
+                run = run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=guess_basis(scaled, point, prior),
+                                iterations=seed.SIMPLEX_ITERATIONS)
             except RuntimeError as exc:
                 spent += time.perf_counter() - began
                 note = f" (the design at n = {n0} did not guide: {exc})"
-                if "Time limit" in str(exc):
+                if "limit reached" in str(exc):
                     break  # the guess was feasible to work with, just far: the other one is no nearer
             else:
                 run.seconds += spent
@@ -344,15 +359,16 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
     start, began = guess_basis(scaled, ipm), time.perf_counter()
     interior = unscaled(ipm, col, row, INTERIOR_GUIDE + note)
 
-    def simplex(limit: float | None, primal: bool = False) -> Solved:
-        return run_highs(lp, "simplex", threads, limit, start=start, primal=primal)
+    def simplex(limit: int | None, primal: bool = False) -> Solved:
+        return run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=start, primal=primal, iterations=limit)
 
     if accept is None:  # the dual simplex, then the primal one (the dual stops at huge duals)
-        order = ((time_limit, False), (time_limit, True))
+        order = ((iterations, False), (iterations, True))
     elif lp.n < seed.MIN_N:  # a vertex if a few pivots find one, then the point, then more pivots
-        order = ((QUICK_VERTEX_SECONDS, False), (QUICK_VERTEX_SECONDS, True), ("point", None), (time_limit, True))
+        quick_dual, quick_primal = (int(work / max(1, lp.A.shape[0])) for work in QUICK_VERTEX_WORK)
+        order = ((quick_dual, False), (quick_primal, True), ("point", None), (iterations, True))
     elif ipm.status == "Solved":
-        order = (("point", None), (time_limit, False), (time_limit, True))
+        order = (("point", None), (iterations, False), (iterations, True))
     else:  # an inaccurate point: its basis sends the simplex grinding
         order = (("point", None),)
     for step, (limit, primal) in enumerate(order, 1):
@@ -375,7 +391,8 @@ def run_guided(lp: ReducedLP, threads: int | None = None, time_limit: float | No
 
 
 def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | None,
-              tight_from: Solved | None = None, row_boost: float = 1.0, start=None, primal: bool = False) -> Solved:
+              tight_from: Solved | None = None, row_boost: float = 1.0, start=None, primal: bool = False,
+              iterations: int | None = None) -> Solved:
     """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model (:func:`scales`), with the
     basis of the vertex found (statuses do not change under scaling); values in ``lp``'s units.
 
@@ -384,7 +401,8 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
     :data:`TIGHT_ROW_SCALES`), so the tolerance allows that much less (a few pivots to a
     feasible basis).  ``start``: a ``highspy.HighsBasis`` simplex starts from (e.g.
     :func:`guess_basis`).  Both warm starts price with :data:`WARM_EDGE_WEIGHTS`.  ``primal``:
-    HiGHS's primal simplex instead of its dual simplex."""
+    HiGHS's primal simplex instead of its dual simplex.  ``iterations``: HiGHS's simplex iteration
+    limit ('Iteration limit reached' raises, as 'Time limit reached' does)."""
     import highspy
 
     h = highspy.Highs()
@@ -403,6 +421,8 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
         h.setOptionValue("threads", int(threads))
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
+    if iterations is not None:
+        h.setOptionValue("simplex_iteration_limit", int(iterations))
     col, row = scales(lp)
     row = row * row_boost
     scaled = scaled_model(lp, col, row)

@@ -40,7 +40,7 @@ HiGHS simplex from a basis read off a guide point, a vertex
 ``n``, spread out (:mod:`countdp.design.seed`, from ``n = 160`` where ``alpha`` is far enough
 from 1), else Clarabel's point on the scaled model.  That point itself is offered to the proof
 (first from ``n = 160``; below, when the simplex from its basis does not end within
-:data:`countdp.design.backends.QUICK_VERTEX_SECONDS`) and is the answer, not a vertex, when
+:data:`countdp.design.backends.QUICK_VERTEX_WORK`) and is the answer, not a vertex, when
 proven.  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
@@ -70,7 +70,6 @@ import numpy as np
 from countdp.design.backends import (  # noqa: F401 - re-exported: the solver settings live there
     CLARABEL_DIRECT_METHOD,
     CLARABEL_TOL,
-    GUIDED_SIMPLEX_SECONDS,
     HIGHS_TOL,
     INTERIOR_GUIDE,
     TIGHT_ROW_SCALES,
@@ -158,20 +157,6 @@ def choose_method(lp: ReducedLP) -> str:
 def is_zero_one(objective) -> bool:
     """Whether a parsed objective is L0 (= L0d:0)."""
     return objective.name == "L0" or (objective.name == "L0d" and objective.d == 0)
-
-
-def solve_reduced(lp: ReducedLP, method: str = "auto", threads: int | None = None,
-                  time_limit: float | None = None) -> tuple[np.ndarray, str, str, float, float]:
-    """Solve (no polishing); return ``(x, method, status, objective, seconds)``; raise on failure."""
-    chosen = choose_method(lp) if method == "auto" else method
-    if chosen not in METHODS[1:]:
-        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-    run = (run_clarabel(lp) if chosen == "clarabel"
-           else run_guided(lp, threads, time_limit or GUIDED_SIMPLEX_SECONDS) if chosen == "guided"
-           else run_highs(lp, chosen, threads, time_limit))
-    if chosen == "clarabel" and "Almost" in run.status:
-        raise RuntimeError(f"Clarabel returned {run.status!r}")
-    return lp.expand @ run.y, chosen, run.status, run.objective, run.seconds
 
 
 FALLBACKS = {"clarabel": ("clarabel", "ipm", "simplex"), "simplex": ("simplex", "ipm"), "ipm": ("ipm", "simplex"),

@@ -44,13 +44,15 @@ its middle is too short to hold the interior's pattern."""
 MAX_TEMPLATE_FRACTION = 0.7
 """No guide when the template would exceed this fraction of ``n``."""
 
-TEMPLATE_SIMPLEX_SECONDS = 6.0
-"""Time given to each simplex of the template's own guided solve (WM, L0,1, alpha = 0.91: 2 to 3.2 s
-at n = 160, more under load)."""
+TEMPLATE_SIMPLEX_ITERATIONS = 5000
+"""Simplex iterations given to each simplex of the template's own guided solve (at most 1,736,
+2.1 s, over the L0,1, L1 and L2 designs at n = 256; iterations, not seconds, so that the path
+does not depend on the machine: :data:`countdp.design.backends.SIMPLEX_SAFETY_SECONDS`)."""
 
-SIMPLEX_SECONDS = 8.0
-"""Time given to each dual simplex at ``n`` from the template's guess (its statuses, then its point
-alone) before Clarabel's guide is used instead (a good guide needs 0.3 to 6 s at n = 256)."""
+SIMPLEX_ITERATIONS = 5000
+"""Simplex iterations given to each dual simplex at ``n`` from the template's guess (its
+statuses, then its point alone) before Clarabel's guide is used instead (at most 1,488, 2.4 s,
+over the L0,1, L1 and L2 designs at n = 256)."""
 
 
 FACE_ALPHA = 0.9
@@ -100,7 +102,7 @@ def template_guide(lp, threads: int | None = None):
     n0 = 3 * W + 4
     small = build_reduced_lp(n0, problem.alpha, problem.properties, problem.objective, None, "sum", lp.folded)
     try:
-        run0 = polish_run(small, run_guided(small, threads, TEMPLATE_SIMPLEX_SECONDS))
+        run0 = polish_run(small, run_guided(small, threads, TEMPLATE_SIMPLEX_ITERATIONS))
     except RuntimeError as exc:
         raise RuntimeError(f"the design at n = {n0} was not solved: {exc}") from exc
     return (*spread(lp, small, run0, W), n0)
