@@ -264,7 +264,8 @@ SIMPLEX_SAFETY_SECONDS = 60.0
 :data:`GUIDED_SIMPLEX_ITERATIONS`, :data:`countdp.design.seed.SIMPLEX_ITERATIONS`).  The
 iteration limits decide which path answers, the same on any machine and under any load (with
 time limits a loaded machine turned vertices into interior points); this bound only stops a
-machine many times slower than this one, where those limits take at most ~3 s."""
+machine many times slower than this one, where those limits take 2 to 10 s.  (The L0 path of
+:mod:`countdp.design.large_n` still limits its simplex by time.)"""
 
 QUICK_VERTEX_WORK = (7.5e7, 3e7)
 """Below :data:`countdp.design.seed.MIN_N`, the work :func:`run_guided` gives the dual and then
