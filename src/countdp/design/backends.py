@@ -304,8 +304,9 @@ def interior_point(lp: ReducedLP) -> Solved:
     return unscaled(run_clarabel(scaled_model(lp, col, row), objective_scale(lp), GUIDE_CLARABEL_TOL), col, row)
 
 
-def run_guided(lp: ReducedLP, threads: int | None = None, iterations: int | None = GUIDED_SIMPLEX_ITERATIONS,
-               template: bool = True, accept: Callable[[Solved], bool] | None = None) -> Solved:
+def run_guided(lp: ReducedLP, threads: int | None = None,
+               iterations: int | tuple[int, int] | None = GUIDED_SIMPLEX_ITERATIONS, template: bool = True,
+               accept: Callable[[Solved], bool] | None = None) -> Solved:
     """HiGHS simplex from the basis :func:`guess_basis` reads off a guide point: a vertex (with its
     basis, for polishing) in a few pivots when the guess is good.
 
@@ -316,9 +317,9 @@ def run_guided(lp: ReducedLP, threads: int | None = None, iterations: int | None
     for WM, L0,1, n = 256, alpha = 0.91) from its point alone; else Clarabel's point on the
     scaled model (its ``AlmostSolved`` is fine: the point only seeds the basis).  Raises
     ``RuntimeError`` when the simplex fails from Clarabel's basis or runs out of ``iterations``
-    (the dual simplex, then the primal one: HiGHS's dual simplex stops at the huge duals
-    of an ill-conditioned guess, measured in 14 of 48 cases at n = 64, which primal simplex
-    solved).  ``Solved.guide`` says which guide was used, and why a template was not.
+    (one limit, or the dual's and the primal's; the dual simplex, then the primal one: HiGHS's
+    dual simplex stops at the huge duals of an ill-conditioned guess, measured in 14 of 48 cases
+    at n = 64, which primal simplex solved).  ``Solved.guide`` says which guide was used, and why a template was not.
 
     ``accept``: a test of Clarabel's point (in ``lp``'s units); when it passes, that point is
     returned as it is (no basis; ``guide`` :data:`INTERIOR_GUIDE`), else the simplex goes on.
@@ -363,13 +364,14 @@ def run_guided(lp: ReducedLP, threads: int | None = None, iterations: int | None
     def simplex(limit: int | None, primal: bool = False) -> Solved:
         return run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=start, primal=primal, iterations=limit)
 
+    dual_limit, primal_limit = iterations if isinstance(iterations, tuple) else (iterations, iterations)
     if accept is None:  # the dual simplex, then the primal one (the dual stops at huge duals)
-        order = ((iterations, False), (iterations, True))
+        order = ((dual_limit, False), (primal_limit, True))
     elif lp.n < seed.MIN_N:  # a vertex if a few pivots find one, then the point, then more pivots
         quick_dual, quick_primal = (int(work / max(1, lp.A.shape[0])) for work in QUICK_VERTEX_WORK)
-        order = ((quick_dual, False), (quick_primal, True), ("point", None), (iterations, True))
+        order = ((quick_dual, False), (quick_primal, True), ("point", None), (primal_limit, True))
     elif ipm.status == "Solved":
-        order = (("point", None), (iterations, False), (iterations, True))
+        order = (("point", None), (dual_limit, False), (primal_limit, True))
     else:  # an inaccurate point: its basis sends the simplex grinding
         order = (("point", None),)
     for step, (limit, primal) in enumerate(order, 1):

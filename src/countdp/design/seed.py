@@ -44,10 +44,14 @@ its middle is too short to hold the interior's pattern."""
 MAX_TEMPLATE_FRACTION = 0.7
 """No guide when the template would exceed this fraction of ``n``."""
 
-TEMPLATE_SIMPLEX_ITERATIONS = 5000
-"""Simplex iterations given to each simplex of the template's own guided solve (at most 1,736,
-2.1 s, over the L0,1, L1 and L2 designs at n = 256; iterations, not seconds, so that the path
-does not depend on the machine: :data:`countdp.design.backends.SIMPLEX_SAFETY_SECONDS`)."""
+TEMPLATE_SIMPLEX_WORK = (1e8, 3e7)
+"""Work given to the dual and then the primal simplex of the template's own guided solve, as
+iterations times the template's rows (:data:`countdp.design.backends.QUICK_VERTEX_WORK`): the
+templates of the L0,1, L1 and L2 designs at n = 256 took at most 1,736 dual iterations (38,721
+rows, 2.1 s; limit 2,582) and no primal ones, while LP with RH and CH, L2, alpha = 0.91 spent
+10.9 s of primal simplex on its template (51,521 rows; 1,940 primal iterations took 8 s).
+Iterations, not seconds, so that the path does not depend on the machine
+(:data:`countdp.design.backends.SIMPLEX_SAFETY_SECONDS`)."""
 
 SIMPLEX_ITERATIONS = 5000
 """Simplex iterations given to each dual simplex at ``n`` from the template's guess (its
@@ -102,7 +106,8 @@ def template_guide(lp, threads: int | None = None):
     n0 = 3 * W + 4
     small = build_reduced_lp(n0, problem.alpha, problem.properties, problem.objective, None, "sum", lp.folded)
     try:
-        run0 = polish_run(small, run_guided(small, threads, TEMPLATE_SIMPLEX_ITERATIONS))
+        limits = tuple(int(work / max(1, small.A.shape[0])) for work in TEMPLATE_SIMPLEX_WORK)
+        run0 = polish_run(small, run_guided(small, threads, limits))
     except RuntimeError as exc:
         raise RuntimeError(f"the design at n = {n0} was not solved: {exc}") from exc
     return (*spread(lp, small, run0, W), n0)
