@@ -261,7 +261,8 @@ INTERIOR_GUIDE = "no vertex: clarabel's interior point, proven as it is"
 
 SIMPLEX_SAFETY_SECONDS = 60.0
 """Wall-clock bound on each iteration-limited simplex (:data:`QUICK_VERTEX_WORK`,
-:data:`GUIDED_SIMPLEX_ITERATIONS`, :data:`countdp.design.seed.SIMPLEX_ITERATIONS`).  The
+:data:`GUIDED_SIMPLEX_ITERATIONS`, :data:`countdp.design.seed.SIMPLEX_ITERATIONS` and
+:data:`countdp.design.seed.TEMPLATE_SIMPLEX_WORK`).  The
 iteration limits decide which path answers, the same on any machine and under any load (with
 time limits a loaded machine turned vertices into interior points); this bound only stops a
 machine many times slower than this one, where those limits take 2 to 10 s.  (The L0 path of
@@ -289,6 +290,11 @@ GUIDED_SIMPLEX_ITERATIONS = 6000
 quick ones, or where its point is not offered): a good guess needs a few pivots (0.6 s at
 n = 256); one that sends it grinding is abandoned for the next method (6,000 dual iterations
 are about 10 s at n = 256)."""
+
+
+def work_limits(work: tuple[float, ...], lp: ReducedLP) -> tuple[int, ...]:
+    """Iteration limits for a work budget (iterations times rows, e.g. :data:`QUICK_VERTEX_WORK`) on ``lp``."""
+    return tuple(int(w / max(1, lp.A.shape[0])) for w in work)
 
 
 def unscaled(run: Solved, col: np.ndarray, row: np.ndarray, guide: str = INTERIOR_GUIDE) -> Solved:
@@ -368,7 +374,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
     if accept is None:  # the dual simplex, then the primal one (the dual stops at huge duals)
         order = ((dual_limit, False), (primal_limit, True))
     elif lp.n < seed.MIN_N:  # a vertex if a few pivots find one, then the point, then more pivots
-        quick_dual, quick_primal = (int(work / max(1, lp.A.shape[0])) for work in QUICK_VERTEX_WORK)
+        quick_dual, quick_primal = work_limits(QUICK_VERTEX_WORK, lp)
         order = ((quick_dual, False), (quick_primal, True), ("point", None), (primal_limit, True))
     elif ipm.status == "Solved":
         order = (("point", None), (dual_limit, False), (primal_limit, True))

@@ -96,7 +96,7 @@ def template_guide(lp, threads: int | None = None):
     vertex at ``n0`` (:func:`spread`); ``None`` when :func:`applies` is false.  The template is
     solved by :func:`countdp.design.backends.run_guided` itself (so it may be guided by a smaller
     template in turn) and polished; ``RuntimeError`` when it is not solved."""
-    from countdp.design.backends import polish_run, run_guided
+    from countdp.design.backends import polish_run, run_guided, work_limits
     from countdp.design.reduce import build_reduced_lp
 
     if not applies(lp):
@@ -106,8 +106,7 @@ def template_guide(lp, threads: int | None = None):
     n0 = 3 * W + 4
     small = build_reduced_lp(n0, problem.alpha, problem.properties, problem.objective, None, "sum", lp.folded)
     try:
-        limits = tuple(int(work / max(1, small.A.shape[0])) for work in TEMPLATE_SIMPLEX_WORK)
-        run0 = polish_run(small, run_guided(small, threads, limits))
+        run0 = polish_run(small, run_guided(small, threads, work_limits(TEMPLATE_SIMPLEX_WORK, small)))
     except RuntimeError as exc:
         raise RuntimeError(f"the design at n = {n0} was not solved: {exc}") from exc
     return (*spread(lp, small, run0, W), n0)
