@@ -109,6 +109,7 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
         _proven_answer,
         build_reduced_lp,
         choose_method,
+        is_zero_one,
         lp_extra,
         solver_label,
         vertex_matrix,
@@ -119,10 +120,12 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
         return None, None
     target = DesignProblem(n, alpha, props, objective, weights, aggregate)
     relaxed = DesignProblem(n, alpha, relaxed_properties(props), objective, weights, aggregate)
+    if is_zero_one(relaxed.objective) or seed.applies(relaxed):  # L0's paths, or a template's simplex
+        return None, None
     fold = "S" not in props and mirror_symmetric(target)
     lp = build_reduced_lp(n, alpha, relaxed.properties + (("S",) if fold else ()), objective, weights, aggregate,
                           True, drop_implied)
-    if choose_method(lp) != "guided" or seed.applies(lp):
+    if choose_method(lp) != "guided":
         return None, None
     build = time.perf_counter() - start
     try:

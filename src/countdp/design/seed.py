@@ -75,19 +75,19 @@ def template_width(n: int, alpha: float) -> int | None:
     return W if 3 * W + 4 <= MAX_TEMPLATE_FRACTION * n else None
 
 
-def applies(lp) -> bool:
-    """Whether a template guide can be built and is worth it: the sum aggregate, uniform weights
-    (the template has its own uniform prior), a template width (:func:`template_width`), and not
-    L0,d (``d >= 1``) from :data:`FACE_ALPHA`."""
+def applies(problem) -> bool:
+    """Whether a template guide can be built for the :class:`countdp.design.model.DesignProblem`
+    ``problem`` (``None``: no) and is worth it: the sum aggregate, uniform weights (the template
+    has its own uniform prior), a template width (:func:`template_width`), and not L0,d
+    (``d >= 1``) from :data:`FACE_ALPHA`."""
     from countdp.design.fast import _is_uniform
 
-    problem = lp.problem
     if problem is None:
         return False
     objective = problem.objective
     large_face = objective.name == "L0d" and objective.d >= 1 and problem.alpha >= FACE_ALPHA
-    return (problem.aggregate == "sum" and _is_uniform(problem.weights, lp.n) and not large_face
-            and template_width(lp.n, problem.alpha) is not None)
+    return (problem.aggregate == "sum" and _is_uniform(problem.weights, problem.n) and not large_face
+            and template_width(problem.n, problem.alpha) is not None)
 
 
 def template_guide(lp, threads: int | None = None):
@@ -99,7 +99,7 @@ def template_guide(lp, threads: int | None = None):
     from countdp.design.backends import polish_run, run_guided, work_limits
     from countdp.design.reduce import build_reduced_lp
 
-    if not applies(lp):
+    if not applies(lp.problem):
         return None
     problem = lp.problem
     W = template_width(lp.n, problem.alpha)
