@@ -3,28 +3,43 @@
     .venv/bin/python benchmarks/bench_objectives.py [--ns 41,64,128] [--alphas 0.5,0.62,0.91,0.99]
     .venv/bin/python benchmarks/bench_objectives.py --ns 256 --alphas 0.62 --objectives L1,L2 --cases WM,LP+F
     .venv/bin/python benchmarks/bench_objectives.py --ns 256 --timeout 150   # each case in a fresh process
+    .venv/bin/python benchmarks/bench_objectives.py --ns 256 --alphas 0.99 --cases all --timeout 60
 
 One row per case (mechanism and properties, objective, n, alpha): the design time, the
 optimality gap relative to the objective, whether the gap closed (``proven``), whether the
 released integer weights pass the exact alpha-DP test (``certified``), and the method that
 answered.  With ``--timeout`` every case runs in a fresh process, stopped after that many
-seconds (reported as a timeout).  Exit status 1 if any case fails, times out, is not proven or
-is not certified.
+seconds (reported as a timeout).  ``--cases all`` runs the LP with each of the 48 distinct
+property sets (every subset of the seven properties, less the rows others imply).  Exit status 1
+if any case fails, times out, is not proven or is not certified.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import multiprocessing
 import time
 
 from countdp.design.backends import INTERIOR_GUIDE
 from countdp.design.cm_relaxation import RELAXATION
+from countdp.design.constraints import PROPERTIES
 from countdp.design.designer import DesignError, design_named
+from countdp.design.reduce import implied_drops
 from countdp.privacy.exact import exact_dp_check
 
 CASES = (("WM", ()), ("WH", ()), ("LP", ()), ("LP", ("F",)), ("LP", ("CH", "RM")))
 """The mechanisms and property sets of the sweep."""
+
+
+def distinct_property_sets() -> list[tuple[str, ...]]:
+    """Every subset of the seven properties with the implied ones removed, each once: 48 LPs."""
+    found = {}
+    for k in range(len(PROPERTIES) + 1):
+        for subset in itertools.combinations(PROPERTIES, k):
+            drops = implied_drops(subset)
+            found.setdefault(tuple(p for p in subset if p not in drops), None)
+    return list(found)
 
 
 def case_label(mechanism: str, props: tuple[str, ...]) -> str:
@@ -74,11 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alphas", default="0.5,0.62,0.91,0.99", help="comma-separated alphas")
     parser.add_argument("--objectives", default=",".join(OBJECTIVES), help="comma-separated objectives")
     parser.add_argument("--cases", default=",".join(case_label(*c) for c in CASES),
-                        help="comma-separated cases (WM, WH, LP, LP+F, LP+CH+RM)")
+                        help="comma-separated cases (WM, WH, LP, LP+F, LP+CH+RM), or 'all': the LP with "
+                             "every distinct property set")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds per case, each in a fresh process (default: in this process, no limit)")
     args = parser.parse_args(argv)
-    cases = [c for c in CASES if case_label(*c) in args.cases.split(",")]
+    cases = ([("LP", props) for props in distinct_property_sets()] if args.cases == "all"
+             else [c for c in CASES if case_label(*c) in args.cases.split(",")])
     ns = [int(v) for v in args.ns.split(",")]
     alphas = [float(v) for v in args.alphas.split(",")]
     print(f"{'case':<36} {'time s':>7} {'gap/obj':>9} {'proven':>6} {'certified':>9}  method")

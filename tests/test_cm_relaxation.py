@@ -98,3 +98,57 @@ def test_wm_from_min_n_is_the_relaxations_point_else_the_lp_with_cm(monkeypatch)
     assert cm_relaxation.RELAXATION not in fallback.extra["reductions"]
     assert fallback.extra["cm_relaxation"]["certified"] is False
     assert design.solver_objective == pytest.approx(fallback.solver_objective, rel=1e-9)
+
+
+def _relaxed_run(n, alpha, props, objective):
+    target = DesignProblem(n, alpha, props, objective)
+    relaxed = DesignProblem(n, alpha, cm_relaxation.relaxed_properties(props), objective)
+    lp = build_reduced_lp(n, alpha, (*relaxed.properties, "S"), objective, None, "sum")
+    return target, relaxed, lp, interior_point(lp)
+
+
+def test_the_relaxations_optimal_face_holds_a_point_with_cm():
+    """The case above: on the relaxation's optimal face (complementary slackness with its spread
+    dual), Clarabel finds a point that holds CM, proven by that same dual, at the optimum of the
+    LP with CM solved on its own."""
+    n, alpha, props = 12, 0.91, ("CM", "WH")
+    target, relaxed, lp, run = _relaxed_run(n, alpha, props, "L0d:1")
+    face, found = cm_relaxation.on_face(target, relaxed, lp, run, True, "L0d:1", None, "sum", True)
+    assert found is not None, face
+    point, optimality = found
+    assert optimality["certified"] and optimality["max_primal_violation"] <= 1e-9
+    assert not face.cost.any() and np.sum(face.row_upper == face.row_lower) > np.sum(lp.row_upper == lp.row_lower)
+    P = (face.expand @ point.y)[: (n + 1) ** 2]
+    assert property_rows("CM", n).violation(P) <= 1e-9
+    direct = fast_design(n, alpha, props, "L0d:1")
+    assert optimality["upper_bound"] == pytest.approx(direct.solver_objective, rel=1e-9, abs=1e-10)
+
+
+def test_the_face_of_a_wrong_dual_proves_nothing(monkeypatch):
+    """With the CH multipliers not spread, the 'face' is the whole LP with CM: its centre is
+    feasible but not optimal, and the check says so."""
+    n, alpha, props = 12, 0.91, ("CM", "WH")
+    target, relaxed, lp, run = _relaxed_run(n, alpha, props, "L0d:1")
+    monkeypatch.setattr(cm_relaxation, "cm_multipliers", lambda n, ch: np.zeros(n * (n + 1)))
+    why, found = cm_relaxation.on_face(target, relaxed, lp, run, True, "L0d:1", None, "sum", True)
+    assert found is None and why["certified"] is False and why["gap"] > 1e-6
+
+
+def test_face_model_marks_rows_by_their_multipliers():
+    """Rows with a multiplier above FACE_TOL times the largest cost become equalities, columns with
+    such a reduced cost are fixed at 0, and nothing else changes."""
+    n, alpha = 6, 0.8
+    lp = build_reduced_lp(n, alpha, ("CM",), "L1", None, "sum")
+    full = lp.problem.lp()
+    unit = cm_relaxation.FACE_TOL * np.abs(lp.cost).max()
+    u, v = np.zeros(full.b_ub.size), np.zeros(full.b_eq.size)
+    inequality = np.flatnonzero(~np.isfinite(lp.row_upper))
+    u[lp.row_origin[inequality[:3]]] = [2 * unit, unit / 2, 1.0]
+    reduced = np.zeros(lp.A.shape[1])
+    reduced[[0, 4]] = [2 * unit, unit / 2]
+    face = cm_relaxation.face_model(lp, u, v, reduced)
+    np.testing.assert_array_equal(face.row_upper[inequality[:3]], [lp.row_lower[inequality[0]], np.inf,
+                                                                     lp.row_lower[inequality[2]]])
+    assert np.array_equal(np.isfinite(face.row_upper), np.isfinite(lp.row_upper) | np.isin(
+        np.arange(lp.A.shape[0]), inequality[[0, 2]]))
+    assert face.col_upper[0] == 0 and face.col_upper[4] == lp.col_upper[4] and not face.cost.any()

@@ -5,12 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from countdp.design.designer import design_lp
+from countdp.design import fast, mirror
+from countdp.design.constraints import property_rows
+from countdp.design.designer import design_lp, design_named
 from countdp.design.fast import build_reduced_lp, fast_design, solve_proven
 from countdp.design.mirror import mirror_rows, mirror_symmetric, prove_unfolded
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality, lower_column_multipliers
 from countdp.design.polish import full_dual
+from countdp.privacy.exact import exact_dp_check
 
 
 @pytest.mark.parametrize("props", [(), ("F",), ("CH", "RM"), ("RH", "RM", "CH", "CM", "F", "WH")])
@@ -75,3 +78,46 @@ def test_skewed_weights_are_not_folded():
     assert mirror_symmetric(DesignProblem(64, 0.62, ("F",), "L1"))
     found = fast_design(64, 0.62, ("F",), "L1", weights=weights)
     assert not any("folded" in r for r in found.extra["reductions"])
+
+
+def _fail_the_folded_guided_methods(monkeypatch):
+    """Make the guided methods fail on an S-folded model (as Clarabel's 'AlmostSolved' did at
+    n = 256, alpha = 0.99), leaving every other solve alone."""
+    real = fast.solve_proven
+
+    def solve_proven(lp, method, threads=None, fallback=True, methods=None):
+        if lp.folded and methods is not None and "guided" in methods:
+            raise RuntimeError("guided: made to fail")
+        return real(lp, method, threads, fallback, methods)
+
+    monkeypatch.setattr(fast, "solve_proven", solve_proven)
+
+
+def test_an_lp_with_s_is_answered_by_the_lp_without_s_symmetrized(monkeypatch):
+    """LP with RM and S, L1, n = 64: when the folded model's guided methods fail, the LP without
+    S is solved, its answer averaged with its mirror image: symmetric, proven on the LP with S,
+    exactly alpha-DP, at the optimum the folded model reaches on its own (Theorem 1)."""
+    n, alpha, props = 64, 0.9, ("RM", "S")
+    direct = fast.fast_design(n, alpha, props, "L1")
+    assert mirror.SYMMETRIZED not in direct.extra["reductions"]
+    _fail_the_folded_guided_methods(monkeypatch)
+    found = fast.fast_design(n, alpha, props, "L1")
+    assert found.status == "optimal" and mirror.SYMMETRIZED in found.extra["reductions"]
+    assert "S's rows given 0" in found.extra["optimality"]["dual"]
+    assert found.extra["optimality"]["upper_bound"] == pytest.approx(direct.solver_objective, rel=1e-9)
+    design = design_named("LP", n, alpha, objective="L1", properties=props)
+    assert mirror.SYMMETRIZED in design.extra["reductions"]
+    assert property_rows("S", n).violation(design.matrix.ravel()) <= 1e-12
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
+
+
+def test_when_the_symmetrized_lp_is_not_proven_the_cold_methods_answer(monkeypatch):
+    """The same case with the LP without S unproven too: the folded model's cold simplex answers,
+    and the artifact says why the symmetrized answer was not used."""
+    n, alpha, props = 64, 0.9, ("RM", "S")
+    _fail_the_folded_guided_methods(monkeypatch)
+    monkeypatch.setattr(mirror, "symmetrized_design", lambda *a: (None, {"certified": False, "reason": "made to"}))
+    found = fast.fast_design(n, alpha, props, "L1")
+    assert found.status == "optimal" and found.method == "simplex"
+    assert found.extra["symmetrized"]["reason"] == "made to"
+    assert any("made to fail" in a for a in found.extra["optimality"]["attempts"])

@@ -26,9 +26,10 @@ value is the plain formulation's (tests compare against cvxpy to 1e-7 on a grid 
 
 The reductions of the LP (implied rows dropped, symmetry folded, singleton rows as bounds,
 duplicates dropped) are in :mod:`countdp.design.reduce`, each recorded in ``extra["reductions"]``.
-Two more change the LP solved and prove the answer on the LP asked for: S folded in when not
-requested (:mod:`countdp.design.mirror`) and CM relaxed to CH where Clarabel's point would answer
-(:mod:`countdp.design.cm_relaxation`).
+Three more change the LP solved and prove the answer on the LP asked for: S folded in when not
+requested, and S dropped (the answer then averaged with its mirror image) when the S-folded model
+is not proven by the guided methods (both :mod:`countdp.design.mirror`), and CM relaxed to CH
+where Clarabel's point would answer (:mod:`countdp.design.cm_relaxation`).
 
 The algorithm is chosen by size and objective (``method="auto"``): HiGHS dual simplex (a
 vertex) for small models; from :data:`IPM_MIN_NNZ` non-zeros, for L0, Clarabel's interior point
@@ -389,7 +390,18 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     chosen = choose_method(lp) if method == "auto" else method
     if chosen not in METHODS[1:]:
         raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
-    _, used, run, optimality = solve_proven(lp, chosen, threads)
+    symmetrized = None
+    if method == "auto" and chosen == "guided" and "S" in props:  # the LP without S before the cold methods
+        found, symmetrized, solved = _guided_then_symmetrized(lp, n, alpha, props, objective, weights, aggregate,
+                                                              drop_implied, threads, start)
+        if found is not None:
+            for key, value in (("large_n", large), ("cm_relaxation", relaxed)):
+                if value is not None:
+                    found.extra[key] = value
+            return found
+    else:
+        solved = solve_proven(lp, chosen, threads)
+    _, used, run, optimality = solved
     P = vertex_matrix(lp, run)
     extra = lp_extra(lp, build, optimality)
     if used == "clarabel":
@@ -403,8 +415,41 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         extra["folded"] = folded
     if relaxed is not None:
         extra["cm_relaxation"] = relaxed
+    if symmetrized is not None:
+        extra["symmetrized"] = symmetrized
     status = "optimal" if optimality["certified"] else "not proven optimal"
     return FastResult(P, solver, label, status, run.seconds, build, run.objective, extra)
+
+
+def _guided_then_symmetrized(lp: ReducedLP, n: int, alpha: float, props: tuple[str, ...], objective: object,
+                             weights: np.ndarray | None, aggregate: str, drop_implied: bool, threads: int | None,
+                             start: float) -> tuple[FastResult | None, dict | None, tuple]:
+    """An LP with S requested, ``guided``: the guided methods on its (folded) model, then the LP
+    without S symmetrized (:func:`countdp.design.mirror.symmetrized_design`), then the cold methods.
+    ``(found, why, solved)``: the symmetrized answer, why it was not (or ``None``), and otherwise
+    :func:`solve_proven`'s answer (the better of its two stages when neither is proven)."""
+    from countdp.design.mirror import symmetrized_design
+
+    try:
+        first = solve_proven(lp, "guided", threads, methods=("guided", CLARABEL_GUIDED))
+    except RuntimeError as exc:
+        first, error = None, str(exc)
+    if first is not None and first[3]["certified"]:
+        return None, None, first
+    found, why = symmetrized_design(n, alpha, props, objective, weights, aggregate, drop_implied, threads, start)
+    if found is not None:
+        return found, None, first
+    try:
+        rest = solve_proven(lp, "guided", threads, methods=("simplex", "ipm"))
+    except RuntimeError as exc:
+        if first is None:
+            raise RuntimeError(f"{error}; {exc}") from exc
+        return None, why, first
+    if first is not None and not rest[3]["certified"] and _gap(first[3]) < _gap(rest[3]):
+        return None, why, first
+    earlier = first[3].get("attempts", []) if first is not None else [error]
+    rest[3]["attempts"] = earlier + rest[3].get("attempts", [])
+    return None, why, rest
 
 
 SOLVER_LABELS = {"simplex": ("HIGHS", "simplex"), "ipm": ("HIGHS", "ipm+crossover"), "clarabel": ("CLARABEL", "ipm")}

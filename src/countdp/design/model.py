@@ -133,6 +133,17 @@ class DesignProblem:
         """The LP with ``x >= 0`` as a bound, rows in the order of the module docstring."""
         return self._lp
 
+    def dual_from(self, other: DesignProblem, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Multipliers ``(u, v)`` of :meth:`lp`'s rows from those of ``other``'s: each block that
+        both LPs have copied, every other row 0 (a dual of ``other`` stays one here when this LP
+        only adds rows)."""
+        full = self.lp()
+        out, given = {"ub": np.zeros(full.b_ub.size), "eq": np.zeros(full.b_eq.size)}, {"ub": u, "eq": v}
+        for name, (kind, rows) in self.blocks.items():
+            if name in other.blocks:
+                out[kind][rows] = given[kind][other.blocks[name][1]]
+        return out["ub"], out["eq"]
+
     def point(self, P: np.ndarray) -> np.ndarray:
         """The LP's variables for mechanism ``P``: ``P.ravel()``, plus ``t`` = the worst column loss for ``max``."""
         x = np.asarray(P, float).ravel()
