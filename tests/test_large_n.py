@@ -147,3 +147,18 @@ def test_no_template_is_solved_at_full_size():
     when W = 16 and 32 do not close (alpha = 0.97), the path gives up instead of trying it."""
     P, info = large_n.large_n_design(256, 0.97, WM)
     assert P is None and [t["width"] for t in info["tried"]] == [16, 32]
+
+
+def test_the_restricted_duals_simplex_is_limited_by_work_then_clarabel_answers(monkeypatch):
+    """With no simplex work allowed, HiGHS stops at its iteration limit and Clarabel solves the
+    restricted dual instead; the design is still proven, at the general LP's optimum."""
+    n, alpha = 64, 0.91
+    calls = []
+    real = large_n._solve_ipm
+    monkeypatch.setattr(large_n, "_solve_ipm", lambda *a: calls.append(1) or real(*a))
+    P, info = large_n.large_n_design(n, alpha, WM)
+    assert P is not None and len(calls) == 1  # the restricted primal; the dual's simplex ended in its work
+    monkeypatch.setattr(large_n, "DUAL_SIMPLEX_WORK", 1.0)
+    P, info = large_n.large_n_design(n, alpha, WM)
+    assert P is not None and len(calls) == 3, info  # and now the restricted dual too
+    assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, WM)) <= 1e-8

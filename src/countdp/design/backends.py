@@ -261,12 +261,11 @@ INTERIOR_GUIDE = "no vertex: clarabel's interior point, proven as it is"
 
 SIMPLEX_SAFETY_SECONDS = 60.0
 """Wall-clock bound on each iteration-limited simplex (:data:`QUICK_VERTEX_WORK`,
-:data:`GUIDED_SIMPLEX_ITERATIONS`, :data:`countdp.design.seed.SIMPLEX_ITERATIONS` and
-:data:`countdp.design.seed.TEMPLATE_SIMPLEX_WORK`).  The
-iteration limits decide which path answers, the same on any machine and under any load (with
+:data:`GUIDED_SIMPLEX_ITERATIONS`, :data:`countdp.design.seed.SIMPLEX_ITERATIONS`,
+:data:`countdp.design.seed.TEMPLATE_SIMPLEX_WORK` and :data:`countdp.design.large_n.DUAL_SIMPLEX_WORK`).
+The iteration limits decide which path answers, the same on any machine and under any load (with
 time limits a loaded machine turned vertices into interior points); this bound only stops a
-machine many times slower than this one, where those limits take 2 to 10 s.  (The L0 path of
-:mod:`countdp.design.large_n` still limits its simplex by time.)"""
+machine many times slower than this one, where those limits take 2 to 10 s."""
 
 QUICK_VERTEX_WORK = (7.5e7, 3e7)
 """Below :data:`countdp.design.seed.MIN_N`, the work :func:`run_guided` gives the dual and then

@@ -62,8 +62,14 @@ SUPPORT_WIDTHS = (16,)
 """Template widths tried for the other objectives: the support dual solves the general LP at
 template size, which at ``W = 32`` (``n = 100``) costs most of what the path saves at ``n = 256``."""
 
-DUAL_SIMPLEX_SECONDS = 5.0
-"""Time given to HiGHS's (primal) simplex on the restricted dual before Clarabel is used instead."""
+DUAL_SIMPLEX_WORK = 1.6e8
+"""Work (simplex iterations times rows) given to HiGHS's primal simplex on the restricted dual
+before Clarabel is used instead: about 5 s here.  A count, not a time, so that the path taken is
+the same on any machine and under any load.  Measured (L0, n = 256 and 512, alpha 0.5 to 0.95,
+WM, WH, LP with CH+RM, CM, RH+CH): W = 16 (about 1,900 rows) at most 6,090 iterations (0.6 s);
+W = 32 (about 7,000 rows) 17,761 to 27,869 (1.2e8 to 2e8: 2.9 to 8.8 s), so LP with CH+RM and
+RH+CH stay with the simplex and WM and LP with CM go to Clarabel, as with the 5 s limit before;
+W = 64 (25,873 rows) 61,196 (37 s)."""
 
 SUPPORT_TOL = 1e-9
 """A template multiplier below this fraction of the largest counts as zero (rounding of its dual)."""
@@ -204,8 +210,10 @@ def _first_of_each(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarr
     return np.sort(first)
 
 
-def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """HiGHS primal simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`).
+def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, work: float,
+           time_limit: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """HiGHS primal simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`);
+    ``None`` past ``work`` (iterations times rows) or ``time_limit`` seconds.
 
     The restricted dual is wide (about six columns per row); primal simplex measured 2-6x faster
     than dual simplex on it (WM, n = 256, alpha in {0.62, 0.8, 0.91, 0.95}; one run)."""
@@ -219,6 +227,7 @@ def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, time_limit: float) -> tuple[
     h.setOptionValue("primal_feasibility_tolerance", HIGHS_TOL)
     h.setOptionValue("dual_feasibility_tolerance", HIGHS_TOL)
     h.setOptionValue("time_limit", float(time_limit))
+    h.setOptionValue("simplex_iteration_limit", int(work / max(1, A.shape[0])))
     h.setOptionValue("simplex_strategy", 4)  # primal simplex
     h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))
     h.run()
@@ -335,6 +344,8 @@ def _restricted_primal(full, small, maps, small_maps, n: int, m: int, W: int):
 def _copied_dual(small, small_maps, m: int, W: int, time_limit: float) -> np.ndarray | None:
     """``y0``: the restricted dual, max ``b^T F y0`` s.t. ``(A^T F y0)_p <= c_p`` for every entry
     ``p``, ``y0_ub >= 0`` (L0: ``small`` has the L0 costs of size ``m``)."""
+    from countdp.design.backends import SIMPLEX_SAFETY_SECONDS
+
     Nm, N0 = m + 1, 3 * W + 5
     _, F, _, _, r0 = small_maps
     A_rows = sp.vstack([small.A_ub, small.A_eq[:Nm]], format="csr")
@@ -342,9 +353,9 @@ def _copied_dual(small, small_maps, m: int, W: int, time_limit: float) -> np.nda
     gain = F.T @ np.concatenate([small.b_ub, small.b_eq[:Nm]])
     ylo = np.concatenate([np.zeros(r0), np.full(N0, -np.inf)])
     # HiGHS's vertex and exact duals (polished) close the gap best; its simplex can be slow on
-    # wide templates, so past DUAL_SIMPLEX_SECONDS the interior point answers instead.
+    # wide templates, so past DUAL_SIMPLEX_WORK the interior point answers instead.
     yhi = np.full(r0 + N0, np.inf)
-    dual = _solve(D, -gain, ylo, yhi, dlo, dhi, min(time_limit, DUAL_SIMPLEX_SECONDS))
+    dual = _solve(D, -gain, ylo, yhi, dlo, dhi, DUAL_SIMPLEX_WORK, min(time_limit, SIMPLEX_SAFETY_SECONDS))
     if dual is not None:
         return dual[0]
     # in units where the costs are 1 (Clarabel's tolerances act relative to them)
