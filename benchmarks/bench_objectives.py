@@ -22,9 +22,10 @@ import multiprocessing
 import time
 
 from countdp.design.backends import INTERIOR_GUIDE
-from countdp.design.cm_relaxation import RELAXATION
+from countdp.design.cm_relaxation import FACE, RELAXATION
 from countdp.design.constraints import PROPERTIES
 from countdp.design.designer import DesignError, design_named
+from countdp.design.mirror import SYMMETRIZED
 from countdp.design.reduce import implied_drops
 from countdp.privacy.exact import exact_dp_check
 
@@ -60,8 +61,9 @@ def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alp
     opt = design.extra.get("optimality", {})
     method = ((opt["guide"] if opt.get("guide", "").startswith(INTERIOR_GUIDE) else f"guided by {opt['guide']}")
               if opt.get("guide") else opt.get("method", design.method))
-    if RELAXATION in design.extra.get("reductions", ()):
-        method += f" ({RELAXATION})"
+    marks = [r for r in design.extra.get("reductions", ()) if r in (RELAXATION, FACE, SYMMETRIZED)]
+    if marks:
+        method += f" ({'; '.join(marks)})"
     exact = exact_dp_check(design.released.weights, design.alpha_exact, design.released.K)
     gap = opt.get("gap", float("nan"))
     return {**row, "seconds": time.perf_counter() - start,

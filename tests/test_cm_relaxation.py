@@ -7,7 +7,7 @@ import pytest
 
 from countdp.design import cm_relaxation
 from countdp.design.backends import interior_point
-from countdp.design.constraints import property_rows, property_system
+from countdp.design.constraints import parse_properties, property_rows, property_system
 from countdp.design.designer import design_named
 from countdp.design.fast import _proven_answer, build_reduced_lp, fast_design
 from countdp.design.model import DesignProblem
@@ -103,17 +103,19 @@ def test_wm_from_min_n_is_the_relaxations_point_else_the_lp_with_cm(monkeypatch)
 def _relaxed_run(n, alpha, props, objective):
     target = DesignProblem(n, alpha, props, objective)
     relaxed = DesignProblem(n, alpha, cm_relaxation.relaxed_properties(props), objective)
-    lp = build_reduced_lp(n, alpha, (*relaxed.properties, "S"), objective, None, "sum")
+    lp = build_reduced_lp(n, alpha, parse_properties((*relaxed.properties, "S")), objective, None, "sum")
     return target, relaxed, lp, interior_point(lp)
 
 
-def test_the_relaxations_optimal_face_holds_a_point_with_cm():
-    """The case above: on the relaxation's optimal face (complementary slackness with its spread
-    dual), Clarabel finds a point that holds CM, proven by that same dual, at the optimum of the
-    LP with CM solved on its own."""
-    n, alpha, props = 12, 0.91, ("CM", "WH")
+@pytest.mark.parametrize("props", [("CM", "WH"), ("CM", "WH", "S")])
+def test_the_relaxations_optimal_face_holds_a_point_with_cm(props):
+    """The case above, with S folded in or requested: on the relaxation's optimal face
+    (complementary slackness with its spread dual), Clarabel finds a point that holds CM, proven
+    by that same dual, at the optimum of the LP with CM solved on its own."""
+    n, alpha = 12, 0.91
     target, relaxed, lp, run = _relaxed_run(n, alpha, props, "L0d:1")
-    face, found = cm_relaxation.on_face(target, relaxed, lp, run, True, "L0d:1", None, "sum", True)
+    fold = "S" not in props
+    face, found = cm_relaxation.on_face(target, relaxed, lp, run, fold, "L0d:1", None, "sum", True)
     assert found is not None, face
     point, optimality = found
     assert optimality["certified"] and optimality["max_primal_violation"] <= 1e-9

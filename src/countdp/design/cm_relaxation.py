@@ -158,6 +158,7 @@ def on_face(target: DesignProblem, relaxed: DesignProblem, lp, run, fold: bool, 
     by 2.7e-7; Clarabel on the LP with CM took 29 s ('AlmostSolved', proven), on the face 5.9 s."""
     from countdp.design.backends import interior_point
     from countdp.design.fast import _proven_answer, build_reduced_lp
+    from countdp.design.mirror import mirrored_multipliers
 
     dual = target_dual(target, relaxed, lp, run)
     if dual is None:
@@ -165,7 +166,10 @@ def on_face(target: DesignProblem, relaxed: DesignProblem, lp, run, fold: bool, 
     u, v = dual
     full_lp = build_reduced_lp(target.n, target.alpha, target.properties + (("S",) if fold else ()), objective,
                                weights, aggregate, True, drop_implied)
-    face = face_model(full_lp, *full_lp.problem.dual_from(target, u, v), run.col_dual)
+    face_u, face_v = full_lp.problem.dual_from(target, u, v)
+    if full_lp.folded:  # a folded row stands for a row and its mirror image: tight if either is
+        face_u = np.maximum(face_u, mirrored_multipliers(full_lp.problem, face_u))
+    face = face_model(full_lp, face_u, face_v, run.col_dual)
     try:
         point = interior_point(face)
     except RuntimeError as exc:

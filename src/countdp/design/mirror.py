@@ -89,6 +89,14 @@ def _mirrored(y: np.ndarray, s: np.ndarray, sign: np.ndarray) -> np.ndarray:
     return out
 
 
+def mirrored_multipliers(problem: DesignProblem, u: np.ndarray) -> np.ndarray:
+    """The multipliers ``u`` of ``problem``'s inequality rows, each moved to its mirror image's
+    row (``u`` itself when the rows are not closed under the mirror)."""
+    full = problem.lp()
+    found = mirror_rows(full.A_ub, full.b_ub, problem.size, equalities=False)
+    return u if found is None else _mirrored(u, *found)
+
+
 def unfolded_dual(folded: DesignProblem, plain: DesignLP, u: np.ndarray,
                   v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """The dual ``(u, v)`` of ``folded`` (the LP with S) as a dual of ``plain`` (the same LP
