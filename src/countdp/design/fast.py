@@ -424,8 +424,9 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
 def _guided_then_symmetrized(lp: ReducedLP, n: int, alpha: float, props: tuple[str, ...], objective: object,
                              weights: np.ndarray | None, aggregate: str, drop_implied: bool, threads: int | None,
                              start: float) -> tuple[FastResult | None, dict | None, tuple]:
-    """An LP with S requested, ``guided``: the guided methods on its (folded) model, then the LP
-    without S symmetrized (:func:`countdp.design.mirror.symmetrized_design`), then the cold methods.
+    """An LP with S requested, ``guided``: the guided methods on its (folded) model, then Clarabel's
+    point of the LP without S, symmetrized (:func:`countdp.design.mirror.symmetrized_design`), then
+    the cold methods on the folded model.
     ``(found, why, solved)``: the symmetrized answer, why it was not (or ``None``), and otherwise
     :func:`solve_proven`'s answer (the better of its two stages when neither is proven)."""
     from countdp.design.mirror import symmetrized_design
@@ -436,7 +437,7 @@ def _guided_then_symmetrized(lp: ReducedLP, n: int, alpha: float, props: tuple[s
         first, error = None, str(exc)
     if first is not None and first[3]["certified"]:
         return None, None, first
-    found, why = symmetrized_design(n, alpha, props, objective, weights, aggregate, drop_implied, threads, start)
+    found, why = symmetrized_design(n, alpha, props, objective, weights, aggregate, drop_implied, start)
     if found is not None:
         return found, None, first
     try:

@@ -201,26 +201,33 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
 
 
 def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: object,
-                       weights: np.ndarray | None, aggregate: str, drop_implied: bool, threads: int | None,
+                       weights: np.ndarray | None, aggregate: str, drop_implied: bool,
                        start: float) -> tuple[object, dict | None]:
     """For a mirror-symmetric LP with S requested, whose folded model the guided methods did not
-    prove: the LP without S solved by the guided methods, its answer averaged with its mirror
-    image, and proven on the LP with S.  The average is feasible with S and as good (the mirror
-    maps the LP to itself: Theorem 1); the dual of the LP without S, with S's rows given 0, is a
-    dual of the LP with S (which only adds rows).  ``(FastResult, None)`` when proven,
-    ``(None, why)`` when tried and not proven, ``(None, None)`` when it does not apply.
+    prove: Clarabel's point of the LP without S (as :func:`countdp.design.backends.run_guided`
+    computes it), proven there, averaged with its mirror image and proven on the LP with S.  The
+    average is feasible with S and as good (the mirror maps the LP to itself: Theorem 1); the dual
+    of the LP without S, with S's rows given 0, is a dual of the LP with S (which only adds rows).
+    ``(FastResult, None)`` when proven, ``(None, why)`` when tried and not proven, ``(None, None)``
+    when it does not apply.
 
-    Measured: LP with RM and S, L1, n = 256, alpha = 0.99, whose folded Clarabel point ends
-    'AlmostSolved' (not proven) and whose cold simplex then took minutes; the model without S
-    ends 'Solved' and is proven."""
+    Measured: LP with RM and S, L1 and L2, n = 256, alpha = 0.99, whose folded Clarabel point
+    ends 'AlmostSolved' (not proven) and whose cold simplex then took minutes: the model without
+    S ends 'Solved' and is proven.  Only the point is tried (no template, no simplex), and only
+    where no template applies (:func:`countdp.design.seed.applies`: alpha near 1, where Clarabel's
+    point answered every design of the n = 256 sweep at alpha = 0.99).  Where one does, its
+    entries fall to alpha^n (1e-77 at alpha = 0.5) and Clarabel's point is rarely proven: LP with
+    RH, CH, F and S, L0,1, n = 256, alpha = 0.5 ended 'AlmostSolved' there after 15 s, while the
+    cold simplex on the folded model, which comes next, answers in 10 s."""
+    from countdp.design import seed
+    from countdp.design.backends import interior_point
     from countdp.design.fast import (
-        CLARABEL_GUIDED,
         FastResult,
+        _proven_answer,
         build_reduced_lp,
         choose_method,
         is_zero_one,
         lp_extra,
-        solve_proven,
         solver_label,
         vertex_matrix,
     )
@@ -229,30 +236,31 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
     from countdp.privacy.certify import certify
 
     target = DesignProblem(n, alpha, props, objective, weights, aggregate)
-    if "S" not in props or is_zero_one(target.objective) or not mirror_symmetric(target):
+    if ("S" not in props or is_zero_one(target.objective) or not mirror_symmetric(target)
+            or seed.applies(target)):
         return None, None
-    plain_props = tuple(p for p in props if p != "S")
-    lp = build_reduced_lp(n, alpha, plain_props, objective, weights, aggregate, True, drop_implied)
+    lp = build_reduced_lp(n, alpha, tuple(p for p in props if p != "S"), objective, weights, aggregate, True,
+                          drop_implied)
     if choose_method(lp) != "guided":
         return None, None
     build = time.perf_counter() - start
     try:
-        _, used, run, plain_optimality = solve_proven(lp, "guided", threads, methods=("guided", CLARABEL_GUIDED))
+        run = interior_point(lp)
     except RuntimeError as exc:
         return None, {"certified": False, "reason": f"without S: {exc}"}
+    _, plain_optimality, _ = _proven_answer(lp, run, "guided", False)
     if not plain_optimality["certified"]:
-        return None, {"certified": False, "reason": "without S: not proven", "without_s": plain_optimality}
+        return None, {**plain_optimality, "reason": "without S: not proven"}
     raw = vertex_matrix(lp, run)
     raw = (raw + raw[::-1, ::-1]) / 2.0
     full = target.lp()
     u, v = target.dual_from(lp.problem, *full_dual(lp, run.row_dual, run.col_dual))
     optimality = check_optimality(full, target.point(certify(raw, alpha)[0]), u, lower_column_multipliers(full, u, v))
-    optimality.update(method=used, dual="the LP's without S, S's rows given 0")
-    for key in ("guide", "dp_closure", "attempts"):
-        if key in plain_optimality:
-            optimality[key] = plain_optimality[key]
+    optimality.update(method="guided", guide=run.guide, dual="the LP's without S, S's rows given 0")
+    if run.dp_closure:
+        optimality["dp_closure"] = True
     if not optimality["certified"]:
         return None, optimality
     extra = lp_extra(lp, build, optimality)
     extra["reductions"].append(SYMMETRIZED)
-    return FastResult(raw, *solver_label(used, run), "optimal", run.seconds, build, run.objective, extra), None
+    return FastResult(raw, *solver_label("guided", run), "optimal", run.seconds, build, run.objective, extra), None
