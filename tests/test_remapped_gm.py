@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from countdp.design import fast
+from countdp.design.constraints import property_rows
 from countdp.design.designer import design_lp, design_named
 from countdp.design.optimality import check_optimality, design_lp_model
 from countdp.design.remapped_gm import remap_certificate, remap_dual, remapped_geometric
@@ -128,8 +129,24 @@ def test_open_gap_falls_back_to_the_lp(monkeypatch):
     assert not large.extra["optimality"]["dual_check"]["certified"]
 
 
-def test_not_used_with_properties_or_minimax():
+@pytest.mark.parametrize("objective", ["L0d:1", "L1", "L2"])
+def test_used_with_the_properties_it_satisfies(objective):
+    """With the uniform prior GM remapped is mirror symmetric, so it is an optimum of the LP with
+    S too: proven on that LP (the check tests S's rows as well), at the optimum of that LP solved."""
+    n, alpha = 40, 0.62
+    design = fast.fast_design(n, alpha, ("S",), objective)
+    assert design.method == fast.REMAPPED_GM and design.extra["optimality"]["certified"]
+    solved = fast.fast_design(n, alpha, ("S",), objective, use_closed_forms=False)
+    assert solved.method != fast.REMAPPED_GM and solved.status == "optimal"
+    assert design.solver_objective == pytest.approx(solved.solver_objective, rel=1e-9)
+    asymmetric = remapped_geometric(n, alpha, objective, _prior(n, 1))
+    assert property_rows("S", n).violation(asymmetric.ravel()) > 1e-6
+    assert not remap_certificate(n, alpha, objective, None, asymmetric, ("S",))["certified"]
+
+
+def test_not_used_with_properties_it_breaks_or_minimax():
     assert fast.closed_form(20, 0.7, ("WH",), "L1", None, "sum") is None
+    assert fast.closed_form(20, 0.7, ("S", "RH"), "L2", None, "sum") is None
     assert fast.closed_form(20, 0.7, (), "L1", None, "max") is None
     assert fast.closed_form(20, 0.7, (), "L0", None, "sum")[0] == "GM"  # Theorem 3 keeps GM itself
     w = _prior(20, 0)

@@ -15,10 +15,12 @@ value is the plain formulation's (tests compare against cvxpy to 1e-7 on a grid 
   the LP, tolerance 1e-12).  Theorem 3: GM is an L0-optimal BasicDP mechanism, so the LP
   optimum with extra properties is >= L0(GM); GM is feasible, so it is optimal.  This covers
   BasicDP alone, and WH (+S, +RM, +RH) when ``n >= 2a/(1-a)`` (Lemma 2).
-* ``GM remapped``: no property, ``aggregate="sum"``, any prior and any objective (each loss is
+* ``GM remapped``: ``aggregate="sum"``, any prior and any objective (each loss is
   non-decreasing in ``|i - j|``), except where ``GM`` applies: GM followed by the best remap of
-  its outputs (Ghosh, Roughgarden and Sundararajan), proven by an explicit dual, not by an LP
-  (:mod:`countdp.design.remapped_gm`); if that certificate does not close, the LP is solved.
+  its outputs (Ghosh, Roughgarden and Sundararajan) is an optimum of the LP without properties,
+  so of the LP with every property it satisfies (checked numerically, as for GM; S, with the
+  uniform prior), proven by an explicit dual, not by an LP (:mod:`countdp.design.remapped_gm`);
+  if that certificate does not close, the LP is solved.
 * ``EM``: objective L0 and ``F`` requested, any weights and either aggregate.  Under F
   every column's L0 loss is ``(n+1)/n (1 - y)``, independent of the weights, so the sum and
   the max are both that value; Theorem 4: EM maximises ``y`` among fair BasicDP mechanisms,
@@ -291,17 +293,19 @@ def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: ob
         return "EM", CLOSED_FORMS["EM"](n, alpha)
     if aggregate != "sum":
         return None
-    if not properties and not (zero_one and _is_uniform(weights, n)):
+    if not (zero_one and _is_uniform(weights, n)):
         from countdp.design.remapped_gm import remapped_geometric
 
-        return REMAPPED_GM, remapped_geometric(n, alpha, obj, weights)
-    if not zero_one or not _is_uniform(weights, n):
-        return None
+        P = remapped_geometric(n, alpha, obj, weights)
+        return (REMAPPED_GM, P) if _satisfies(P, properties) else None
     P = CLOSED_FORMS["GM"](n, alpha)
+    return ("GM", P) if _satisfies(P, properties) else None
+
+
+def _satisfies(P: np.ndarray, properties: tuple[str, ...]) -> bool:
+    """Whether ``P`` breaks no row of any of ``properties`` by more than :data:`GM_TOL`."""
     x = P.ravel()
-    if all(property_rows(p, n).violation(x) <= GM_TOL for p in properties):
-        return "GM", P
-    return None
+    return all(property_rows(p, P.shape[0] - 1).violation(x) <= GM_TOL for p in properties)
 
 
 def fast_design(n: int, alpha: float, properties: object = (), objective: object = "L0",
@@ -325,7 +329,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
             from countdp.evaluate.metrics import objective_value
 
             P = found[1]
-            optimality = remap_certificate(n, alpha, objective, weights, P)
+            optimality = remap_certificate(n, alpha, objective, weights, P, props)
             optimality["checked"] = bool(optimality["certified"])
             if not optimality["certified"] and n > CHECK_CLOSED_FORM_MAX_N:  # as for GM and EM: the theorem stands
                 optimality = {"certified": True, "proof": THEOREM, "checked": False, "dual_check": optimality}

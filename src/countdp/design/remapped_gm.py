@@ -119,14 +119,19 @@ def remap_dual(n: int, alpha: float, objective: object, weights: np.ndarray | No
 
 
 def remap_certificate(n: int, alpha: float, objective: object, weights: np.ndarray | None,
-                      P: np.ndarray) -> dict:
+                      P: np.ndarray, properties: tuple[str, ...] = ()) -> dict:
     """The certificate of :func:`countdp.design.optimality.check_optimality` for ``certify(P)``
-    with the dual of :func:`remap_dual` (``P``: :func:`remapped_geometric`, before
-    :func:`countdp.privacy.certify.certify`, which is deterministic)."""
+    on the LP with ``properties`` (``P``: :func:`remapped_geometric`, before
+    :func:`countdp.privacy.certify.certify`, which is deterministic), with the dual of
+    :func:`remap_dual` and the properties' rows given 0: the LP with them only adds rows, so that
+    dual stays feasible, and the check also tests that ``certify(P)`` holds every row."""
+    from countdp.design.model import DesignProblem
     from countdp.privacy.certify import certify
 
-    lp = design_lp_model(n, alpha, (), objective, weights)
-    u, v = remap_dual(n, alpha, objective, weights, lp)
-    optimality = check_optimality(lp, certify(P, alpha)[0].ravel(), u, v)
+    plain = DesignProblem(n, alpha, (), objective, weights)
+    target = DesignProblem(n, alpha, properties, objective, weights)
+    u, v = target.dual_from(plain, *remap_dual(n, alpha, objective, weights, plain.lp()))
+    lp = target.lp()
+    optimality = check_optimality(lp, certify(P, alpha)[0].ravel(), u, lower_column_multipliers(lp, u, v))
     optimality["proof"] = f"{THEOREM}; explicit dual"
     return optimality
