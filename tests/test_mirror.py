@@ -121,3 +121,23 @@ def test_when_the_symmetrized_lp_is_not_proven_the_cold_methods_answer(monkeypat
     assert found.status == "optimal" and found.method == "simplex"
     assert found.extra["symmetrized"]["reason"] == "made to"
     assert any("made to fail" in a for a in found.extra["optimality"]["attempts"])
+
+
+@pytest.mark.parametrize("alpha,cold", [(0.62, True), (0.99, False)])
+def test_the_folded_model_gets_the_cold_simplex_only_where_a_template_applies(monkeypatch, alpha, cold):
+    """Where a template applies (alpha far from 1) the cold simplex on the folded model follows the
+    guided methods; near alpha = 1 only the guided methods run there (the model without S next)."""
+    from countdp.design import seed
+
+    n, props = 160, ("F",)
+    assert seed.applies(DesignProblem(n, alpha, props, "L1")) is cold
+    asked = []
+
+    def solve_proven(lp, method, threads=None, fallback=True, methods=None):
+        asked.append(methods)
+        raise RuntimeError("not solved here")
+
+    monkeypatch.setattr(fast, "solve_proven", solve_proven)
+    found, why = mirror.folded_design(n, alpha, props, "L1", None, "sum", True, None, 0.0)
+    assert found is None and why["reason"] == "not solved here"
+    assert asked == [("guided", fast.CLARABEL_GUIDED) + (("simplex",) if cold else ())]

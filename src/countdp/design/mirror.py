@@ -156,11 +156,15 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
     ``(FastResult, None)`` when proven, ``(None, why)`` when tried and not proven, ``(None, None)``
     when it does not apply (L0, asymmetric weights or properties, a small model).
 
-    Only the guided methods are tried on the folded model; when neither is proven, the caller
-    solves the LP without S, with every fallback.  The cold ones cost more on the folded model
-    than that: LP with RM, L1, n = 256, alpha = 0.99, whose folded Clarabel point ended
-    'AlmostSolved' (not proven), took 92 s of cold simplex there (IPX: 73 s), against 6.7 s for
-    the proven point of the model without S."""
+    Where no template applies (:func:`countdp.design.seed.applies`: alpha near 1) only the guided
+    methods are tried on the folded model; when neither is proven, the caller solves the LP
+    without S, with every fallback.  The cold ones cost more on the folded model than that: LP
+    with RM, L1, n = 256, alpha = 0.99, whose folded Clarabel point ended 'AlmostSolved' (not
+    proven), took 92 s of cold simplex there (IPX: 73 s), against 6.7 s for the proven point of
+    the model without S.  Where a template applies, the cold simplex on the folded model comes
+    next: LP with RH, CH and F, L0,1, n = 256, alpha = 0.5, whose Clarabel points end
+    'AlmostSolved' folded and not, took 10 s of it folded and 61 s without S."""
+    from countdp.design import seed
     from countdp.design.fast import (
         CLARABEL_GUIDED,
         FastResult,
@@ -180,8 +184,9 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
     if choose_method(lp) != "guided":
         return None, None
     build = time.perf_counter() - start
+    methods = ("guided", CLARABEL_GUIDED) + (("simplex",) if seed.applies(plain) else ())  # see the docstring
     try:
-        P, used, run, folded_optimality = solve_proven(lp, "guided", threads, methods=("guided", CLARABEL_GUIDED))
+        P, used, run, folded_optimality = solve_proven(lp, "guided", threads, methods=methods)
     except RuntimeError as exc:
         return None, {"certified": False, "reason": str(exc)}
     optimality = prove_unfolded(lp, run, P, plain)
