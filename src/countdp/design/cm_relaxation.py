@@ -188,16 +188,7 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
     ``(None, why)`` when tried and not proven, ``(None, None)`` when it does not apply."""
     from countdp.design import seed
     from countdp.design.backends import interior_point
-    from countdp.design.fast import (
-        FastResult,
-        _proven_answer,
-        build_reduced_lp,
-        choose_method,
-        is_zero_one,
-        lp_extra,
-        solver_label,
-        vertex_matrix,
-    )
+    from countdp.design.fast import _proven_answer, build_reduced_lp, choose_method, is_zero_one, proven_result
     from countdp.design.mirror import mirror_symmetric
 
     if "CM" not in props or n < seed.MIN_N:
@@ -229,7 +220,4 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
         reductions.append(FACE)
     if not optimality["certified"]:
         return None, optimality
-    extra = lp_extra(lp, build, optimality)
-    extra["reductions"] += reductions
-    return FastResult(vertex_matrix(lp, run), *solver_label("guided", run), "optimal", run.seconds, build,
-                      run.objective, extra), None
+    return proven_result(lp, run, "guided", build, optimality, reductions), None

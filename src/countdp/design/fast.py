@@ -477,6 +477,17 @@ def lp_extra(lp: ReducedLP, build: float, optimality: dict) -> dict:
             "full_cols": int(lp.full_cols), "build_time": build, "optimality": optimality}
 
 
+def proven_result(lp: ReducedLP, run: Solved, used: str, build: float, optimality: dict,
+                  reductions: list[str], matrix: np.ndarray | None = None) -> FastResult:
+    """The :class:`FastResult` of a proven answer found on ``lp`` by ``used`` (``matrix``: the
+    released matrix before certify, default :func:`vertex_matrix`), with the reductions that
+    changed the LP solved appended to ``lp``'s."""
+    extra = lp_extra(lp, build, optimality)
+    extra["reductions"] += reductions
+    return FastResult(vertex_matrix(lp, run) if matrix is None else matrix, *solver_label(used, run), "optimal",
+                      run.seconds, build, run.objective, extra)
+
+
 def prove_matrix(n: int, alpha: float, properties: object, objective: object, weights: np.ndarray | None,
                  aggregate: str, matrix: np.ndarray, fallback: bool = True) -> dict:
     """``extra["optimality"]`` for a matrix found elsewhere (e.g. the plain cvxpy model).

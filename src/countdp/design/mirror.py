@@ -167,14 +167,11 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
     from countdp.design import seed
     from countdp.design.fast import (
         CLARABEL_GUIDED,
-        FastResult,
         build_reduced_lp,
         choose_method,
         is_zero_one,
-        lp_extra,
+        proven_result,
         solve_proven,
-        solver_label,
-        vertex_matrix,
     )
 
     plain = DesignProblem(n, alpha, props, objective, weights, aggregate)
@@ -199,10 +196,7 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
         optimality["attempts"] = folded_optimality["attempts"]
     if not optimality["certified"]:
         return None, {**optimality, "folded_optimality": folded_optimality}
-    raw = vertex_matrix(lp, run)
-    extra = lp_extra(lp, build, optimality)
-    extra["reductions"].append("S folded without S requested (Theorem 1)")
-    return FastResult(raw, *solver_label(used, run), "optimal", run.seconds, build, run.objective, extra), None
+    return proven_result(lp, run, used, build, optimality, ["S folded without S requested (Theorem 1)"]), None
 
 
 def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: object,
@@ -227,13 +221,11 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
     from countdp.design import seed
     from countdp.design.backends import interior_point
     from countdp.design.fast import (
-        FastResult,
         _proven_answer,
         build_reduced_lp,
         choose_method,
         is_zero_one,
-        lp_extra,
-        solver_label,
+        proven_result,
         vertex_matrix,
     )
     from countdp.design.optimality import check_optimality, lower_column_multipliers
@@ -266,6 +258,4 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
         optimality["dp_closure"] = True
     if not optimality["certified"]:
         return None, optimality
-    extra = lp_extra(lp, build, optimality)
-    extra["reductions"].append(SYMMETRIZED)
-    return FastResult(raw, *solver_label("guided", run), "optimal", run.seconds, build, run.objective, extra), None
+    return proven_result(lp, run, "guided", build, optimality, [SYMMETRIZED], raw), None
