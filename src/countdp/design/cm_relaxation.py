@@ -156,8 +156,7 @@ def on_face(target: DesignProblem, relaxed: DesignProblem, lp, run, fold: bool, 
 
     Measured on LP with RH and CM, L0,1, n = 256, alpha = 0.99: the relaxation's centre breaks CM
     by 2.7e-7; Clarabel on the LP with CM took 29 s ('AlmostSolved', proven), on the face 5.9 s."""
-    from countdp.design.backends import interior_point
-    from countdp.design.fast import _proven_answer, build_reduced_lp
+    from countdp.design.fast import build_reduced_lp, proven_point
     from countdp.design.mirror import mirrored_multipliers
 
     dual = target_dual(target, relaxed, lp, run)
@@ -170,11 +169,9 @@ def on_face(target: DesignProblem, relaxed: DesignProblem, lp, run, fold: bool, 
     if full_lp.folded:  # a folded row stands for a row and its mirror image: tight if either is
         face_u = np.maximum(face_u, mirrored_multipliers(full_lp.problem, face_u))
     face = face_model(full_lp, face_u, face_v, run.col_dual)
-    try:
-        point = interior_point(face)
-    except RuntimeError as exc:
-        return {"certified": False, "reason": f"face: {exc}"}, None
-    _, optimality, _ = _proven_answer(face, point, "guided", False, lambda _lp, _run, P: check_with(target, u, v, P))
+    point, optimality = proven_point(face, lambda _lp, _run, P: check_with(target, u, v, P), "face: ")
+    if point is None:
+        return optimality, None
     optimality["dual"] = "the LP's with CH in place of CM, CH's multipliers spread over the CM rows"
     if not optimality["certified"]:
         return {**optimality, "reason": "the point on the face is not proven"}, None
@@ -187,8 +184,7 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
     the relaxation's point, proven on the LP with CM.  ``(FastResult, None)`` when proven,
     ``(None, why)`` when tried and not proven, ``(None, None)`` when it does not apply."""
     from countdp.design import seed
-    from countdp.design.backends import interior_point
-    from countdp.design.fast import _proven_answer, build_reduced_lp, choose_method, is_zero_one, proven_result
+    from countdp.design.fast import build_reduced_lp, choose_method, is_zero_one, proven_point, proven_result
     from countdp.design.mirror import mirror_symmetric
 
     if "CM" not in props or n < seed.MIN_N:
@@ -203,11 +199,9 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
     if choose_method(lp) != "guided":
         return None, None
     build = time.perf_counter() - start
-    try:
-        run = interior_point(lp)
-    except RuntimeError as exc:
-        return None, {"certified": False, "reason": f"relaxation: {exc}"}
-    P, optimality, _ = _proven_answer(lp, run, "guided", False, prover(target, relaxed))
+    run, optimality = proven_point(lp, prover(target, relaxed), "relaxation: ")
+    if run is None:
+        return None, optimality
     optimality["dual"] = "the LP's with CH in place of CM, CH's multipliers spread over the CM rows"
     reductions = [RELAXATION]
     if not optimality["certified"] and _only_cm_broken(optimality):

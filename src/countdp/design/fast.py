@@ -281,6 +281,20 @@ def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool,
     return P, optimality, certificate.repair_lambda > 0
 
 
+def proven_point(lp: ReducedLP, prover: Callable[[ReducedLP, Solved, np.ndarray], dict] | None = None,
+                 what: str = "") -> tuple[Solved | None, dict]:
+    """Clarabel's point of ``lp`` (:func:`countdp.design.backends.interior_point`) and its certificate
+    (:func:`_proven_answer`, ``prover`` as there); ``(None, why)`` when Clarabel fails (``what``
+    prefixes the reason)."""
+    from countdp.design.backends import interior_point
+
+    try:
+        run = interior_point(lp)
+    except RuntimeError as exc:
+        return None, {"certified": False, "reason": f"{what}{exc}"}
+    return run, _proven_answer(lp, run, "guided", False, prover)[1]
+
+
 def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: object,
                 weights: np.ndarray | None, aggregate: str) -> tuple[str, np.ndarray] | None:
     """``(name, matrix)`` when a theorem says it is an optimum of this LP (module docstring):

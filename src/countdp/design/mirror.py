@@ -219,12 +219,11 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
     RH, CH, F and S, L0,1, n = 256, alpha = 0.5 ended 'AlmostSolved' there after 15 s, while the
     cold simplex on the folded model, which comes next, answers in 10 s."""
     from countdp.design import seed
-    from countdp.design.backends import interior_point
     from countdp.design.fast import (
-        _proven_answer,
         build_reduced_lp,
         choose_method,
         is_zero_one,
+        proven_point,
         proven_result,
         vertex_matrix,
     )
@@ -241,11 +240,9 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
     if choose_method(lp) != "guided":
         return None, None
     build = time.perf_counter() - start
-    try:
-        run = interior_point(lp)
-    except RuntimeError as exc:
-        return None, {"certified": False, "reason": f"without S: {exc}"}
-    _, plain_optimality, _ = _proven_answer(lp, run, "guided", False)
+    run, plain_optimality = proven_point(lp, what="without S: ")
+    if run is None:
+        return None, plain_optimality
     if not plain_optimality["certified"]:
         return None, {**plain_optimality, "reason": "without S: not proven"}
     raw = vertex_matrix(lp, run)
