@@ -8,7 +8,7 @@ import pytest
 from countdp.design import cm_relaxation
 from countdp.design.backends import interior_point
 from countdp.design.constraints import parse_properties, property_rows, property_system
-from countdp.design.designer import design_named
+from countdp.design.designer import design_lp, design_named
 from countdp.design.fast import _proven_answer, build_reduced_lp, fast_design
 from countdp.design.model import DesignProblem
 from countdp.privacy.exact import exact_dp_check
@@ -154,3 +154,20 @@ def test_face_model_marks_rows_by_their_multipliers():
     assert np.array_equal(np.isfinite(face.row_upper), np.isfinite(lp.row_upper) | np.isin(
         np.arange(lp.A.shape[0]), inequality[[0, 2]]))
     assert face.col_upper[0] == 0 and face.col_upper[4] == lp.col_upper[4] and not face.cost.any()
+
+
+def test_l0d_with_f_tries_the_relaxation_before_a_template():
+    """L0,d (d >= 1) with F: the relaxation is tried even where a template applies, and answers
+    LP with CM and F, L0,1, n = 160, alpha = 0.62, proven on the LP with CM, released weights
+    exactly alpha-DP.  Other objectives, or no F, keep the template's simplex."""
+    from countdp.design import seed
+
+    n, alpha = 160, 0.62
+    relaxed = DesignProblem(n, alpha, ("CH", "F"), "L0d:1")
+    assert seed.applies(relaxed) and cm_relaxation.before_template(relaxed)
+    assert not cm_relaxation.before_template(DesignProblem(n, alpha, ("CH", "F"), "L1"))
+    assert not cm_relaxation.before_template(DesignProblem(n, alpha, ("CH",), "L0d:1"))
+    design = design_lp(n, alpha, ("CM", "F"), "L0d:1")
+    assert design.status == "optimal" and design.extra["optimality"]["certified"]
+    assert cm_relaxation.RELAXATION in design.extra["reductions"]
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds

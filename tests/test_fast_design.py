@@ -270,3 +270,29 @@ def test_wm_l2_near_one_is_clarabels_point_with_scaled_costs(monkeypatch):
     assert optimality["guide"].startswith(backends.INTERIOR_GUIDE) and design.method == "ipm"
     assert optimality["gap"] <= 1e-9 * optimality["upper_bound"]
     assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
+
+
+
+def test_fairness_substituted_for_clarabel_and_lifted_back():
+    """Clarabel solves a model with F's rows substituted out (one variable for the diagonal) and
+    the answer is lifted back: the diagonal constant, F's rows given the multipliers that zero the
+    diagonal's reduced costs, the rest of the dual as it was.  The lifted dual closes the
+    certificate on the full LP (F's rows included) at cvxpy's optimum of the unreduced LP; with F's
+    multipliers set to 0 it does not."""
+    from countdp.design import fairness
+    from countdp.design.backends import run_clarabel
+    from countdp.design.fast import prove, vertex_matrix
+    from countdp.privacy.certify import certify
+
+    n, alpha, props = 12, 0.62, ("RH", "F")
+    lp = build_reduced_lp(n, alpha, props, "L0d:1")
+    sub, M, rows, cols = fairness.substitution(lp)
+    assert rows.size == n and sub.A.shape == (lp.A.shape[0] - n, lp.A.shape[1] - n)
+    run = run_clarabel(lp, substitute=True)
+    P = vertex_matrix(lp, run)
+    assert np.ptp(np.diag(P)) == 0.0
+    ref, _ = _agree(n, alpha, props, "L0d:1")
+    optimality = prove(lp, run, certify(P, alpha)[0])
+    assert optimality["certified"] and optimality["upper_bound"] == pytest.approx(ref.objective_value, abs=1e-9)
+    run.row_dual[rows] = 0.0
+    assert not prove(lp, run, certify(P, alpha)[0])["certified"]

@@ -216,15 +216,35 @@ def test_closed_form_shortcut_is_checked_too():
 
 @pytest.mark.parametrize("alpha", [0.5, 0.8])
 def test_dp_closure_keeps_a_dp_matrix_to_rounding(alpha):
-    """GM meets every DP row with equality outward from the diagonal: the closure moves it by
-    rounding only, and keeps its column sums."""
+    """GM meets every DP row with equality outward from the diagonal and its columns sum to 1:
+    the closure moves it by rounding only."""
     from countdp.design.polish import dp_closure
     from countdp.mechanisms.closed_forms import geometric
 
     P = geometric(40, alpha)
     closed = dp_closure(P, alpha)
-    np.testing.assert_allclose(closed, P, rtol=1e-14, atol=0)
-    np.testing.assert_allclose(closed.sum(axis=0), P.sum(axis=0), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(closed, P, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(closed.sum(axis=0), 1.0, rtol=0, atol=1e-14)
+
+
+def test_dp_closure_sets_column_sums_without_um():
+    """GM with each diagonal entry lowered by a different 1e-11 is still DP, but its columns sum
+    short: dividing them by their sums (UM's repair starts there) breaks GM's tight rows between
+    columns of different sums, and the UM mixture that mends them costs ~1e-9.  The closure puts
+    each column's shortfall back on its diagonal: GM again, to rounding, DP with no mixture."""
+    from countdp.design.polish import dp_closure
+    from countdp.mechanisms.closed_forms import geometric
+
+    alpha, n = 0.62, 64
+    G = geometric(n, alpha)
+    P = G.copy()
+    P[np.arange(n + 1), np.arange(n + 1)] -= 1e-11 * (1 + np.arange(n + 1) % 3)
+    assert not is_alpha_dp(P, alpha)  # the column sums are off by 1e-11 to 3e-11
+    _, mixed = certify(P, alpha)
+    closed = dp_closure(P, alpha)
+    np.testing.assert_allclose(closed, G, rtol=0, atol=1e-14)
+    assert is_alpha_dp(closed, alpha)
+    assert certify(closed, alpha)[1].repair_lambda == 0.0 < 1e-10 < mixed.repair_lambda
 
 
 def test_dp_closure_repairs_a_broken_tail_without_um():

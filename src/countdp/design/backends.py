@@ -8,8 +8,9 @@ are imported only when a model is solved.
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -48,12 +49,20 @@ class Solved:
     dp_closure: bool = False  # the matrix released is polish.dp_closure of the vertex
 
 
-def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None) -> Solved:
+def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None, substitute: bool = False) -> Solved:
     """Clarabel's interior point method (not a vertex, no basis); ``AlmostSolved`` is returned
     too: the caller proves it optimal or falls back.  ``cost_scale``: Clarabel minimises
     ``cost / cost_scale`` (e.g. :func:`objective_scale`); duals and objective are returned in
-    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default :data:`CLARABEL_TOL`)."""
+    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default :data:`CLARABEL_TOL`).
+    ``substitute``: a model with F's rows is solved with them substituted out, and the answer
+    lifted back (:mod:`countdp.design.fairness`)."""
     import clarabel
+
+    from countdp.design import fairness
+
+    found = fairness.substitution(lp) if substitute else None
+    if found is not None:
+        return fairness.lift(lp, found, run_clarabel(found[0], cost_scale, tol))
 
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
     eq = np.isfinite(hi) & (hi == lo)
@@ -301,12 +310,34 @@ def unscaled(run: Solved, col: np.ndarray, row: np.ndarray, guide: str = INTERIO
     return replace(run, y=run.y * col, row_dual=run.row_dual * row, col_dual=run.col_dual / col, guide=guide)
 
 
-def interior_point(lp: ReducedLP) -> Solved:
-    """Clarabel's point on the scaled model, as :func:`run_guided` computes it (scales of
-    :func:`scales`, cost divided by :func:`objective_scale`, tolerances
-    :data:`GUIDE_CLARABEL_TOL`), in ``lp``'s units, marked :data:`INTERIOR_GUIDE`."""
+def interior_points(lp: ReducedLP, note: str = "", substituted_first: bool = False) -> Iterator[Solved]:
+    """Clarabel's point on the scaled model (scales of :func:`scales`, cost divided by
+    :func:`objective_scale`, tolerances :data:`GUIDE_CLARABEL_TOL`), in ``lp``'s units, marked
+    :data:`INTERIOR_GUIDE` (+ ``note``); then, when it ended 'AlmostSolved' and the model has F's
+    rows, its point with the other formulation: F's rows substituted out
+    (:mod:`countdp.design.fairness`), or kept (``substituted_first``).  Either formulation's
+    duals can be the poorer: at n = 256, L0,1, alpha = 0.62 the substituted one proved LP with
+    RH+CH+F and RH+F+WH (gaps 1.4e-10 to 3.6e-10, against 2.6e-9 to 5.3e-9 with F's rows), the
+    other LP with RM+CH+F (4.3e-10, against 1.6e-9).  Where a basis is guessed from the point, the
+    one with F's rows comes first, the one the templates were tuned on (LP with RM+F+WH, L0,1,
+    alpha = 0.5: the substituted point's guess at n = 70 was singular, 3.6 s became 14.5 s);
+    elsewhere the substituted one, which is faster (2.5 s against 3.8 to 7 s for the CH
+    relaxations of LP with CM+F, RH+CM+F and RM+CM+F at alpha = 0.5)."""
+    from countdp.design import fairness
+
     col, row = scales(lp)
-    return unscaled(run_clarabel(scaled_model(lp, col, row), objective_scale(lp), GUIDE_CLARABEL_TOL), col, row)
+    scaled = scaled_model(lp, col, row)
+    substitute = substituted_first and fairness.substitution(scaled) is not None
+    first = run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, substitute=substitute)
+    yield unscaled(first, col, row, INTERIOR_GUIDE + note)
+    if first.status != "Solved" and (substitute or fairness.substitution(scaled) is not None):
+        yield unscaled(run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, substitute=not substitute),
+                       col, row, INTERIOR_GUIDE + note)
+
+
+def interior_point(lp: ReducedLP) -> Solved:
+    """Clarabel's first point of :func:`interior_points`, as :func:`run_guided` computes it."""
+    return next(interior_points(lp))
 
 
 def run_guided(lp: ReducedLP, threads: int | None = None,
@@ -362,9 +393,11 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
                 run.seconds += spent
                 run.guide = f"the design at n = {n0}" + ("" if prior is not None else ", its point only")
                 return run
-    ipm = run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL)
+    points = interior_points(lp, note)
+    interior = next(points)
+    ipm = replace(interior, y=interior.y / col, row_dual=interior.row_dual / row,  # scaled again, for the guess
+                  col_dual=interior.col_dual * col)
     start, began = guess_basis(scaled, ipm), time.perf_counter()
-    interior = unscaled(ipm, col, row, INTERIOR_GUIDE + note)
 
     def simplex(limit: int | None, primal: bool = False) -> Solved:
         return run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=start, primal=primal, iterations=limit)
@@ -381,9 +414,10 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
         order = (("point", None),)
     for step, (limit, primal) in enumerate(order, 1):
         if limit == "point":
-            if accept(interior):
-                interior.seconds += spent + time.perf_counter() - began
-                return interior
+            for point in itertools.chain((interior,), points):  # then the other formulation's, if any
+                if accept(point):
+                    point.seconds += spent + time.perf_counter() - began
+                    return point
             if step == len(order):
                 raise RuntimeError(f"Clarabel's point ({ipm.status}) not proven; its basis not tried")
             continue

@@ -283,16 +283,22 @@ def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool,
 
 def proven_point(lp: ReducedLP, prover: Callable[[ReducedLP, Solved, np.ndarray], dict] | None = None,
                  what: str = "") -> tuple[Solved | None, dict]:
-    """Clarabel's point of ``lp`` (:func:`countdp.design.backends.interior_point`) and its certificate
-    (:func:`_proven_answer`, ``prover`` as there); ``(None, why)`` when Clarabel fails (``what``
-    prefixes the reason)."""
-    from countdp.design.backends import interior_point
+    """Clarabel's point of ``lp`` and its certificate (:func:`_proven_answer`, ``prover`` as there):
+    the first proven of :func:`countdp.design.backends.interior_points` (F's rows substituted out
+    first), else the last tried;
+    ``(None, why)`` when Clarabel fails (``what`` prefixes the reason)."""
+    from countdp.design.backends import interior_points
 
+    run, optimality = None, {}
     try:
-        run = interior_point(lp)
+        for run in interior_points(lp, substituted_first=True):
+            optimality = _proven_answer(lp, run, "guided", False, prover)[1]
+            if optimality["certified"]:
+                break
     except RuntimeError as exc:
-        return None, {"certified": False, "reason": f"{what}{exc}"}
-    return run, _proven_answer(lp, run, "guided", False, prover)[1]
+        if run is None:
+            return None, {"certified": False, "reason": f"{what}{exc}"}
+    return run, optimality
 
 
 def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: object,
