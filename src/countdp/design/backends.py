@@ -323,16 +323,20 @@ def interior_points(lp: ReducedLP, note: str = "", substituted_first: bool = Fal
     alpha = 0.5: the substituted point's guess at n = 70 was singular, 3.6 s became 14.5 s);
     elsewhere the substituted one, which is faster (2.5 s against 3.8 to 7 s for the CH
     relaxations of LP with CM+F, RH+CM+F and RM+CM+F at alpha = 0.5)."""
+    col, row = scales(lp)
+    for point in _scaled_points(lp, scaled_model(lp, col, row), substituted_first):
+        yield unscaled(point, col, row, INTERIOR_GUIDE + note)
+
+
+def _scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool) -> Iterator[Solved]:
+    """:func:`interior_points` in the units of ``scaled`` (:func:`scaled_model` of ``lp``)."""
     from countdp.design import fairness
 
-    col, row = scales(lp)
-    scaled = scaled_model(lp, col, row)
     substitute = substituted_first and fairness.substitution(scaled) is not None
     first = run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, substitute=substitute)
-    yield unscaled(first, col, row, INTERIOR_GUIDE + note)
+    yield first
     if first.status != "Solved" and (substitute or fairness.substitution(scaled) is not None):
-        yield unscaled(run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, substitute=not substitute),
-                       col, row, INTERIOR_GUIDE + note)
+        yield run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, substitute=not substitute)
 
 
 def interior_point(lp: ReducedLP) -> Solved:
@@ -393,11 +397,11 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
                 run.seconds += spent
                 run.guide = f"the design at n = {n0}" + ("" if prior is not None else ", its point only")
                 return run
-    points = interior_points(lp, note)
-    interior = next(points)
-    ipm = replace(interior, y=interior.y / col, row_dual=interior.row_dual / row,  # scaled again, for the guess
-                  col_dual=interior.col_dual * col)
+    scaled_points = _scaled_points(lp, scaled, False)
+    ipm = next(scaled_points)
     start, began = guess_basis(scaled, ipm), time.perf_counter()
+    interior = unscaled(ipm, col, row, INTERIOR_GUIDE + note)
+    points = (unscaled(point, col, row, INTERIOR_GUIDE + note) for point in scaled_points)
 
     def simplex(limit: int | None, primal: bool = False) -> Solved:
         return run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=start, primal=primal, iterations=limit)
