@@ -288,7 +288,7 @@ def test_fairness_substituted_for_clarabel_and_lifted_back():
     lp = build_reduced_lp(n, alpha, props, "L0d:1")
     sub, M, rows, cols = fairness.substitution(lp)
     assert rows.size == n and sub.A.shape == (lp.A.shape[0] - n, lp.A.shape[1] - n)
-    run = run_clarabel(lp, substitute=True)
+    run = fairness.lift(lp, (sub, M, rows, cols), run_clarabel(sub))
     P = vertex_matrix(lp, run)
     assert np.ptp(np.diag(P)) == 0.0
     ref, _ = _agree(n, alpha, props, "L0d:1")

@@ -49,20 +49,12 @@ class Solved:
     dp_closure: bool = False  # the matrix released is polish.dp_closure of the vertex
 
 
-def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None, substitute: bool = False) -> Solved:
+def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None) -> Solved:
     """Clarabel's interior point method (not a vertex, no basis); ``AlmostSolved`` is returned
     too: the caller proves it optimal or falls back.  ``cost_scale``: Clarabel minimises
     ``cost / cost_scale`` (e.g. :func:`objective_scale`); duals and objective are returned in
-    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default :data:`CLARABEL_TOL`).
-    ``substitute``: a model with F's rows is solved with them substituted out, and the answer
-    lifted back (:mod:`countdp.design.fairness`)."""
+    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default :data:`CLARABEL_TOL`)."""
     import clarabel
-
-    from countdp.design import fairness
-
-    found = fairness.substitution(lp) if substitute else None
-    if found is not None:
-        return fairness.lift(lp, found, run_clarabel(found[0], cost_scale, tol))
 
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
     eq = np.isfinite(hi) & (hi == lo)
@@ -332,11 +324,18 @@ def _scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool) ->
     """:func:`interior_points` in the units of ``scaled`` (:func:`scaled_model` of ``lp``)."""
     from countdp.design import fairness
 
-    substitute = substituted_first and fairness.substitution(scaled) is not None
-    first = run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, substitute=substitute)
+    found = fairness.substitution(scaled)
+
+    def solve(substitute: bool) -> Solved:
+        if substitute:
+            return fairness.lift(scaled, found, run_clarabel(found[0], objective_scale(lp), GUIDE_CLARABEL_TOL))
+        return run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL)
+
+    substitute = substituted_first and found is not None
+    first = solve(substitute)
     yield first
-    if first.status != "Solved" and (substitute or fairness.substitution(scaled) is not None):
-        yield run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, substitute=not substitute)
+    if first.status != "Solved" and found is not None:
+        yield solve(not substitute)
 
 
 def interior_point(lp: ReducedLP) -> Solved:
