@@ -181,10 +181,11 @@ def on_face(target: DesignProblem, relaxed: DesignProblem, lp, run, fold: bool, 
 
 def before_template(problem: DesignProblem) -> bool:
     """Whether the relaxation is tried even where a template applies: L0,d (``d >= 1``) with F.
-    Measured at n = 256, alpha = 0.62 (LP with CM and F, RM+CM+F, each with and without S): the
-    template at n = 160 was not solved or did not guide, Clarabel's point of the LP with CM was
-    proven after 19 to 22 s in all, and the relaxation's after 5.3 to 6.3 s.  Where the relaxation
-    is not proven (all of them at alpha = 0.5, RH+CM+F at 0.62) it costs 4.3 to 7.2 s more."""
+    Measured at n = 256, L0,1, with and without S: the relaxation answered LP with RH+CM+F
+    (alpha = 0.5 and 0.62), CM+F and RM+CM+F (0.62) in 2.7 to 9.8 s, where the template (at
+    n = 160 not solved, or not guiding) and Clarabel's point of the LP with CM had taken 17 s to
+    over 60 s.  It costs: LP with RM+CM+F at 0.5, whose template guides (6.6 and 9.0 s before),
+    took 17 to 22 s, its relaxation not proven (about 10 s for its two points)."""
     objective = problem.objective
     return objective.name == "L0d" and objective.d >= 1 and "F" in problem.properties
 

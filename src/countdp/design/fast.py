@@ -285,8 +285,7 @@ def proven_point(lp: ReducedLP, prover: Callable[[ReducedLP, Solved, np.ndarray]
                  what: str = "") -> tuple[Solved | None, dict]:
     """Clarabel's point of ``lp`` and its certificate (:func:`_proven_answer`, ``prover`` as there):
     the first proven of :func:`countdp.design.backends.interior_points` (F's rows substituted out
-    first), else the last tried;
-    ``(None, why)`` when Clarabel fails (``what`` prefixes the reason)."""
+    first), else the last tried; ``(None, why)`` when Clarabel fails (``what`` prefixes the reason)."""
     from countdp.design.backends import interior_points
 
     run, optimality = None, {}
