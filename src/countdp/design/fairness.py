@@ -44,7 +44,8 @@ def _fair_rows(lp) -> np.ndarray:
 def substitution(lp):
     """``(sub, M, rows, cols)``: ``lp`` with F's rows substituted out (module docstring), ``y = M @ y_sub``
     (``M``: ``lp``'s columns by ``sub``'s), and F's rows and their diagonal columns in ``lp``;
-    ``None`` when ``lp`` has no F rows or they are not of that form."""
+    ``None`` when ``lp`` has no F rows or they are not of that form.  ``sub`` is for a solver
+    only: its ``singletons`` still name ``lp``'s columns, so its answer goes through :func:`lift`."""
     rows = _fair_rows(lp)
     if rows.size == 0:
         return None
