@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -296,3 +297,38 @@ def test_fairness_substituted_for_clarabel_and_lifted_back():
     assert optimality["certified"] and optimality["upper_bound"] == pytest.approx(ref.objective_value, abs=1e-9)
     run.row_dual[rows] = 0.0
     assert not prove(lp, run, certify(P, alpha)[0])["certified"]
+
+
+def test_interior_points_next_formulation_only_after_almost_solved(monkeypatch):
+    """Clarabel's points come one after another only while the last ended 'AlmostSolved' (forced
+    here): F substituted out first, then the same refined, then F's rows kept; the other way
+    round, F's rows kept, then substituted out; without F, one point; a point 'Solved' ends the
+    list.  Each point, lifted back, is proven on the full LP."""
+    from countdp.design import backends
+    from countdp.design.fast import prove, vertex_matrix
+    from countdp.privacy.certify import certify
+
+    calls, status = [], {"as": "AlmostSolved"}
+    real = backends.run_clarabel
+
+    def forced(lp, cost_scale=1.0, tol=None, refine=False):
+        calls.append((lp.A.shape[0], refine))
+        return replace(real(lp, cost_scale, tol, refine), status=status["as"])
+
+    monkeypatch.setattr(backends, "run_clarabel", forced)
+    n, alpha = 12, 0.62
+    lp = build_reduced_lp(n, alpha, ("RH", "F"), "L0d:1")
+    rows, sub = lp.A.shape[0], lp.A.shape[0] - n
+    for first, expected in ((True, [(sub, False), (sub, True), (rows, False)]),
+                            (False, [(rows, False), (sub, False)])):
+        calls.clear()
+        points = list(backends.interior_points(lp, substituted_first=first))
+        assert calls == expected
+        assert all(prove(lp, run, certify(vertex_matrix(lp, run), alpha)[0])["certified"] for run in points)
+    calls.clear()
+    list(backends.interior_points(build_reduced_lp(n, alpha, ("RH",), "L0d:1"), substituted_first=True))
+    assert len(calls) == 1
+    status["as"] = "Solved"
+    calls.clear()
+    list(backends.interior_points(lp, substituted_first=True))
+    assert calls == [(sub, False)]

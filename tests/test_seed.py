@@ -84,7 +84,7 @@ def test_a_square_prior_is_taken_as_it_is():
 
 
 @pytest.mark.parametrize("props, objective, alpha", [(("RM", "CM", "WH", "S"), "L1", 0.5),
-                                                     (("WH", "S"), "L2", 0.62), (("F", "S"), "L0d:1", 0.5)])
+                                                     (("WH", "S"), "L2", 0.62), (("F", "S"), "L1", 0.5)])
 def test_template_guided_design_is_the_plain_optimum(monkeypatch, props, objective, alpha):
     """With the threshold lowered to n = 80, the design at n = 52 guides the simplex; the answer is
     proven and its value is the plain cvxpy model's."""
@@ -97,6 +97,29 @@ def test_template_guided_design_is_the_plain_optimum(monkeypatch, props, objecti
     assert result.method == "simplex guided by the design at n = 52"
     ref = design_lp(n, alpha, props, objective, backend="cvxpy")
     assert result.solver_objective == pytest.approx(ref.solver_objective, rel=1e-7)
+
+
+def test_l0d_with_f_offers_clarabels_point_before_a_template(monkeypatch):
+    """L0,d (d >= 1) with F, from the threshold: Clarabel's point, F substituted out, is offered to
+    the proof before any template is built, and proven it is the answer, with the plain cvxpy
+    model's value.  L1 with F, or L0,1 without F, builds the template first."""
+    monkeypatch.setattr(seed, "MIN_N", 60)
+    built, real = [], seed.template_guide
+
+    def recorded(lp, threads=None):
+        built.append(lp.n)
+        return real(lp, threads)
+
+    monkeypatch.setattr(seed, "template_guide", recorded)
+    n, alpha, props = 80, 0.5, ("F", "S")
+    result = fast.fast_design(n, alpha, props, "L0d:1")
+    assert result.extra["optimality"]["certified"] and built == []
+    assert result.extra["optimality"]["guide"] == backends.INTERIOR_GUIDE
+    ref = design_lp(n, alpha, props, "L0d:1", backend="cvxpy")
+    assert result.solver_objective == pytest.approx(ref.solver_objective, rel=1e-7)
+    for other in ((props, "L1"), (("WH", "S"), "L0d:1")):
+        problem = build_reduced_lp(n, alpha, *other).problem
+        assert seed.applies(problem) and not seed.point_before_template(problem)
 
 
 def test_unproven_template_answer_is_retried_with_clarabel(monkeypatch):

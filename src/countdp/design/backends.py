@@ -49,11 +49,18 @@ class Solved:
     dp_closure: bool = False  # the matrix released is polish.dp_closure of the vertex
 
 
-def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None) -> Solved:
+def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None, refine: bool = False) -> Solved:
     """Clarabel's interior point method (not a vertex, no basis); ``AlmostSolved`` is returned
     too: the caller proves it optimal or falls back.  ``cost_scale``: Clarabel minimises
     ``cost / cost_scale`` (e.g. :func:`objective_scale`); duals and objective are returned in
-    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default :data:`CLARABEL_TOL`)."""
+    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default :data:`CLARABEL_TOL`).
+
+    ``refine``: Clarabel's iterative refinement of its KKT solves.  It costs 10% to 2x the time
+    (LP with F, L0,1, n = 256, alpha = 0.91: 5.5 s -> 9.8 s), and the answer is proven afterwards
+    or another method is tried, so it is off unless asked for.  It gives better duals where a
+    point ends 'AlmostSolved': at n = 256, L0,1, F substituted out (:func:`interior_points`), the
+    certificate's gap fell from 2.4e-9 to 3.2e-10 for LP with RM+CH+F at alpha = 0.5, from
+    1.6e-9 to 3.6e-10 for RM+F+WH at 0.5, and from 1.6e-9 to 2.2e-10 for RM+CH+F at 0.62."""
     import clarabel
 
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
@@ -71,9 +78,7 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     settings.verbose = False
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL if tol is None else tol
     settings.direct_solve_method = CLARABEL_DIRECT_METHOD
-    # Iterative refinement of the KKT solves costs ~25% of the time; the answer is proven
-    # optimal afterwards (or another method is tried), so it is not needed.
-    settings.iterative_refinement_enable = False
+    settings.iterative_refinement_enable = refine
     start = time.perf_counter()
     solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), lp.cost / cost_scale, M, np.concatenate(rhs), cones,
                                       settings).solve()
@@ -303,18 +308,21 @@ def unscaled(run: Solved, col: np.ndarray, row: np.ndarray, guide: str = INTERIO
 
 
 def interior_points(lp: ReducedLP, note: str = "", substituted_first: bool = False) -> Iterator[Solved]:
-    """Clarabel's point on the scaled model (scales of :func:`scales`, cost divided by
+    """Clarabel's points on the scaled model (scales of :func:`scales`, cost divided by
     :func:`objective_scale`, tolerances :data:`GUIDE_CLARABEL_TOL`), in ``lp``'s units, marked
-    :data:`INTERIOR_GUIDE` (+ ``note``); then, when it ended 'AlmostSolved' and the model has F's
-    rows, its point with the other formulation: F's rows substituted out
-    (:mod:`countdp.design.fairness`), or kept (``substituted_first``).  Either formulation's
-    duals can be the poorer: at n = 256, L0,1, alpha = 0.62 the substituted one proved LP with
-    RH+CH+F and RH+F+WH (gaps 1.4e-10 to 3.6e-10, against 2.6e-9 to 5.3e-9 with F's rows), the
-    other LP with RM+CH+F (4.3e-10, against 1.6e-9).  Where a basis is guessed from the point, the
-    one with F's rows comes first, the one the templates were tuned on (LP with RM+F+WH, L0,1,
-    alpha = 0.5: the substituted point's guess at n = 70 was singular, 3.6 s became 14.5 s);
-    elsewhere the substituted one, which is faster (2.5 s against 3.8 to 7 s for the CH
-    relaxations of LP with CM+F, RH+CM+F and RM+CM+F at alpha = 0.5)."""
+    :data:`INTERIOR_GUIDE` (+ ``note``); each next one only while the last ended 'AlmostSolved'.
+    A model without F's rows has one.  With them, either formulation's duals can be the poorer:
+    at n = 256, L0,1, alpha = 0.62 F substituted out (:mod:`countdp.design.fairness`) proved LP
+    with RH+CH+F and RH+F+WH (gaps 1.4e-10 to 3.6e-10, against 2.6e-9 to 5.3e-9 with F's rows),
+    F's rows kept proved RM+CH+F (4.3e-10, against 1.6e-9).  So:
+
+    * ``substituted_first``: F substituted out, then the same refined
+      (``run_clarabel(refine=True)``, which proved RM+CH+F too), then F's rows kept.  The
+      substituted model is the faster (2.5 s against 3.8 to 7 s for the CH relaxations of LP
+      with CM+F, RH+CM+F and RM+CM+F at alpha = 0.5).
+    * else F's rows kept, then substituted out: where a basis is guessed from the point, the
+      templates were tuned on the model with F's rows (LP with RM+F+WH, L0,1, alpha = 0.5: the
+      substituted point's guess at n = 70 was singular, 3.6 s became 14.5 s)."""
     col, row = scales(lp)
     for point in _scaled_points(lp, scaled_model(lp, col, row), substituted_first):
         yield unscaled(point, col, row, INTERIOR_GUIDE + note)
@@ -326,16 +334,23 @@ def _scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool) ->
 
     found = fairness.substitution(scaled)
 
-    def solve(substitute: bool) -> Solved:
+    def solve(substitute: bool, refine: bool) -> Solved:
         if substitute:
-            return fairness.lift(scaled, found, run_clarabel(found[0], objective_scale(lp), GUIDE_CLARABEL_TOL))
-        return run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL)
+            sub = run_clarabel(found[0], objective_scale(lp), GUIDE_CLARABEL_TOL, refine)
+            return fairness.lift(scaled, found, sub)
+        return run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, refine)
 
-    substitute = substituted_first and found is not None
-    first = solve(substitute)
-    yield first
-    if first.status != "Solved" and found is not None:
-        yield solve(not substitute)
+    if found is None:
+        tries = ((False, False),)
+    elif substituted_first:
+        tries = ((True, False), (True, True), (False, False))
+    else:
+        tries = ((False, False), (True, False))
+    for substitute, refine in tries:
+        point = solve(substitute, refine)
+        yield point
+        if point.status == "Solved":
+            break
 
 
 def interior_point(lp: ReducedLP) -> Solved:
@@ -368,17 +383,30 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
     and when Clarabel ended 'AlmostSolved' nothing else is tried (``RuntimeError``: LP with RM,
     L1, n = 256, alpha = 0.99 ground through both 10 s simplices from that basis); below, only
     when the simplex from its basis has not ended within :data:`QUICK_VERTEX_WORK` (a
-    vertex has exact zeros).  Every limit counts iterations (:data:`SIMPLEX_SAFETY_SECONDS`)."""
+    vertex has exact zeros).  Where :func:`countdp.design.seed.point_before_template`, from
+    ``MIN_N`` Clarabel's points (F substituted out first: :func:`interior_points`) are offered
+    before a template is built.  Every limit counts iterations (:data:`SIMPLEX_SAFETY_SECONDS`)."""
     from countdp.design import seed
 
     col, row = scales(lp)
     scaled = scaled_model(lp, col, row)
-    began, note = time.perf_counter(), ""
+    began, note, spent = time.perf_counter(), "", 0.0
+    early = accept is not None and lp.n >= seed.MIN_N and seed.point_before_template(lp.problem)
+    scaled_points, offered = _scaled_points(lp, scaled, early), []
+    if early:  # Clarabel's points (F substituted first) offered before any template
+        for point in scaled_points:
+            offered.append(point)
+            found = unscaled(point, col, row)
+            if accept(found):
+                found.seconds = time.perf_counter() - began
+                return found
+        spent = time.perf_counter() - began
+    began = time.perf_counter()
     try:
         found = seed.template_guide(lp, threads) if template else None
     except RuntimeError as exc:
         found, note = None, f" ({exc})"
-    spent = time.perf_counter() - began
+    spent += time.perf_counter() - began
     if found is not None:
         guide, basic, active, n0 = found
         point = replace(guide, y=guide.y / col, row_dual=guide.row_dual / row, col_dual=guide.col_dual * col)
@@ -396,10 +424,9 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
                 run.seconds += spent
                 run.guide = f"the design at n = {n0}" + ("" if prior is not None else ", its point only")
                 return run
-    scaled_points = _scaled_points(lp, scaled, False)
-    ipm = next(scaled_points)
+    ipm = offered[0] if offered else next(scaled_points)
     start, began = guess_basis(scaled, ipm), time.perf_counter()
-    interior = unscaled(ipm, col, row, INTERIOR_GUIDE + note)
+    interior = () if offered else (unscaled(ipm, col, row, INTERIOR_GUIDE + note),)
     points = (unscaled(point, col, row, INTERIOR_GUIDE + note) for point in scaled_points)
 
     def simplex(limit: int | None, primal: bool = False) -> Solved:
@@ -416,8 +443,8 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
     else:  # an inaccurate point: its basis sends the simplex grinding
         order = (("point", None),)
     for step, (limit, primal) in enumerate(order, 1):
-        if limit == "point":
-            for point in itertools.chain((interior,), points):  # then the other formulation's, if any
+        if limit == "point":  # Clarabel's points not yet offered (interior_points)
+            for point in itertools.chain(interior, points):
                 if accept(point):
                     point.seconds += spent + time.perf_counter() - began
                     return point

@@ -186,8 +186,9 @@ def before_template(problem: DesignProblem) -> bool:
     n = 160 not solved, or not guiding) and Clarabel's point of the LP with CM had taken 17 s to
     over 60 s.  It costs: LP with RM+CM+F at 0.5, whose template guides (6.6 and 9.0 s before),
     took 17 to 22 s, its relaxation not proven (about 10 s for its two points)."""
-    objective = problem.objective
-    return objective.name == "L0d" and objective.d >= 1 and "F" in problem.properties
+    from countdp.design.seed import point_before_template
+
+    return point_before_template(problem)
 
 
 def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: object, weights: np.ndarray | None,

@@ -42,9 +42,10 @@ HiGHS simplex from a basis read off a guide point, a vertex
 (:func:`countdp.design.backends.run_guided`).  The guide is the optimal vertex at a smaller
 ``n``, spread out (:mod:`countdp.design.seed`, from ``n = 160`` where ``alpha`` is far enough
 from 1), else Clarabel's point on the scaled model.  That point itself is offered to the proof
-(first from ``n = 160``; below, when the simplex from its basis does not end within
-:data:`countdp.design.backends.QUICK_VERTEX_WORK`) and is the answer, not a vertex, when
-proven.  An explicit
+(first from ``n = 160``, for L0,d with F before any template:
+:func:`countdp.design.seed.point_before_template`; below, when the simplex from its basis does
+not end within :data:`countdp.design.backends.QUICK_VERTEX_WORK`) and is the answer, not a
+vertex, when proven.  An explicit
 ``method="simplex"`` or ``"ipm"`` (HiGHS IPX + crossover, a vertex) is honoured, so the figures
 that need vertex solutions keep them.  The final matrix is certified alpha-DP with
 :func:`countdp.privacy.certify.certify` like every other design.

@@ -67,6 +67,18 @@ with F 10.4 / 4 s, LP with CH and RM 12.9 / 5.5 s (its template at n = 160 not s
 WH took 2.0 s either way."""
 
 
+def point_before_template(problem) -> bool:
+    """Whether :func:`countdp.design.backends.run_guided` offers Clarabel's points to the proof
+    before it builds a template: L0,d (``d >= 1``) with F.  Measured at n = 256, L0,1, on the 24
+    distinct property sets with F, two designs at a time (load 2, the same hour for both orders):
+    with the template first, 40 of the 72 designs at alpha in {0.5, 0.62, 0.91} took over 10 s
+    (medians 9.2, 14.5 and 10.0 s; LP with RH+CH+F 33 to 35 s), their templates at n = 160
+    unsolved or their bases singular; with the points first, 20 (medians 7.1, 7.7 and 8.6 s).
+    The template still answers where no point is proven."""
+    objective = problem.objective
+    return objective.name == "L0d" and objective.d >= 1 and "F" in problem.properties
+
+
 def template_width(n: int, alpha: float) -> int | None:
     """The corner width ``W`` of the template (``n0 = 3 W + 4``), or ``None`` when no guide is built."""
     if n < MIN_N or not 0.0 < alpha < 1.0:
