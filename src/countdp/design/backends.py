@@ -396,10 +396,10 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
     if early:  # Clarabel's points (F substituted first) offered before any template
         for point in scaled_points:
             offered.append(point)
-            found = unscaled(point, col, row)
-            if accept(found):
-                found.seconds = time.perf_counter() - began
-                return found
+            interior = unscaled(point, col, row)
+            if accept(interior):
+                interior.seconds = time.perf_counter() - began
+                return interior
         spent = time.perf_counter() - began
     began = time.perf_counter()
     try:

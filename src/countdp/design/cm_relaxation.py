@@ -185,7 +185,9 @@ def before_template(problem: DesignProblem) -> bool:
     (alpha = 0.5 and 0.62), CM+F and RM+CM+F (0.62) in 2.7 to 9.8 s, where the template (at
     n = 160 not solved, or not guiding) and Clarabel's point of the LP with CM had taken 17 s to
     over 60 s.  It costs: LP with RM+CM+F at 0.5, whose template guides (6.6 and 9.0 s before),
-    took 17 to 22 s, its relaxation not proven (about 10 s for its two points)."""
+    took 17 to 22 s, its relaxation not proven (about 10 s for its two points); with the refined
+    point of :func:`countdp.design.backends.interior_points` the relaxation is proven there
+    (19.7 and 20.8 s in a sweep at load 2 on a machine about 1.8 times slower)."""
     from countdp.design.seed import point_before_template
 
     return point_before_template(problem)

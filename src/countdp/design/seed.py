@@ -73,8 +73,9 @@ def point_before_template(problem) -> bool:
     distinct property sets with F, two designs at a time (load 2, the same hour for both orders):
     with the template first, 40 of the 72 designs at alpha in {0.5, 0.62, 0.91} took over 10 s
     (medians 9.2, 14.5 and 10.0 s; LP with RH+CH+F 33 to 35 s), their templates at n = 160
-    unsolved or their bases singular; with the points first, 20 (medians 7.1, 7.7 and 8.6 s).
-    The template still answers where no point is proven."""
+    unsolved or their bases singular; with the points first, 20 (medians 7.1, 7.7 and 8.6 s),
+    and 22 (7.5, 8.8 and 8.0 s) in a later sweep with the refined point added.  The template
+    still answers where no point is proven."""
     objective = problem.objective
     return objective.name == "L0d" and objective.d >= 1 and "F" in problem.properties
 
