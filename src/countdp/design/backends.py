@@ -425,12 +425,15 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
                 run.guide = f"the design at n = {n0}" + ("" if prior is not None else ", its point only")
                 return run
     ipm = offered[0] if offered else next(scaled_points)
-    start, began = guess_basis(scaled, ipm), time.perf_counter()
+    began, start = time.perf_counter(), []  # start: the basis read off ipm, once a simplex needs it
     interior = () if offered else (unscaled(ipm, col, row, INTERIOR_GUIDE + note),)
     points = (unscaled(point, col, row, INTERIOR_GUIDE + note) for point in scaled_points)
 
     def simplex(limit: int | None, primal: bool = False) -> Solved:
-        return run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=start, primal=primal, iterations=limit)
+        if not start:
+            start.append(guess_basis(scaled, ipm))
+        return run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=start[0], primal=primal,
+                         iterations=limit)
 
     dual_limit, primal_limit = iterations if isinstance(iterations, tuple) else (iterations, iterations)
     if accept is None:  # the dual simplex, then the primal one (the dual stops at huge duals)
