@@ -94,12 +94,12 @@ def target_dual(target: DesignProblem, relaxed: DesignProblem, lp, run) -> tuple
     return spread_dual(relaxed, target, u, v)
 
 
-def check_with(target: DesignProblem, u: np.ndarray, v: np.ndarray, P: np.ndarray) -> dict:
-    """The independent check (:mod:`countdp.design.optimality`) of ``P`` on ``target``'s LP with the dual ``(u, v)``."""
-    from countdp.design.optimality import check_optimality, lower_column_multipliers
+def check_with(target: DesignProblem, u: np.ndarray, v: np.ndarray, P: np.ndarray, repair: bool = True) -> dict:
+    """The independent check (:mod:`countdp.design.optimality`) of ``P`` on ``target``'s LP with the
+    dual ``(u, v)``, repaired first if it does not close and ``repair`` (:mod:`countdp.design.dual_repair`)."""
+    from countdp.design.dual_repair import prove_dual
 
-    full = target.lp()
-    return check_optimality(full, target.point(P), u, lower_column_multipliers(full, u, v))
+    return prove_dual(target.lp(), target.point(P), u, v, repair)
 
 
 def prover(target: DesignProblem, relaxed: DesignProblem):
@@ -110,7 +110,7 @@ def prover(target: DesignProblem, relaxed: DesignProblem):
         dual = target_dual(target, relaxed, lp, run)
         if dual is None:
             return {"certified": False, "reason": "rows not closed under the mirror"}
-        return check_with(target, *dual, P)
+        return check_with(target, *dual, P, repair=not run.polished)
 
     return prove_on_target
 

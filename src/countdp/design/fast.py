@@ -85,7 +85,7 @@ from countdp.design.backends import (  # noqa: F401 - re-exported: the solver se
     run_highs,
 )
 from countdp.design.constraints import parse_properties, property_rows
-from countdp.design.optimality import check_optimality, lower_column_multipliers
+from countdp.design.dual_repair import prove_dual
 from countdp.design.polish import dp_closure, full_dual
 from countdp.design.reduce import ReducedLP, build_reduced_lp, implied_drops  # noqa: F401 - re-exported
 from countdp.evaluate.metrics import parse_objective
@@ -170,13 +170,14 @@ FALLBACKS = {"clarabel": ("clarabel", "ipm", "simplex"), "simplex": ("simplex", 
 
 def prove(lp: ReducedLP, run: Solved, P: np.ndarray) -> dict:
     """The optimality certificate of the matrix ``P`` with ``run``'s duals mapped to the full model
-    (:func:`countdp.design.polish.full_dual`), by the independent check of :mod:`countdp.design.optimality`.
+    (:func:`countdp.design.polish.full_dual`), by the independent check of :mod:`countdp.design.optimality`;
+    an interior point's dual (not ``run.polished``) is repaired first if it does not close
+    (:mod:`countdp.design.dual_repair`).
 
     Weak duality does not care where the dual came from, so ``P`` may come from another solver."""
     full = lp.problem.lp()
     u, v = full_dual(lp, run.row_dual, run.col_dual)
-    v = lower_column_multipliers(full, u, v)  # else the box term charges rounding per entry, not per column
-    return check_optimality(full, lp.problem.point(P), u, v)
+    return prove_dual(full, lp.problem.point(P), u, v, repair=not run.polished)
 
 
 def solve_proven(lp: ReducedLP, method: str, threads: int | None = None, fallback: bool = True,

@@ -137,15 +137,14 @@ def _solve_mirrored(A: sp.csr_matrix, b: np.ndarray, v: np.ndarray, size: int) -
 def prove_unfolded(folded_lp, run, P: np.ndarray, plain: DesignProblem) -> dict:
     """The optimality certificate of ``P`` for ``plain`` (no S) from ``run``, a solve of the
     reduced model ``folded_lp`` (with S): :func:`unfolded_dual`, then the independent check."""
-    from countdp.design.optimality import check_optimality, lower_column_multipliers
+    from countdp.design.dual_repair import prove_dual
     from countdp.design.polish import full_dual
 
     full = plain.lp()
     dual = unfolded_dual(folded_lp.problem, full, *full_dual(folded_lp, run.row_dual, run.col_dual))
     if dual is None:
         return {"certified": False, "reason": "rows not closed under the mirror"}
-    u, v = dual
-    return check_optimality(full, plain.point(P), u, lower_column_multipliers(full, u, v))
+    return prove_dual(full, plain.point(P), *dual, repair=not run.polished)
 
 
 def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: object, weights: np.ndarray | None,
@@ -219,6 +218,7 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
     RH, CH, F and S, L0,1, n = 256, alpha = 0.5 ended 'AlmostSolved' there after 15 s, while the
     cold simplex on the folded model, which comes next, answers in 10 s."""
     from countdp.design import seed
+    from countdp.design.dual_repair import prove_dual
     from countdp.design.fast import (
         build_reduced_lp,
         choose_method,
@@ -227,7 +227,6 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
         proven_result,
         vertex_matrix,
     )
-    from countdp.design.optimality import check_optimality, lower_column_multipliers
     from countdp.design.polish import full_dual
     from countdp.privacy.certify import certify
 
@@ -249,7 +248,7 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
     raw = (raw + raw[::-1, ::-1]) / 2.0
     full = target.lp()
     u, v = target.dual_from(lp.problem, *full_dual(lp, run.row_dual, run.col_dual))
-    optimality = check_optimality(full, target.point(certify(raw, alpha)[0]), u, lower_column_multipliers(full, u, v))
+    optimality = prove_dual(full, target.point(certify(raw, alpha)[0]), u, v)
     optimality.update(method="guided", guide=run.guide, dual="the LP's without S, S's rows given 0")
     if run.dp_closure:
         optimality["dp_closure"] = True
