@@ -9,7 +9,8 @@ optimal to 1e-10.
 At an optimum, every entry with ``x_k > 0`` has reduced cost 0, and only rows with zero
 slack carry a multiplier.  So with ``M`` the rows of ``A_ub`` marked active (multiplier above
 slack: at an interior point their product is the barrier parameter, so the larger of the two
-says which vanishes in the limit) and all of ``A_eq``, and ``S`` the entries above ``tau``,
+says which vanishes in the limit) and all of ``A_eq``, and ``S`` the entries above ``tau``
+(entries are probabilities, so ``tau`` is absolute),
 the correction ``delta`` of least norm with ``M[:, S]^T delta = r[S]`` (``r = c - A_ub^T u -
 A_eq^T v``) moves the dual onto that face.  LSQR (``scipy.sparse.linalg.lsqr``, a few hundred
 sparse products: 0.2 to 0.5 s at n = 256) finds it; stopping early keeps it from fitting the
@@ -48,10 +49,10 @@ def repaired_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, tau
     u = np.maximum(np.asarray(u, float), 0.0)
     v = np.asarray(v, float)
     active = u > lp.A_ub @ x - lp.b_ub
-    M = sp.vstack([lp.A_ub[active], lp.A_eq]).T.tocsr()
+    M = sp.vstack([lp.A_ub[active], lp.A_eq])
     r = lp.c - lp.A_ub.T @ u - lp.A_eq.T @ v
     support = x > tau
-    delta = lsqr(M[support], r[support], atol=0.0, btol=0.0, iter_lim=iterations)[0]
+    delta = lsqr(M.T.tocsr()[support], r[support], atol=0.0, btol=0.0, iter_lim=iterations)[0]
     u_new = u.copy()
     u_new[active] += delta[: int(active.sum())]
     return np.maximum(u_new, 0.0), v + delta[int(active.sum()):]
@@ -73,8 +74,6 @@ def prove_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, repair
         return first
     for tau, iterations in REPAIRS:
         u_new, v_new = repaired_dual(lp, x, u, v, tau, iterations)
-        if not (np.all(np.isfinite(u_new)) and np.all(np.isfinite(v_new))):
-            continue
         found = check_optimality(lp, x, u_new, lower_column_multipliers(lp, u_new, v_new))
         if found["certified"]:
             found["dual_repair"] = {"tau": tau, "iterations": iterations}
