@@ -62,6 +62,8 @@ def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alp
     method = ((opt["guide"] if opt.get("guide", "").startswith(INTERIOR_GUIDE) else f"guided by {opt['guide']}")
               if opt.get("guide") else opt.get("method", design.method))
     marks = [r for r in design.extra.get("reductions", ()) if r in (RELAXATION, FACE, SYMMETRIZED)]
+    if opt.get("dual_repair"):
+        marks.append("dual repaired")
     if marks:
         method += f" ({'; '.join(marks)})"
     exact = exact_dp_check(design.released.weights, design.alpha_exact, design.released.K)
@@ -93,10 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", default=",".join(case_label(*c) for c in CASES),
                         help="comma-separated cases (WM, WH, LP, LP+F, LP+CH+RM), or 'all': the LP with "
                              "every distinct property set")
+    parser.add_argument("--require", default="",
+                        help="with --cases all: only the property sets holding every one of these (e.g. F)")
+    parser.add_argument("--require-any", default="",
+                        help="with --cases all: only the property sets holding at least one of these (e.g. CM,S)")
     parser.add_argument("--timeout", type=float, default=None,
                         help="seconds per case, each in a fresh process (default: in this process, no limit)")
     args = parser.parse_args(argv)
-    cases = ([("LP", props) for props in distinct_property_sets()] if args.cases == "all"
+    every, some = (set(filter(None, v.split(","))) for v in (args.require, args.require_any))
+    cases = ([("LP", props) for props in distinct_property_sets()
+              if every <= set(props) and (not some or some & set(props))] if args.cases == "all"
              else [c for c in CASES if case_label(*c) in args.cases.split(",")])
     ns = [int(v) for v in args.ns.split(",")]
     alphas = [float(v) for v in args.alphas.split(",")]
