@@ -302,18 +302,20 @@ def test_fairness_substituted_for_clarabel_and_lifted_back():
 def test_interior_points_next_formulation_only_after_almost_solved(monkeypatch):
     """Clarabel's points come one after another only while the last ended 'AlmostSolved' (forced
     here): F substituted out first, then the same refined, then F's rows kept; the other way
-    round, F's rows kept, then substituted out; without F, one point; a point 'Solved' ends the
-    list.  Each point, lifted back, is proven on the full LP."""
+    round, F's rows kept, then substituted out; without F, the point and then the same refined,
+    unless the first stalled with a primal residual above ``REFINE_MAX_RESIDUAL`` (forced too);
+    a point 'Solved' ends the list.  Each point, lifted back, is proven on the full LP."""
     from countdp.design import backends
     from countdp.design.fast import prove, vertex_matrix
     from countdp.privacy.certify import certify
 
-    calls, status = [], {"as": "AlmostSolved"}
+    calls, status, residual = [], {"as": "AlmostSolved"}, {"as": None}
     real = backends.run_clarabel
 
     def forced(lp, cost_scale=1.0, tol=None, refine=False):
         calls.append((lp.A.shape[0], refine))
-        return replace(real(lp, cost_scale, tol, refine), status=status["as"])
+        point = replace(real(lp, cost_scale, tol, refine), status=status["as"])
+        return point if residual["as"] is None else replace(point, primal_residual=residual["as"])
 
     monkeypatch.setattr(backends, "run_clarabel", forced)
     n, alpha = 12, 0.62
@@ -325,9 +327,17 @@ def test_interior_points_next_formulation_only_after_almost_solved(monkeypatch):
         points = list(backends.interior_points(lp, substituted_first=first))
         assert calls == expected
         assert all(prove(lp, run, certify(vertex_matrix(lp, run), alpha)[0])["certified"] for run in points)
+    no_f = build_reduced_lp(n, alpha, ("RH",), "L0d:1")
     calls.clear()
-    list(backends.interior_points(build_reduced_lp(n, alpha, ("RH",), "L0d:1"), substituted_first=True))
-    assert len(calls) == 1
+    points = list(backends.interior_points(no_f, substituted_first=True))
+    assert calls == [(no_f.A.shape[0], False), (no_f.A.shape[0], True)]
+    assert points[0].primal_residual <= backends.REFINE_MAX_RESIDUAL
+    assert all(prove(no_f, run, certify(vertex_matrix(no_f, run), alpha)[0])["certified"] for run in points)
+    residual["as"] = 10 * backends.REFINE_MAX_RESIDUAL
+    calls.clear()
+    list(backends.interior_points(no_f, substituted_first=True))
+    assert calls == [(no_f.A.shape[0], False)]
+    residual["as"] = None
     status["as"] = "Solved"
     calls.clear()
     list(backends.interior_points(lp, substituted_first=True))

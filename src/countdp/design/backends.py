@@ -47,6 +47,7 @@ class Solved:
     highs_basis: object = None
     guide: str = ""  # what seeded run_guided's basis guess
     dp_closure: bool = False  # the matrix released is polish.dp_closure of the vertex
+    primal_residual: float = 0.0  # Clarabel's relative primal residual at its last iterate (0: not Clarabel)
 
 
 def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None, refine: bool = False) -> Solved:
@@ -96,7 +97,7 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     col_dual[fin_lo] += z_cl
     col_dual[fin_hi] -= z_ch
     return Solved(np.asarray(solution.x, float), row_dual, col_dual, status, float(solution.obj_val) * cost_scale,
-                  elapsed)
+                  elapsed, primal_residual=float(solution.r_prim))
 
 
 def objective_scale(lp: ReducedLP) -> float:
@@ -290,6 +291,15 @@ its duals are accurate: the check lowers each column's multiplier by its worst r
 deficit, so ~1e-11 of noise per column cost L0,1 at n = 256, alpha = 0.91 gaps of 2e-9 to 3.5e-9
 at 1e-12 (WH, LP+F, WM); at 1e-14, 1.5e-12 to 5.8e-12, in the same time (1.3 to 10.8 s)."""
 
+REFINE_MAX_RESIDUAL = 1e-11
+"""A model without F's rows whose Clarabel point ended 'AlmostSolved' with at most this relative
+primal residual (Clarabel's ``r_prim``) is solved again with iterative refinement
+(:func:`interior_points`).  Measured at n = 256, alpha = 0.99, S folded in: LP with RH, L2 stalled
+at 2.3e-12 (its active DP rows left 2e-12 slack under multipliers of ~7,000: gap 3.3e-4, which no
+dual repair closes); refined, it ended 'Solved' and was proven (5.7 s, then 9.2 s, where the model
+without S that followed took 15.6 s).  LP with RM, L1 and L2, stalled at 1.3e-10 to 1.8e-10, and
+refined they stalled again (gaps 2.1e-6, 1.8e-4): above this limit the retry is skipped."""
+
 GUIDED_SIMPLEX_ITERATIONS = 6000
 """Simplex iterations :func:`run_guided` gives each simplex from Clarabel's basis (after the
 quick ones, or where its point is not offered): a good guess needs a few pivots (0.6 s at
@@ -311,7 +321,9 @@ def interior_points(lp: ReducedLP, note: str = "", substituted_first: bool = Fal
     """Clarabel's points on the scaled model (scales of :func:`scales`, cost divided by
     :func:`objective_scale`, tolerances :data:`GUIDE_CLARABEL_TOL`), in ``lp``'s units, marked
     :data:`INTERIOR_GUIDE` (+ ``note``); each next one only while the last ended 'AlmostSolved'.
-    A model without F's rows has one.  With them, either formulation's duals can be the poorer:
+    A model without F's rows has two: the point, then the same refined (``run_clarabel(refine=True)``)
+    when the first stalled with a primal residual of at most :data:`REFINE_MAX_RESIDUAL`.  With
+    them, either formulation's duals can be the poorer:
     at n = 256, L0,1, alpha = 0.62 F substituted out (:mod:`countdp.design.fairness`) proved LP
     with RH+CH+F and RH+F+WH (gaps 1.4e-10 to 3.6e-10, against 2.6e-9 to 5.3e-9 with F's rows),
     F's rows kept proved RM+CH+F (4.3e-10, against 1.6e-9).  So:
@@ -341,7 +353,7 @@ def _scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool) ->
         return run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, refine)
 
     if found is None:
-        tries = ((False, False),)
+        tries = ((False, False), (False, True))
     elif substituted_first:
         tries = ((True, False), (True, True), (False, False))
     else:
@@ -349,7 +361,7 @@ def _scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool) ->
     for substitute, refine in tries:
         point = solve(substitute, refine)
         yield point
-        if point.status == "Solved":
+        if point.status == "Solved" or (found is None and point.primal_residual > REFINE_MAX_RESIDUAL):
             break
 
 
