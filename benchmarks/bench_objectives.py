@@ -9,9 +9,11 @@ One row per case (mechanism and properties, objective, n, alpha): the design tim
 optimality gap relative to the objective, whether the gap closed (``proven``), whether the
 released integer weights pass the exact alpha-DP test (``certified``), and the method that
 answered.  With ``--timeout`` every case runs in a fresh process, stopped after that many
-seconds (reported as a timeout).  ``--cases all`` runs the LP with each of the 48 distinct
-property sets (every subset of the seven properties, less the rows others imply).  Exit status 1
-if any case fails, times out, is not proven or is not certified.
+seconds (reported as a timeout), and a reference design (:data:`REFERENCE`) is timed the same way
+before and after the sweep, with the date and the load: these machines' speed drifts by 2 to 3
+times over a day, so sweeps from different hours compare only through it.  ``--cases all`` runs
+the LP with each of the 48 distinct property sets (every subset of the seven properties, less the
+rows others imply).  Exit status 1 if any case fails, times out, is not proven or is not certified.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import multiprocessing
+import os
 import time
 
 from countdp.design.backends import INTERIOR_GUIDE
@@ -48,6 +51,10 @@ def case_label(mechanism: str, props: tuple[str, ...]) -> str:
 
 
 OBJECTIVES = ("L0", "L0d:1", "L1", "L2")
+
+REFERENCE = ("WM", (), "L0", 256, 0.91)
+"""The design timed before and after a sweep run with ``--timeout`` (``mechanism, properties,
+objective, n, alpha``): WM at n = 256, the large-n table's middle row."""
 
 
 def run_case(mechanism: str, props: tuple[str, ...], objective: str, n: int, alpha: float) -> dict:
@@ -87,6 +94,14 @@ def run_isolated(args: tuple, timeout: float) -> dict:
                     "error": f"timed out after {timeout:g} s"}
 
 
+def reference_line(timeout: float) -> str:
+    """One comment line: :data:`REFERENCE`'s time in a fresh process, the UTC time and the load."""
+    row = run_isolated(REFERENCE, timeout)
+    took = f"failed ({row['error']})" if "error" in row else f"{row['seconds']:.2f} s"
+    return (f"# reference {row['case']}: {took}; {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, "
+            f"load {os.getloadavg()[0]:.1f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ns", default="41,64,128", help="comma-separated group sizes")
@@ -108,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
              else [c for c in CASES if case_label(*c) in args.cases.split(",")])
     ns = [int(v) for v in args.ns.split(",")]
     alphas = [float(v) for v in args.alphas.split(",")]
+    if args.timeout is not None:
+        print(reference_line(args.timeout), flush=True)
     print(f"{'case':<36} {'time s':>7} {'gap/obj':>9} {'proven':>6} {'certified':>9}  method")
     bad = 0
     for n in ns:
@@ -124,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{row['case']:<36} {row['seconds']:>7.2f} {row['gap_rel']:>9.1e} "
                           f"{'yes' if row['proven'] else 'NO':>6} {'yes' if row['certified'] else 'NO':>9}  "
                           f"{row['method']}", flush=True)
+    if args.timeout is not None:
+        print(reference_line(args.timeout), flush=True)
     print(f"# {bad} case(s) failed, not proven or not certified")
     return 1 if bad else 0
 
