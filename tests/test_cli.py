@@ -340,3 +340,52 @@ def test_a_size_beyond_the_machine_is_one_line_before_allocating(mechanism, n, c
     assert len(err.splitlines()) == 1 and f"n = {n} is beyond this machine" in err
     need = float(err.split("needs about ")[1].split(" GiB")[0].replace(",", ""))
     assert need * 2**30 > available_memory()
+
+
+def test_stage_log_shows_the_stage_under_way_once_work_is_slow():
+    """Nothing before the delay; at the delay, the latest stage with the time it started; after
+    it, each stage as it starts; nothing once the block is left, and the logger's level restored."""
+    import io
+    import logging
+    import time
+
+    from countdp.progress import StageLog
+
+    log, stream = logging.getLogger("countdp.test_stage"), io.StringIO()
+    level = logging.getLogger("countdp").level
+    with StageLog("countdp", stream=stream, delay=0.3):
+        log.info("first")
+        log.info("second")
+        assert stream.getvalue() == ""
+        time.sleep(0.6)
+        log.info("third")
+    log.info("after")
+    lines = stream.getvalue().splitlines()
+    assert [line.split("] ")[1] for line in lines] == ["second", "third"]
+    started = [float(line.split("[")[1].split(" s]")[0]) for line in lines]
+    assert started[0] < 0.3 <= 0.6 <= started[1]
+    assert logging.getLogger("countdp").level == level
+    quick = io.StringIO()
+    with StageLog("countdp", stream=quick, delay=0.3):
+        log.info("done at once")
+    time.sleep(0.4)
+    assert quick.getvalue() == ""
+
+
+def test_design_reports_its_stages_on_stderr_only_when_slow(monkeypatch, tmp_path, capsys):
+    """``countdp design`` names each stage of an LP design on stderr (here with the delay set to 0),
+    prints nothing there for a quick closed form (default delay), and the library alone is silent."""
+    import re
+
+    from countdp import progress
+    from countdp.design.designer import design_named
+
+    assert main(["design", "GM", "--n", "4", "--alpha", "0.5"]) == 0
+    assert capsys.readouterr().err == ""
+    design_named("WH", 20, 0.91)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(progress, "STAGE_DELAY", 0.0)
+    assert main(["design", "WH", "--n", "20", "--alpha", "0.91", "--out", str(tmp_path / "wh.json")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(re.fullmatch(r"countdp: \[ *\d+\.\d s\] \S.*", line) for line in err)
+    assert any("the reduced LP" in line for line in err) and "certifying alpha-DP" in err[-1]

@@ -33,6 +33,7 @@ from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of, ex
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.privacy.exact import exact_dp_check
 from countdp.privacy.sampling import release
+from countdp.progress import StageLog
 from countdp.validation import check_n, check_tol
 
 
@@ -129,8 +130,9 @@ def _design(args: argparse.Namespace) -> int:
         raise UsageError(f"--props applies to LP only; {args.mechanism} has a fixed definition")
     try:
         alpha = args.alpha if args.epsilon is None else alpha_from_epsilon(args.epsilon)
-        result = design_named(args.mechanism, args.n, alpha, objective=args.objective, properties=args.props,
-                              solver=args.solver, method=args.method, max_repair_lambda=args.max_repair)
+        with StageLog("countdp"):  # what a design past a second is doing, on stderr
+            result = design_named(args.mechanism, args.n, alpha, objective=args.objective, properties=args.props,
+                                  solver=args.solver, method=args.method, max_repair_lambda=args.max_repair)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.epsilon is not None:

@@ -1,8 +1,11 @@
-"""A one-line progress bar on stderr, shown only once the work has taken more than a second."""
+"""Progress of long work on stderr, shown only once the work has taken more than a second: a
+one-line progress bar (:class:`Progress`) and the library's stage messages (:class:`StageLog`)."""
 
 from __future__ import annotations
 
+import logging
 import sys
+import threading
 import time
 from typing import TextIO
 
@@ -30,3 +33,57 @@ class Progress:
         if self.shown:
             self.stream.write("\n")
             self.stream.flush()
+
+
+STAGE_DELAY = 1.0
+"""Seconds of work before :class:`StageLog` shows anything."""
+
+
+class StageLog(logging.Handler):
+    """The library's stage messages (``logging``, level INFO) as lines on stderr, each with the
+    elapsed time, shown only once the work has taken more than :data:`STAGE_DELAY` seconds: then
+    the stage under way is shown, and every later one as it starts.  Quick work prints nothing.
+
+    ``with StageLog("countdp"): ...`` attaches it to that logger for the block."""
+
+    def __init__(self, logger: str, stream: TextIO | None = None, delay: float | None = None) -> None:
+        super().__init__(logging.INFO)
+        self.logger = logging.getLogger(logger)
+        self.stream = stream if stream is not None else sys.stderr
+        self.delay = STAGE_DELAY if delay is None else delay
+        self.start, self.pending, self.live = time.perf_counter(), None, False
+        self.lock_shown = threading.Lock()
+        self.timer = threading.Timer(self.delay, self._go_live)
+        self.timer.daemon = True
+
+    def _line(self, message: str, at: float) -> None:
+        self.stream.write(f"countdp: [{at:6.1f} s] {message}\n")
+        self.stream.flush()
+
+    def _go_live(self) -> None:
+        with self.lock_shown:
+            self.live = True
+            if self.pending is not None:
+                self._line(*self.pending)
+                self.pending = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        entry = (record.getMessage(), time.perf_counter() - self.start)
+        with self.lock_shown:
+            if self.live:
+                self._line(*entry)
+            else:
+                self.pending = entry
+
+    def __enter__(self) -> StageLog:
+        self.level = self.logger.level
+        self.logger.addHandler(self)
+        self.logger.setLevel(logging.INFO)
+        self.start = time.perf_counter()
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.timer.cancel()
+        self.logger.removeHandler(self)
+        self.logger.setLevel(self.level)

@@ -9,6 +9,7 @@ are imported only when a model is solved.
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -17,6 +18,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.reduce import ReducedLP
+
+LOG = logging.getLogger(__name__)
+"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
 
 CLARABEL_TOL = 1e-12
 """Clarabel's gap and feasibility tolerances on the reduced model.  At 1e-10 the optimality
@@ -80,6 +84,8 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = CLARABEL_TOL if tol is None else tol
     settings.direct_solve_method = CLARABEL_DIRECT_METHOD
     settings.iterative_refinement_enable = refine
+    LOG.info("Clarabel's interior point method: %s rows, %s columns%s", f"{A.shape[0]:,}", f"{k:,}",
+             ", refined" if refine else "")
     start = time.perf_counter()
     solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), lp.cost / cost_scale, M, np.concatenate(rhs), cones,
                                       settings).solve()
@@ -510,6 +516,8 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
         h.setOptionValue("time_limit", float(time_limit))
     if iterations is not None:
         h.setOptionValue("simplex_iteration_limit", int(iterations))
+    LOG.info("HiGHS %s: %s rows, %s columns%s", "simplex" if warm is not None else chosen, f"{lp.A.shape[0]:,}",
+             f"{lp.A.shape[1]:,}", ", from a guessed basis" if warm is not None else "")
     col, row = scales(lp)
     row = row * row_boost
     scaled = scaled_model(lp, col, row)

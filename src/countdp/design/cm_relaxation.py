@@ -33,6 +33,7 @@ F (:func:`before_template`), whose templates rarely guide.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import replace
 
@@ -40,6 +41,9 @@ import numpy as np
 
 from countdp.design.constraints import parse_properties
 from countdp.design.model import DesignProblem
+
+LOG = logging.getLogger(__name__)
+"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
 
 RELAXATION = "CM relaxed to CH, proven with CM"
 """The entry of ``extra["reductions"]`` of a design answered by the relaxation."""
@@ -170,6 +174,7 @@ def on_face(target: DesignProblem, relaxed: DesignProblem, lp, run, fold: bool, 
     if full_lp.folded:  # a folded row stands for a row and its mirror image: tight if either is
         face_u = np.maximum(face_u, mirrored_multipliers(full_lp.problem, face_u))
     face = face_model(full_lp, face_u, face_v, run.col_dual)
+    LOG.info("the relaxation's point breaks CM: a point on its optimal face")
     point, optimality = proven_point(face, lambda _lp, _run, P: check_with(target, u, v, P), "face: ")
     if point is None:
         return optimality, None
@@ -215,6 +220,7 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
     if choose_method(lp) != "guided":
         return None, None
     build = time.perf_counter() - start
+    LOG.info("CM relaxed to CH: the relaxation's interior point, proven with CM")
     run, optimality = proven_point(lp, prover(target, relaxed), "relaxation: ")
     if run is None:
         return None, optimality

@@ -12,6 +12,7 @@ closed forms (and ``countdp design GM``) start quickly.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -26,6 +27,9 @@ from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, Certificatio
 from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.rounding import round_to_release
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
+
+LOG = logging.getLogger(__name__)
+"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
 
 NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
     "WM": ("RM", "CM", "WH", "S"),  # the paper's text: WH + RM + CM (S is free, Theorem 1)
@@ -112,6 +116,7 @@ def finish_design(raw: np.ndarray, mechanism: str, n: int, alpha: Fraction, obje
     """
     a = float(alpha)
     w = np.full(n + 1, 1.0 / (n + 1)) if weights is None else weights
+    LOG.info("certifying alpha-DP, then the exact integer weights for release")
     before = objective_value(raw, objective, w, aggregate)
     try:
         matrix, certificate = certify(raw, a, max_lambda=max_repair_lambda)

@@ -65,6 +65,7 @@ is returned with ``status = "not proven optimal"`` and every attempt listed.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -89,6 +90,9 @@ from countdp.design.dual_repair import prove_dual
 from countdp.design.polish import dp_closure, full_dual
 from countdp.design.reduce import ReducedLP, build_reduced_lp, implied_drops  # noqa: F401 - re-exported
 from countdp.evaluate.metrics import parse_objective
+
+LOG = logging.getLogger(__name__)
+"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
 
 CLARABEL_GUIDED = "guided by clarabel"
 """The fallback after a ``guided`` answer that a smaller design guided and that is not proven: the
@@ -198,6 +202,8 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None, fallbac
     for chosen in chain if methods is None else tuple(m for m in chain if m in methods):
         if chosen == CLARABEL_GUIDED and (best is None or not best[2].guide.startswith("the design")):
             continue  # the guided run had no template guide (or no answer): the same again would not help
+        if attempts:
+            LOG.info("not proven (%s); next: %s", attempts[-1], chosen)
         previous = None
 
         def accept(point: Solved, used: str = chosen) -> bool:  # Clarabel's point, proven as it is
@@ -385,6 +391,8 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     if (method == "auto" and use_closed_forms and n >= large_n.MIN_N
             and large_n.applies(n, props, objective, weights, aggregate)):
         P, large = large_n.large_n_design(n, alpha, props, objective=objective)
+        if P is None:
+            LOG.info("large n: %s; the general path", large["reason"])
         if P is not None:
             return FastResult(P, "CLARABEL", "large-n template", "optimal",
                               time.perf_counter() - start, 0.0, large["optimality"]["primal_objective"],
@@ -415,6 +423,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     chosen = choose_method(lp) if method == "auto" else method
     if chosen not in METHODS[1:]:
         raise ValueError(f"unknown method {method!r}; allowed: {', '.join(METHODS)}")
+    LOG.info("the reduced LP: %s rows, %s columns; method %s", f"{lp.A.shape[0]:,}", f"{lp.A.shape[1]:,}", chosen)
     symmetrized = None
     if method == "auto" and chosen == "guided" and "S" in props:  # the LP without S before the cold methods
         found, symmetrized, solved = _guided_then_symmetrized(lp, n, alpha, props, objective, weights, aggregate,

@@ -44,6 +44,7 @@ to the general LP.
 
 from __future__ import annotations
 
+import logging
 import time
 from types import SimpleNamespace
 
@@ -51,6 +52,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.constraints import parse_properties
+
+LOG = logging.getLogger(__name__)
+"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
 
 OBJECTIVES = ("L0", "L0d", "L1", "L2")
 """Objectives of the path: L0 with the copied dual, the others with the support dual."""
@@ -493,6 +497,7 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
             break  # a wider template would be solved at full size: no cheaper than the general path
         if full is None:
             full = design_lp_model(n, alpha, props, objective)
+        LOG.info("large n: the template of width %d (n = %d), proven on the full model", W, 3 * W + 4)
         result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)),
                           template_size=2 * (3 * W + 4), objective=objective)
         P = result.pop("matrix", None)

@@ -19,12 +19,16 @@ anything, so a wrong permutation can only fail to prove.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.model import DesignLP, DesignProblem
+
+LOG = logging.getLogger(__name__)
+"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
 
 SYMMETRIZED = "solved without S, averaged with its mirror image"
 """The entry of ``extra["reductions"]`` of a design answered by :func:`symmetrized_design`."""
@@ -181,6 +185,7 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
         return None, None
     build = time.perf_counter() - start
     methods = ("guided", CLARABEL_GUIDED) + (("simplex",) if seed.applies(plain) else ())  # see the docstring
+    LOG.info("S folded in (same optimum, half the variables): %s rows, proven without S", f"{lp.A.shape[0]:,}")
     try:
         P, used, run, folded_optimality = solve_proven(lp, "guided", threads, methods=methods)
     except RuntimeError as exc:
@@ -239,6 +244,7 @@ def symmetrized_design(n: int, alpha: float, props: tuple[str, ...], objective: 
     if choose_method(lp) != "guided":
         return None, None
     build = time.perf_counter() - start
+    LOG.info("the LP without S, then averaged with its mirror image")
     run, plain_optimality = proven_point(lp, what="without S: ")
     if run is None:
         return None, plain_optimality
