@@ -198,12 +198,43 @@ def test_polished_vertex_needs_no_repair():
 @pytest.mark.parametrize("props", [(), ("WH", "S"), ("RM", "CM", "WH", "S"), ("F",)],
                          ids=lambda p: "+".join(p) or "none")
 def test_plain_cvxpy_designs_are_proven(props, aggregate):
-    """Small designs go through cvxpy; their matrices are proven with a dual of the reduced model."""
+    """Small designs go through cvxpy; their matrices are proven with the solver's own duals (the
+    weighted sum), or a dual of the reduced model (minimax, whose extra variable is not mapped).
+    The proven interval holds the optimum found by the other route, the reduced model's."""
     for n, alpha, objective in [(4, 0.62, "L1"), (7, 0.91, "L0"), (12, 0.5, "L2")]:
         design = design_lp(n, alpha, props, objective, aggregate=aggregate, backend="cvxpy")
         opt = design.extra["optimality"]
         assert opt["certified"] and opt["gap"] <= 1e-9 * max(1.0, abs(opt["upper_bound"])), opt
         assert design.status == "optimal"
+        assert opt["dual_from"].startswith("cvxpy" if aggregate == "sum" else "reduced model")
+        other = fast_design(n, alpha, props, objective, aggregate=aggregate, method="simplex", use_closed_forms=False)
+        assert opt["lower_bound"] - 1e-9 <= other.solver_objective <= opt["upper_bound"] + 1e-9
+
+
+def test_solver_duals_mapped_wrongly_prove_nothing():
+    """The solver's duals prove the cvxpy answer only as mapped: with the equalities' multipliers
+    given cvxpy's own sign, or the ``x >= 0`` rows' multipliers left in, the check fails."""
+    import cvxpy as cp
+
+    from countdp.design.designer import solver_dual_certificate
+    from countdp.design.model import DesignProblem
+
+    model = DesignProblem(9, 0.62, ("RM", "CM"), "L1")
+    system, N = model.system(), model.N
+    x = cp.Variable(N * N)
+    constraints = [system.A_ub @ x >= system.b_ub, system.A_eq @ x == system.b_eq]
+    cp.Problem(cp.Minimize(model.weighted_cost @ x), constraints).solve(solver=cp.HIGHS)
+    P = certify(x.value.reshape(N, N), 0.62)[0]
+    assert solver_dual_certificate(model, constraints, P, "HIGHS")["certified"]
+
+    class Given:  # a constraint whose dual_value is given
+        def __init__(self, value):
+            self.dual_value = value
+
+    ub, eq = constraints[0].dual_value, constraints[1].dual_value
+    assert not solver_dual_certificate(model, [Given(ub), Given(-eq)], P, "HIGHS")["certified"]
+    shifted = np.concatenate([ub[N * N:], ub[: N * N]])  # the bound rows' multipliers misplaced
+    assert not solver_dual_certificate(model, [Given(shifted), Given(eq)], P, "HIGHS")["certified"]
 
 
 def test_closed_form_shortcut_is_checked_too():

@@ -212,12 +212,33 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
                            None if weights is None else w, aggregate, max_repair_lambda, solver=solver,
                            method=method, status=problem.status, solve_time=elapsed,
                            solver_objective=float(problem.value), extra={"backend": "cvxpy"})
-    optimality = fast_design.prove_matrix(n, a, props, obj, None if weights is None else w, aggregate,
-                                          design.matrix)
+    optimality = solver_dual_certificate(model, constraints, design.matrix, solver)
+    if not optimality["certified"]:  # a dual of the reduced model instead (another solve)
+        optimality = fast_design.prove_matrix(n, a, props, obj, None if weights is None else w, aggregate,
+                                              design.matrix)
     design.extra["optimality"] = optimality
     if not optimality["certified"]:
         design.status = "not proven optimal"
     return design
+
+
+def solver_dual_certificate(model, constraints: list, matrix: np.ndarray, solver: str) -> dict:
+    """The optimality certificate of ``matrix`` with the duals cvxpy's ``solver`` returned for
+    ``constraints`` (``[A_ub x >= b_ub, A_eq x == b_eq]`` of ``model.system()``), checked by the
+    independent routine of :mod:`countdp.design.optimality` on ``model.lp()``.
+
+    ``model.system()`` starts with the rows ``x >= 0`` (bounds in ``model.lp()``: their multipliers
+    are reduced costs, dropped), and cvxpy's multipliers of ``==`` rows have the opposite sign to
+    ``v``'s in ``c - A_ub^T u - A_eq^T v``.  Minimax (one more variable) is not mapped:
+    ``{"certified": False}``, as when the solver gave no duals."""
+    from countdp.design.dual_repair import prove_dual
+
+    ub, eq = (constraint.dual_value for constraint in constraints[:2])
+    if model.aggregate != "sum" or ub is None or eq is None:
+        return {"certified": False, "reason": "no duals to map"}
+    u = np.asarray(ub, float).ravel()[model.size:]
+    return {**prove_dual(model.lp(), model.point(matrix), u, -np.asarray(eq, float).ravel(), repair=False),
+            "dual_from": f"cvxpy ({solver}), the solver's own"}
 
 
 def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0",
