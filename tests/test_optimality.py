@@ -237,12 +237,24 @@ def test_solver_duals_mapped_wrongly_prove_nothing():
     assert not solver_dual_certificate(model, [Given(shifted), Given(eq)], P, "HIGHS")["certified"]
 
 
-def test_closed_form_shortcut_is_checked_too():
-    """The GM shortcut (Theorem 3) is also checked against an LP dual where that is cheap."""
+def test_closed_form_shortcut_is_checked_too(monkeypatch):
+    """The GM shortcut (Theorem 3) is checked by the explicit dual of GM remapped (the identity
+    remap for L0) at every n, its lower bound Theorem 3's value; where that dual does not close,
+    by an LP dual up to ``CHECK_CLOSED_FORM_MAX_N``."""
+    import countdp.design.remapped_gm as remapped
+    from countdp.design import fast as fast_module
+
+    for n in (20, fast_module.CHECK_CLOSED_FORM_MAX_N + 72):
+        fast = fast_design(n, 0.76, ("WH", "S"), "L0")
+        opt = fast.extra["optimality"]
+        assert fast.method == "GM" and opt["proof"] == "Theorem 3; explicit dual" and opt["certified"]
+        assert opt["checked"] and abs(opt["lower_bound"] - 2 * 0.76 / 1.76) <= 1e-12
+    real = remapped.remap_dual
+    monkeypatch.setattr(remapped, "remap_dual", lambda *a, **k: (lambda u, v: (u, v - 1e-3))(*real(*a, **k)))
     fast = fast_design(20, 0.76, ("WH", "S"), "L0")
     opt = fast.extra["optimality"]
-    assert fast.method == "GM" and opt["proof"] == "Theorem 3" and opt["certified"] and "gap" in opt
-    assert opt["lower_bound"] <= 2 * 0.76 / 1.76 + 1e-12
+    assert fast.method == "GM" and opt["proof"] == "Theorem 3" and opt["certified"] and opt["checked"]
+    assert opt["dual_from"].startswith("reduced model") and opt["lower_bound"] <= 2 * 0.76 / 1.76 + 1e-12
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.8])
