@@ -52,7 +52,6 @@ class StageLog(logging.Handler):
         self.stream = stream if stream is not None else sys.stderr
         self.delay = STAGE_DELAY if delay is None else delay
         self.start, self.pending, self.live = time.perf_counter(), None, False
-        self.lock_shown = threading.Lock()
         self.timer = threading.Timer(self.delay, self._go_live)
         self.timer.daemon = True
 
@@ -61,7 +60,7 @@ class StageLog(logging.Handler):
         self.stream.flush()
 
     def _go_live(self) -> None:
-        with self.lock_shown:
+        with self.lock:  # the handler's own lock, which handle() holds around emit()
             self.live = True
             if self.pending is not None:
                 self._line(*self.pending)
@@ -69,14 +68,13 @@ class StageLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         entry = (record.getMessage(), time.perf_counter() - self.start)
-        with self.lock_shown:
-            if self.live:
-                self._line(*entry)
-            else:
-                self.pending = entry
+        if self.live:
+            self._line(*entry)
+        else:
+            self.pending = entry
 
     def __enter__(self) -> StageLog:
-        self.level = self.logger.level
+        self.saved_level = self.logger.level
         self.logger.addHandler(self)
         self.logger.setLevel(logging.INFO)
         self.start = time.perf_counter()
@@ -86,4 +84,4 @@ class StageLog(logging.Handler):
     def __exit__(self, *exc) -> None:
         self.timer.cancel()
         self.logger.removeHandler(self)
-        self.logger.setLevel(self.level)
+        self.logger.setLevel(self.saved_level)

@@ -19,8 +19,7 @@ import scipy.sparse as sp
 
 from countdp.design.reduce import ReducedLP
 
-LOG = logging.getLogger(__name__)
-"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 CLARABEL_TOL = 1e-12
 """Clarabel's gap and feasibility tolerances on the reduced model.  At 1e-10 the optimality

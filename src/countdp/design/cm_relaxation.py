@@ -42,8 +42,7 @@ import numpy as np
 from countdp.design.constraints import parse_properties
 from countdp.design.model import DesignProblem
 
-LOG = logging.getLogger(__name__)
-"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 RELAXATION = "CM relaxed to CH, proven with CM"
 """The entry of ``extra["reductions"]`` of a design answered by the relaxation."""

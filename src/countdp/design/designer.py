@@ -28,8 +28,7 @@ from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.rounding import round_to_release
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
 
-LOG = logging.getLogger(__name__)
-"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
     "WM": ("RM", "CM", "WH", "S"),  # the paper's text: WH + RM + CM (S is free, Theorem 1)

@@ -93,8 +93,7 @@ from countdp.design.polish import dp_closure, full_dual
 from countdp.design.reduce import ReducedLP, build_reduced_lp, implied_drops  # noqa: F401 - re-exported
 from countdp.evaluate.metrics import parse_objective
 
-LOG = logging.getLogger(__name__)
-"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 CLARABEL_GUIDED = "guided by clarabel"
 """The fallback after a ``guided`` answer that a smaller design guided and that is not proven: the
@@ -403,7 +402,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
         P, large = large_n.large_n_design(n, alpha, props, objective=objective)
         if P is None:
             LOG.info("large n: %s; the general path", large["reason"])
-        if P is not None:
+        else:
             return FastResult(P, "CLARABEL", "large-n template", "optimal",
                               time.perf_counter() - start, 0.0, large["optimality"]["primal_objective"],
                               {"backend": "highs", "reductions": ["large-n template"],

@@ -53,8 +53,7 @@ import scipy.sparse as sp
 
 from countdp.design.constraints import parse_properties
 
-LOG = logging.getLogger(__name__)
-"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 OBJECTIVES = ("L0", "L0d", "L1", "L2")
 """Objectives of the path: L0 with the copied dual, the others with the support dual."""

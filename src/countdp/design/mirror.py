@@ -27,8 +27,7 @@ import scipy.sparse as sp
 
 from countdp.design.model import DesignLP, DesignProblem
 
-LOG = logging.getLogger(__name__)
-"""Stage messages of long designs (INFO; silent unless a handler is attached: :class:`countdp.progress.StageLog`)."""
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 SYMMETRIZED = "solved without S, averaged with its mirror image"
 """The entry of ``extra["reductions"]`` of a design answered by :func:`symmetrized_design`."""
