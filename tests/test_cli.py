@@ -353,17 +353,17 @@ def test_stage_log_shows_the_stage_under_way_once_work_is_slow():
 
     log, stream = logging.getLogger("countdp.test_stage"), io.StringIO()
     level = logging.getLogger("countdp").level
-    with StageLog("countdp", stream=stream, delay=0.3):
+    with StageLog("countdp", stream=stream, delay=0.5):
         log.info("first")
         log.info("second")
         assert stream.getvalue() == ""
-        time.sleep(0.6)
+        time.sleep(0.8)
         log.info("third")
     log.info("after")
     lines = stream.getvalue().splitlines()
     assert [line.split("] ")[1] for line in lines] == ["second", "third"]
     started = [float(line.split("[")[1].split(" s]")[0]) for line in lines]
-    assert started[0] < 0.3 <= 0.6 <= started[1]
+    assert started[0] < 0.5 <= 0.8 <= started[1]
     assert logging.getLogger("countdp").level == level
     quick = io.StringIO()
     with StageLog("countdp", stream=quick, delay=0.3):
