@@ -45,6 +45,7 @@ rule ext_subsets:
         label_y=EXT["subsets"]["label_y"],
         y_max=EXT["subsets"]["y_max"],
     threads: 1
+    priority: 10  # the longest single job: start it first (see profiles/default/config.yaml)
     resources:
         mem_mb=2000,
         runtime=60,
