@@ -118,6 +118,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per case, each in a fresh process (default: in this process, no limit)")
     args = parser.parse_args(argv)
     every, some = (set(filter(None, v.split(","))) for v in (args.require, args.require_any))
+    if (every or some) and args.cases != "all":
+        parser.error("--require and --require-any select among --cases all")
+    unknown = set(args.cases.split(",")) - {case_label(*c) for c in CASES}
+    if unknown and args.cases != "all":
+        parser.error(f"unknown case(s) {', '.join(sorted(unknown))}; choose from "
+                     f"{', '.join(case_label(*c) for c in CASES)} or 'all'")
     cases = ([("LP", props) for props in distinct_property_sets()
               if every <= set(props) and (not some or some & set(props))] if args.cases == "all"
              else [c for c in CASES if case_label(*c) in args.cases.split(",")])
