@@ -13,7 +13,8 @@ Prints the clean-run time, the no-op rerun times (``--noop-runs`` of them, which
 seconds each: nothing to do; then their min, median and max), the number of files produced,
 snakemake's exit codes (the log tail on failure), and the clean run's top rules by
 job-seconds with their share of the wall clock and of the critical path (read from its
-``.snakemake/log``: :mod:`snakemake_log_times`).
+``.snakemake/log``: :mod:`snakemake_log_times`), and the clean run's CPU time split between the
+Snakemake process itself and its worker processes (:data:`WITH_CPU`).
 """
 
 from __future__ import annotations
@@ -37,9 +38,37 @@ IGNORE = shutil.ignore_patterns("results", ".snakemake", ".git", "__pycache__", 
                                 ".pytest_cache", ".ruff_cache", "logs")
 
 
-def snakemake_command(cores: int, configfile: str, extra: str) -> list[str]:
+CPU_MARK = "# cpu seconds:"
+WITH_CPU = (
+    "import atexit, resource, sys\n"
+    "def report():\n"
+    "    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+    f"    print('{CPU_MARK}', own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime, file=sys.stderr)\n"
+    "atexit.register(report)\n"
+    "from snakemake.cli import main\n"
+    "sys.argv[0] = 'snakemake'\n"
+    "main()\n"
+)
+"""Snakemake's own entry point, reporting at exit the CPU seconds of the Snakemake process (its
+scheduler and job threads) and of its children (the worker processes that run the jobs' calls)."""
+
+
+def cpu_split(log: str) -> tuple[float, float] | None:
+    """``(snakemake process, its children)`` CPU seconds from a run of :data:`WITH_CPU`."""
+    for line in reversed(log.splitlines()):
+        if line.startswith(CPU_MARK):
+            own, kids = line[len(CPU_MARK):].split()
+            return float(own), float(kids)
+    return None
+
+
+def snakemake_command(cores: int, configfile: str, extra: str, cpu: bool = False) -> list[str]:
+    """The snakemake command line; with ``cpu``, through :data:`WITH_CPU` (same arguments)."""
     exe = Path(sys.executable).with_name("snakemake")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "snakemake"]
+    if cpu:
+        cmd = [sys.executable, "-c", WITH_CPU]
+    else:
+        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "snakemake"]
     cmd += ["--cores", str(cores)]
     if configfile:
         cmd += ["--configfile", configfile]
@@ -75,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
           f"load={os.getloadavg()[0]:.1f}", flush=True)
     rows = []
     for label in ["clean"] + ["no-op rerun"] * args.noop_runs:
-        seconds, code, log = timed(cmd, work, args.timeout)
+        seconds, code, log = timed(snakemake_command(args.cores, args.configfile, args.extra, cpu=label == "clean")
+                                   if label == "clean" else cmd, work, args.timeout)
         files = sum(1 for p in (work / "results").rglob("*") if p.is_file()) if (work / "results").exists() else 0
         rows.append((label, seconds, code, files))
         print(f"{label:>12}: {seconds:9.2f} s  exit {code}  files in results/: {files}  "
@@ -85,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
             break
         if label == "clean":
             table = format_table(parse_jobs(latest_log(work).read_text()), args.top)
+            split = cpu_split(log)
+            if split is not None:
+                print(f"# clean run CPU: {split[0]:.1f} s in the Snakemake process (scheduling, bookkeeping), "
+                      f"{split[1]:.1f} s in its worker processes", flush=True)
     noop = [seconds for label, seconds, code, _ in rows if label != "clean" and code == 0]
     if noop:
         print(f"# no-op rerun: min {min(noop):.2f} s, median {statistics.median(noop):.2f} s, "
