@@ -89,7 +89,7 @@ onstart:
     # without).  A local run starts at most --cores jobs at a time anyway, so it is switched off
     # there; cluster runs keep it (it throttles submissions).
     scheduler = getattr(workflow, "scheduler", None)
-    if workflow.local_exec and getattr(scheduler, "job_rate_limiter", None) is not None:
+    if getattr(workflow, "local_exec", False) and getattr(scheduler, "job_rate_limiter", None) is not None:
         scheduler.job_rate_limiter = None
     stray = remove_stray_temp_files()
     if stray:
