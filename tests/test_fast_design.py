@@ -224,8 +224,8 @@ def test_simplex_limits_count_iterations():
 
     lp = build_reduced_lp(64, 0.8, ("WH", "S"), "L1", None, "sum")
     with pytest.raises(RuntimeError, match="Iteration limit reached"):
-        backends.run_highs(lp, "simplex", None, None, iterations=1)
-    assert backends.run_highs(lp, "simplex", None, None, iterations=10**6).status == "Optimal"
+        backends.run_highs(lp, "simplex", None, iterations=1)
+    assert backends.run_highs(lp, "simplex", None, iterations=10**6).status == "Optimal"
 
 
 def test_an_inaccurate_point_rejected_from_min_n_ends_the_guided_methods(monkeypatch):

@@ -138,6 +138,6 @@ def test_the_folded_model_gets_the_cold_simplex_only_where_a_template_applies(mo
         raise RuntimeError("not solved here")
 
     monkeypatch.setattr(fast, "solve_proven", solve_proven)
-    found, why = mirror.folded_design(n, alpha, props, "L1", None, "sum", True, None, 0.0)
+    found, why = mirror.folded_design(n, alpha, props, "L1", None, "sum", True, 0.0)
     assert found is None and why["reason"] == "not solved here"
     assert asked == [("guided", fast.CLARABEL_GUIDED) + (("simplex",) if cold else ())]

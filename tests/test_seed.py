@@ -70,7 +70,7 @@ def test_reduced_rows_send_each_origin_to_its_row(props):
 def test_a_square_prior_is_taken_as_it_is():
     """Given the statuses of an optimal basis, the guess is that basis: no flips."""
     lp = build_reduced_lp(30, 0.8, ("WH", "S"), "L1")
-    run = backends.run_highs(lp, "simplex", None, None)
+    run = backends.run_highs(lp, "simplex", None)
     col, row = backends.scales(lp)
     scaled = backends.scaled_model(lp, col, row)
     basic, _, active, _ = run.basis

@@ -4,6 +4,11 @@ Each run returns a :class:`Solved`: the point, its duals in HiGHS's sign convent
 basis when there is one, and what ran.  :func:`polish_run` recomputes a basis's vertex and
 duals exactly (:mod:`countdp.design.polish`).  The solver modules (``highspy``, ``clarabel``)
 are imported only when a model is solved.
+
+HiGHS's ``threads`` option is never set: its thread pool is one per process, fixed by the
+first solve, and a later ``Highs`` asking for another count fails ('Not Set').  The pipeline
+solves in threads of one Snakemake process, and highspy 1.16's default pool (all cores) differs
+from any fixed count, so every model here keeps HiGHS's default.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import ReducedLP
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -64,8 +70,18 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     or another method is tried, so it is off unless asked for.  It gives better duals where a
     point ends 'AlmostSolved': at n = 256, L0,1, F substituted out (:func:`interior_points`), the
     certificate's gap fell from 2.4e-9 to 3.2e-10 for LP with RM+CH+F at alpha = 0.5, from
-    1.6e-9 to 3.6e-10 for RM+F+WH at 0.5, and from 1.6e-9 to 2.2e-10 for RM+CH+F at 0.62."""
+    1.6e-9 to 3.6e-10 for RM+F+WH at 0.5, and from 1.6e-9 to 2.2e-10 for RM+CH+F at 0.62.
+
+    Where alpha is too near 1 for a template (:func:`countdp.design.seed.too_near_one`), the
+    bounds ``y >= 0`` that the DP rows imply are left out
+    (:func:`countdp.design.implied_bounds.implied_nonnegative`; their duals are 0).  At n = 256,
+    alpha = 0.99 that took LP with RM, L2 from 20.8 to 12.2 s (the model without S: 12.4 to
+    8.3 s) and LP with RH, L2, from 17 to 5 s, whose folded point now ends 'Solved'.  Elsewhere
+    the points guide a simplex or are repaired, with methods tuned on the model with the bounds,
+    so it keeps them."""
     import clarabel
+
+    from countdp.design.seed import too_near_one
 
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
     eq = np.isfinite(hi) & (hi == lo)
@@ -73,7 +89,10 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     has_lo = np.isfinite(lo) & ~eq
     k = A.shape[1]
     eye = sp.identity(k, format="csr")
-    fin_lo, fin_hi = np.isfinite(lp.col_lower), np.isfinite(lp.col_upper)
+    fin_lo = np.isfinite(lp.col_lower)
+    if lp.problem is not None and too_near_one(lp.n, lp.problem.alpha):  # the point is the answer
+        fin_lo &= ~implied_nonnegative(A, lo, hi, lp.col_lower)
+    fin_hi = np.isfinite(lp.col_upper)
     blocks = [A[eq], -A[has_lo], A[has_hi], -eye[fin_lo], eye[fin_hi]]
     rhs = [lo[eq], -lo[has_lo], hi[has_hi], -lp.col_lower[fin_lo], lp.col_upper[fin_hi]]
     M = sp.vstack(blocks, format="csc")
@@ -375,7 +394,7 @@ def interior_point(lp: ReducedLP) -> Solved:
     return next(interior_points(lp))
 
 
-def run_guided(lp: ReducedLP, threads: int | None = None,
+def run_guided(lp: ReducedLP,
                iterations: int | tuple[int, int] | None = GUIDED_SIMPLEX_ITERATIONS, template: bool = True,
                accept: Callable[[Solved], bool] | None = None) -> Solved:
     """HiGHS simplex from the basis :func:`guess_basis` reads off a guide point: a vertex (with its
@@ -420,7 +439,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
         spent = time.perf_counter() - began
     began = time.perf_counter()
     try:
-        found = seed.template_guide(lp, threads) if template else None
+        found = seed.template_guide(lp) if template else None
     except RuntimeError as exc:
         found, note = None, f" ({exc})"
     spent += time.perf_counter() - began
@@ -430,7 +449,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
         for prior in ((basic, active), None) if basic is not None else (None,):
             began = time.perf_counter()
             try:
-                run = run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=guess_basis(scaled, point, prior),
+                run = run_highs(lp, "simplex", SIMPLEX_SAFETY_SECONDS, start=guess_basis(scaled, point, prior),
                                 iterations=seed.SIMPLEX_ITERATIONS)
             except RuntimeError as exc:
                 spent += time.perf_counter() - began
@@ -449,7 +468,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
     def simplex(limit: int | None, primal: bool = False) -> Solved:
         if not start:
             start.append(guess_basis(scaled, ipm))
-        return run_highs(lp, "simplex", threads, SIMPLEX_SAFETY_SECONDS, start=start[0], primal=primal,
+        return run_highs(lp, "simplex", SIMPLEX_SAFETY_SECONDS, start=start[0], primal=primal,
                          iterations=limit)
 
     dual_limit, primal_limit = iterations if isinstance(iterations, tuple) else (iterations, iterations)
@@ -482,7 +501,7 @@ def run_guided(lp: ReducedLP, threads: int | None = None,
     return run
 
 
-def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float | None,
+def run_highs(lp: ReducedLP, chosen: str, time_limit: float | None,
               tight_from: Solved | None = None, row_boost: float = 1.0, start=None, primal: bool = False,
               iterations: int | None = None) -> Solved:
     """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model (:func:`scales`), with the
@@ -509,8 +528,6 @@ def run_highs(lp: ReducedLP, chosen: str, threads: int | None, time_limit: float
         h.setOptionValue("simplex_strategy", 4)
     if chosen == "ipm":
         h.setOptionValue("run_crossover", "on")
-    if threads is not None:
-        h.setOptionValue("threads", int(threads))
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
     if iterations is not None:

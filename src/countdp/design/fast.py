@@ -186,7 +186,7 @@ def prove(lp: ReducedLP, run: Solved, P: np.ndarray) -> dict:
     return prove_dual(full, lp.problem.point(P), u, v, repair=not run.polished)
 
 
-def solve_proven(lp: ReducedLP, method: str, threads: int | None = None, fallback: bool = True,
+def solve_proven(lp: ReducedLP, method: str, fallback: bool = True,
                  methods: tuple[str, ...] | None = None) -> tuple[np.ndarray, str, Solved, dict]:
     """Solve, polish and prove, falling back along :data:`FALLBACKS` (``fallback=False``: one
     attempt with ``method`` only; ``methods``: the methods of that chain to try, in its order).
@@ -217,9 +217,9 @@ def solve_proven(lp: ReducedLP, method: str, threads: int | None = None, fallbac
             label = f"{chosen} (tightened {boost:g})" if tight else chosen
             try:
                 run = (run_clarabel(lp) if chosen == "clarabel"
-                       else run_guided(lp, threads, template=chosen == "guided", accept=accept)
+                       else run_guided(lp, template=chosen == "guided", accept=accept)
                        if chosen in ("guided", CLARABEL_GUIDED) and not tight
-                       else run_highs(lp, "simplex" if tight else chosen, threads, None,
+                       else run_highs(lp, "simplex" if tight else chosen, None,
                                       previous if tight else None, boost))
             except RuntimeError as exc:
                 attempts.append(f"{label}: {exc}")
@@ -340,7 +340,7 @@ def _satisfies(P: np.ndarray, properties: tuple[str, ...]) -> bool:
 def fast_design(n: int, alpha: float, properties: object = (), objective: object = "L0",
                 weights: np.ndarray | None = None, aggregate: str = "sum", method: str = "auto",
                 use_closed_forms: bool = True, fold_symmetry: bool = True,
-                drop_implied: bool = True, threads: int | None = None) -> FastResult:
+                drop_implied: bool = True) -> FastResult:
     """Solve the design LP on the reduced model (or by a closed form), polished and proven.
 
     ``matrix`` is the polished answer before :func:`countdp.privacy.certify.certify` (which the caller
@@ -420,7 +420,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     if method == "auto" and fold_symmetry and "S" not in props:
         from countdp.design.mirror import folded_design
 
-        found, folded = folded_design(n, alpha, props, objective, weights, aggregate, drop_implied, threads, start)
+        found, folded = folded_design(n, alpha, props, objective, weights, aggregate, drop_implied, start)
         if found is not None:
             if large is not None:
                 found.extra["large_n"] = large
@@ -436,14 +436,14 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
     symmetrized = None
     if method == "auto" and chosen == "guided" and "S" in props:  # the LP without S before the cold methods
         found, symmetrized, solved = _guided_then_symmetrized(lp, n, alpha, props, objective, weights, aggregate,
-                                                              drop_implied, threads, start)
+                                                              drop_implied, start)
         if found is not None:
             for key, value in (("large_n", large), ("cm_relaxation", relaxed)):
                 if value is not None:
                     found.extra[key] = value
             return found
     else:
-        solved = solve_proven(lp, chosen, threads)
+        solved = solve_proven(lp, chosen)
     _, used, run, optimality = solved
     P = vertex_matrix(lp, run)
     extra = lp_extra(lp, build, optimality)
@@ -465,7 +465,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
 
 
 def _guided_then_symmetrized(lp: ReducedLP, n: int, alpha: float, props: tuple[str, ...], objective: object,
-                             weights: np.ndarray | None, aggregate: str, drop_implied: bool, threads: int | None,
+                             weights: np.ndarray | None, aggregate: str, drop_implied: bool,
                              start: float) -> tuple[FastResult | None, dict | None, tuple]:
     """An LP with S requested, ``guided``: the guided methods on its (folded) model, then Clarabel's
     point of the LP without S, symmetrized (:func:`countdp.design.mirror.symmetrized_design`), then
@@ -475,7 +475,7 @@ def _guided_then_symmetrized(lp: ReducedLP, n: int, alpha: float, props: tuple[s
     from countdp.design.mirror import symmetrized_design
 
     try:
-        first = solve_proven(lp, "guided", threads, methods=("guided", CLARABEL_GUIDED))
+        first = solve_proven(lp, "guided", methods=("guided", CLARABEL_GUIDED))
     except RuntimeError as exc:
         first, error = None, str(exc)
     if first is not None and first[3]["certified"]:
@@ -484,7 +484,7 @@ def _guided_then_symmetrized(lp: ReducedLP, n: int, alpha: float, props: tuple[s
     if found is not None:
         return found, None, first
     try:
-        rest = solve_proven(lp, "guided", threads, methods=("simplex", "ipm"))
+        rest = solve_proven(lp, "guided", methods=("simplex", "ipm"))
     except RuntimeError as exc:
         if first is None:
             raise RuntimeError(f"{error}; {exc}") from exc

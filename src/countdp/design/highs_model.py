@@ -50,7 +50,6 @@ class DesignModel:
                       np.full(self.size + 1, np.inf), lo, hi)
         self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
-        self.h.setOptionValue("threads", 1)
         self.h.passModel(lp)
         self.solve_time = 0.0
         self.qp_solver = ""

@@ -151,7 +151,7 @@ def prove_unfolded(folded_lp, run, P: np.ndarray, plain: DesignProblem) -> dict:
 
 
 def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: object, weights: np.ndarray | None,
-                  aggregate: str, drop_implied: bool, threads: int | None,
+                  aggregate: str, drop_implied: bool,
                   start: float) -> tuple[object, dict | None]:
     """For a mirror-symmetric LP without S whose solve would be ``guided``: solve it with S folded
     in (Theorem 1: same optimum, half the variables) and prove the answer on the LP without S.
@@ -186,7 +186,7 @@ def folded_design(n: int, alpha: float, props: tuple[str, ...], objective: objec
     methods = ("guided", CLARABEL_GUIDED) + (("simplex",) if seed.applies(plain) else ())  # see the docstring
     LOG.info("S folded in (same optimum, half the variables): %s rows, proven without S", f"{lp.A.shape[0]:,}")
     try:
-        P, used, run, folded_optimality = solve_proven(lp, "guided", threads, methods=methods)
+        P, used, run, folded_optimality = solve_proven(lp, "guided", methods=methods)
     except RuntimeError as exc:
         return None, {"certified": False, "reason": str(exc)}
     optimality = prove_unfolded(lp, run, P, plain)

@@ -88,6 +88,12 @@ def template_width(n: int, alpha: float) -> int | None:
     return W if 3 * W + 4 <= MAX_TEMPLATE_FRACTION * n else None
 
 
+def too_near_one(n: int, alpha: float) -> bool:
+    """Whether ``n`` is large enough for a template (:data:`MIN_N`) but ``alpha`` too near 1 for
+    one (:func:`template_width`): Clarabel's point is then the answer, not a simplex's guide."""
+    return n >= MIN_N and 0.0 < alpha < 1.0 and template_width(n, alpha) is None
+
+
 def applies(problem) -> bool:
     """Whether a template guide can be built for the :class:`countdp.design.model.DesignProblem`
     ``problem`` (``None``: no) and is worth it: the sum aggregate, uniform weights (the template
@@ -103,7 +109,7 @@ def applies(problem) -> bool:
             and template_width(problem.n, problem.alpha) is not None)
 
 
-def template_guide(lp, threads: int | None = None):
+def template_guide(lp):
     """``(guide, basic, active, n0)``: a guide point of ``lp`` (a
     :class:`countdp.design.backends.Solved` in ``lp``'s units) and basis statuses from the optimal
     vertex at ``n0`` (:func:`spread`); ``None`` when :func:`applies` is false.  The template is
@@ -119,7 +125,7 @@ def template_guide(lp, threads: int | None = None):
     n0 = 3 * W + 4
     small = build_reduced_lp(n0, problem.alpha, problem.properties, problem.objective, None, "sum", lp.folded)
     try:
-        run0 = polish_run(small, run_guided(small, threads, work_limits(TEMPLATE_SIMPLEX_WORK, small)))
+        run0 = polish_run(small, run_guided(small, work_limits(TEMPLATE_SIMPLEX_WORK, small)))
     except RuntimeError as exc:
         raise RuntimeError(f"the design at n = {n0} was not solved: {exc}") from exc
     return (*spread(lp, small, run0, W), n0)
