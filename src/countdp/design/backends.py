@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from countdp.design.highspy_loader import load_highspy
 from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import ReducedLP
 
@@ -149,7 +150,7 @@ def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper:
              row_lower: np.ndarray, row_upper: np.ndarray):
     """A ``highspy.HighsLp`` for ``min cost @ x`` s.t. ``row_lower <= A x <= row_upper`` and column
     bounds; infinite bounds (numpy ``inf``) become HiGHS's infinity."""
-    import highspy
+    highspy = load_highspy()
 
     def finite(v: np.ndarray) -> np.ndarray:
         return np.clip(np.asarray(v, float), -highspy.kHighsInf, highspy.kHighsInf)
@@ -236,9 +237,9 @@ def guess_basis(lp: ReducedLP, run: Solved, prior: tuple[np.ndarray, np.ndarray]
     flipped until there are as many basic columns as active rows.  ``prior``: ``(basic, active)``
     statuses to start from instead (a template's basis, :func:`countdp.design.seed.spread`), the
     scores then only ranking which to flip.  A wrong guess costs simplex pivots, not correctness."""
-    import highspy
-
     from countdp.design.reduce import dp_rows_kept
+
+    highspy = load_highspy()
 
     tiny = 1e-300
     x, z, pi = run.y, run.col_dual, run.row_dual
@@ -514,7 +515,7 @@ def run_highs(lp: ReducedLP, chosen: str, time_limit: float | None,
     :func:`guess_basis`).  Both warm starts price with :data:`WARM_EDGE_WEIGHTS`.  ``primal``:
     HiGHS's primal simplex instead of its dual simplex.  ``iterations``: HiGHS's simplex iteration
     limit ('Iteration limit reached' raises, as 'Time limit reached' does)."""
-    import highspy
+    highspy = load_highspy()
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)

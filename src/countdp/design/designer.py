@@ -96,6 +96,9 @@ def _solve(problem, solver: str, method: str) -> None:
     from countdp.design.backends import HIGHS_TOL
 
     if solver == "HIGHS":
+        from countdp.design.highspy_loader import load_highspy
+
+        load_highspy()  # cvxpy's model is not the first of the process: its banner stays off stdout
         tol = HIGHS_TOL
         problem.solve(solver=cp.HIGHS, highs_options={"solver": method, "primal_feasibility_tolerance": tol,
                                                       "dual_feasibility_tolerance": tol})

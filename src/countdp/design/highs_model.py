@@ -30,7 +30,9 @@ class DesignModel:
                  system: LinearSystem | None = None):
         """``system``: ``constraint_system(n, alpha, properties)`` when the caller has built it already
         (countdp.studies.subsets builds the 128 subsets' systems incrementally); not checked."""
-        import highspy
+        from countdp.design.highspy_loader import load_highspy
+
+        highspy = load_highspy()
 
         self._hs = highspy
         self.n, self.alpha = check_n(n), check_alpha(alpha)

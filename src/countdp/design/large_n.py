@@ -220,10 +220,11 @@ def _solve(A, cost, col_lo, col_hi, row_lo, row_hi, work: float,
 
     The restricted dual is wide (about six columns per row); primal simplex measured 2-6x faster
     than dual simplex on it (WM, n = 256, alpha in {0.62, 0.8, 0.91, 0.95}; one run)."""
-    import highspy
-
     from countdp.design.backends import HIGHS_TOL, highs_lp
+    from countdp.design.highspy_loader import load_highspy
     from countdp.design.polish import basis_vertex
+
+    highspy = load_highspy()
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
