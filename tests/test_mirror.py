@@ -85,10 +85,10 @@ def _fail_the_folded_guided_methods(monkeypatch):
     n = 256, alpha = 0.99), leaving every other solve alone."""
     real = fast.solve_proven
 
-    def solve_proven(lp, method, threads=None, fallback=True, methods=None):
+    def solve_proven(lp, method, fallback=True, methods=None):
         if lp.folded and methods is not None and "guided" in methods:
             raise RuntimeError("guided: made to fail")
-        return real(lp, method, threads, fallback, methods)
+        return real(lp, method, fallback, methods)
 
     monkeypatch.setattr(fast, "solve_proven", solve_proven)
 
@@ -133,7 +133,7 @@ def test_the_folded_model_gets_the_cold_simplex_only_where_a_template_applies(mo
     assert seed.applies(DesignProblem(n, alpha, props, "L1")) is cold
     asked = []
 
-    def solve_proven(lp, method, threads=None, fallback=True, methods=None):
+    def solve_proven(lp, method, fallback=True, methods=None):
         asked.append(methods)
         raise RuntimeError("not solved here")
 

@@ -106,9 +106,9 @@ def test_l0d_with_f_offers_clarabels_point_before_a_template(monkeypatch):
     monkeypatch.setattr(seed, "MIN_N", 60)
     built, real = [], seed.template_guide
 
-    def recorded(lp, threads=None):
+    def recorded(lp):
         built.append(lp.n)
-        return real(lp, threads)
+        return real(lp)
 
     monkeypatch.setattr(seed, "template_guide", recorded)
     n, alpha, props = 80, 0.5, ("F", "S")
@@ -129,9 +129,9 @@ def test_unproven_template_answer_is_retried_with_clarabel(monkeypatch):
     calls = []
     real = backends.run_guided
 
-    def spoiled(lp, threads=None, iterations=backends.GUIDED_SIMPLEX_ITERATIONS, template=True, accept=None):
+    def spoiled(lp, iterations=backends.GUIDED_SIMPLEX_ITERATIONS, template=True, accept=None):
         calls.append(template)
-        run = real(lp, threads, iterations, template=False)  # a vertex: its interior point is not offered
+        run = real(lp, iterations, template=False)  # a vertex: its interior point is not offered
         if template:  # an exact vertex with spoiled duals
             run = backends.polish_run(lp, run)
             run.guide, run.basis, run.row_dual = "the design at n = 10", None, run.row_dual * 0.5
@@ -145,9 +145,9 @@ def test_unproven_template_answer_is_retried_with_clarabel(monkeypatch):
     assert optimality["attempts"][0].startswith("guided: certificate did not close")
     assert run.guide == "clarabel"
 
-    def clarabel_guided(lp, threads=None, template=True, accept=None):
+    def clarabel_guided(lp, template=True, accept=None):
         calls.append(template)
-        return real(lp, threads, template=False)
+        return real(lp, template=False)
 
     calls.clear()
     monkeypatch.setattr(fast, "run_guided", clarabel_guided)
