@@ -30,24 +30,34 @@ def load_highspy():
     with _LOCK:
         if not _BANNER_SHOWN:
             _BANNER_SHOWN = True
+            saved = _stdout_to_stderr()
             try:
-                sys.stdout.flush()
-                saved = os.dup(1)
-            except (OSError, ValueError, AttributeError):  # no standard output to protect
-                highspy.Highs()
-                return highspy
-            try:
-                os.dup2(2, 1)
                 highspy.Highs()
                 _flush_c_stdout()
             finally:
-                os.dup2(saved, 1)
-                os.close(saved)
+                if saved is not None:
+                    os.dup2(saved, 1)
+                    os.close(saved)
     return highspy
+
+
+def _stdout_to_stderr() -> int | None:
+    """Point file descriptor 1 at standard error; a copy of the old one, or ``None`` if there is
+    nothing to redirect (no descriptor 1 or 2)."""
+    saved = None
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):
+        if saved is not None:
+            os.close(saved)
+        return None
+    return saved
 
 
 def _flush_c_stdout() -> None:
     try:
         ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):  # no C library to flush (the banner is written unbuffered there)
+    except (OSError, AttributeError, TypeError):  # no C library to reach (neither Linux nor macOS)
         pass
