@@ -100,6 +100,25 @@ def test_wm_from_min_n_is_the_relaxations_point_else_the_lp_with_cm(monkeypatch)
     assert design.solver_objective == pytest.approx(fallback.solver_objective, rel=1e-9)
 
 
+def test_l0_near_one_is_the_relaxations_point_and_matches_the_lp_with_cm(monkeypatch):
+    """LP with CM, L0, n = 160, alpha = 0.99: too near 1 for the large-n template, so the
+    relaxation answers, proven on the LP with CM; with the relaxation switched off, the LP with
+    CM gives the same optimum by its own route.  Where a template fits (alpha = 0.5), L0 keeps its
+    own paths."""
+    n, alpha = 160, 0.99
+    design = design_named("LP", n, alpha, properties=("CM",), objective="L0")
+    assert design.status == "optimal" and design.extra["optimality"]["certified"]
+    assert cm_relaxation.RELAXATION in design.extra["reductions"]
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
+    assert cm_relaxation.relaxed_design(n, 0.5, ("CM",), DesignProblem(n, 0.5, ("CM",), "L0").objective,
+                                        None, "sum", True, 0.0) == (None, None)
+
+    monkeypatch.setattr(cm_relaxation, "relaxed_design", lambda *args: (None, None))
+    direct = design_named("LP", n, alpha, properties=("CM",), objective="L0")
+    assert direct.status == "optimal" and cm_relaxation.RELAXATION not in direct.extra["reductions"]
+    assert design.solver_objective == pytest.approx(direct.solver_objective, rel=1e-9)
+
+
 def _relaxed_run(n, alpha, props, objective):
     target = DesignProblem(n, alpha, props, objective)
     relaxed = DesignProblem(n, alpha, cm_relaxation.relaxed_properties(props), objective)

@@ -29,6 +29,11 @@ it (the relaxation strictly better, say), the caller solves the LP with CM.  Whe
 applies, its simplex is faster: WM at n = 256, alpha = 0.5 took 2.8 to 3.2 s from the template,
 6.7 to 7.9 s by the relaxation (L0,1, L1; L2's was not proven).  Except for L0,d (``d >= 1``) with
 F (:func:`before_template`), whose templates rarely guide.
+
+L0 has its own path, the large-n template (:mod:`countdp.design.large_n`), but where alpha is too
+near 1 for any template (:func:`countdp.design.seed.too_near_one`) that fails and Clarabel's point
+of the LP with CM answered instead: at n = 256, alpha = 0.99, LP with CM, RM+CM, RH+CM, CM+S and
+RH+CM+S took 20.9, 19.5, 41.7, 9.7 and 18.1 s; by the relaxation (and its face) 7.5 to 8 s.
 """
 
 from __future__ import annotations
@@ -203,20 +208,28 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
     the relaxation's point, proven on the LP with CM.  ``(FastResult, None)`` when proven,
     ``(None, why)`` when tried and not proven, ``(None, None)`` when it does not apply."""
     from countdp.design import seed
-    from countdp.design.fast import build_reduced_lp, choose_method, is_zero_one, proven_point, proven_result
+    from countdp.design.fast import (
+        LARGE_METHOD,
+        build_reduced_lp,
+        choose_method,
+        is_zero_one,
+        proven_point,
+        proven_result,
+    )
     from countdp.design.mirror import mirror_symmetric
 
     if "CM" not in props or n < seed.MIN_N:
         return None, None
     target = DesignProblem(n, alpha, props, objective, weights, aggregate)
     relaxed = DesignProblem(n, alpha, relaxed_properties(props), objective, weights, aggregate)
-    if is_zero_one(relaxed.objective) or (seed.applies(relaxed) and not before_template(relaxed)):
-        # L0's paths, or a template's simplex
+    zero_one = is_zero_one(relaxed.objective)
+    if (zero_one and not seed.too_near_one(n, alpha)) or (seed.applies(relaxed) and not before_template(relaxed)):
+        # L0's paths (the large-n template), or a template's simplex
         return None, None
     fold = "S" not in props and mirror_symmetric(target)
     lp = build_reduced_lp(n, alpha, relaxed.properties + (("S",) if fold else ()), objective, weights, aggregate,
                           True, drop_implied)
-    if choose_method(lp) != "guided":
+    if choose_method(lp) != (LARGE_METHOD if zero_one else "guided"):
         return None, None
     build = time.perf_counter() - start
     LOG.info("CM relaxed to CH: the relaxation's interior point, proven with CM")
@@ -231,7 +244,7 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
             optimality["face"] = face
             return None, optimality
         lp, (point, optimality) = face, found
-        run = replace(point, seconds=run.seconds + point.seconds)
+        run = replace(point, seconds=run.seconds + point.seconds, objective=run.objective)  # the face drops the cost
         reductions.append(FACE)
     if not optimality["certified"]:
         return None, optimality

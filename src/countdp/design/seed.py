@@ -44,12 +44,16 @@ its middle is too short to hold the interior's pattern."""
 MAX_TEMPLATE_FRACTION = 0.7
 """No guide when the template would exceed this fraction of ``n``."""
 
-TEMPLATE_SIMPLEX_WORK = (1e8, 3e7)
+TEMPLATE_SIMPLEX_WORK = (5e8, 3e7)
 """Work given to the dual and then the primal simplex of the template's own guided solve, as
 iterations times the template's rows (:data:`countdp.design.backends.QUICK_VERTEX_WORK`): the
 templates of the L0,1, L1 and L2 designs at n = 256 took at most 1,736 dual iterations (38,721
 rows, 2.1 s; limit 2,582) and no primal ones, while LP with RH and CH, L2, alpha = 0.91 spent
 10.9 s of primal simplex on its template (51,521 rows; 1,940 primal iterations took 8 s).
+With a dual budget of 1e8 (1,937 iterations on 51,601 rows), the templates of LP with RH and CM
+at alpha = 0.91 (L1, L2, with and without S) ran out, and Clarabel's point of the model with CM
+answered in 15 to 18.6 s; with 5e8 (2026-11-24) they guide, 8.8 to 11.2 s, LP with RH and CH, L2,
+takes 3.6 s instead of 8.2 s and RM+CH, L2, 4.1 s instead of 6.7 s.
 Iterations, not seconds, so that the path does not depend on the machine
 (:data:`countdp.design.backends.SIMPLEX_SAFETY_SECONDS`)."""
 
