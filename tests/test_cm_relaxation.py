@@ -145,6 +145,22 @@ def test_the_relaxations_optimal_face_holds_a_point_with_cm(props):
     assert optimality["upper_bound"] == pytest.approx(direct.solver_objective, rel=1e-9, abs=1e-10)
 
 
+def test_a_point_whose_gap_closed_goes_to_the_face_without_a_refined_point(monkeypatch):
+    """WM, L0, n = 160, alpha = 0.99: the relaxation's first point ends 'AlmostSolved' with its
+    gap closed and CM broken.  A refined point would be another centre of the same face, so the
+    face is solved next; the answer is proven on the LP with CM and is exactly alpha-DP."""
+    from countdp.design import backends
+
+    calls = []
+    real = backends.run_clarabel
+    monkeypatch.setattr(backends, "run_clarabel", lambda lp, *a: calls.append(a[2:3] == (True,)) or real(lp, *a))
+    design = design_named("WM", 160, 0.99)
+    assert design.status == "optimal" and design.extra["optimality"]["certified"]
+    assert design.extra["reductions"][-2:] == [cm_relaxation.RELAXATION, cm_relaxation.FACE]
+    assert calls == [False, False]  # the relaxation's point, then the face's: no refined point
+    assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
+
+
 def test_the_face_of_a_wrong_dual_proves_nothing(monkeypatch):
     """With the CH multipliers not spread, the 'face' is the whole LP with CM: its centre is
     feasible but not optimal, and the check says so."""

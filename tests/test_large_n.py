@@ -145,8 +145,21 @@ def test_fast_design_uses_the_support_dual_and_falls_back_with_a_reason(monkeypa
 def test_no_template_is_solved_at_full_size():
     """At n = 256 a W = 64 template (196 wide, solved at n) would cost as much as the general LP:
     when W = 16 and 32 do not close (alpha = 0.97), the path gives up instead of trying it."""
-    P, info = large_n.large_n_design(256, 0.97, WM)
+    P, info = large_n.large_n_design(256, 0.97, WM, widths=large_n.WIDTHS)
     assert P is None and [t["width"] for t in info["tried"]] == [16, 32]
+
+
+def test_widths_narrower_than_the_corners_are_not_tried(monkeypatch):
+    """At alpha = 0.95 the optimal corners are wider than 16 (alpha^16 = 0.44): that width does not
+    close, so by default the path starts at W = 32."""
+    P, info = large_n.large_n_design(200, 0.95, WM, widths=(16,))
+    assert P is None and info["tried"][0]["certified"] is False
+    widths = []
+    monkeypatch.setattr(large_n, "_attempt", lambda *a, **k: widths.append(a[4]) or {"certified": False})
+    large_n.large_n_design(200, 0.95, WM)
+    assert widths == [32]
+    P, info = large_n.large_n_design(1024, 0.99, WM)  # alpha^64 = 0.53: nothing is built
+    assert P is None and widths == [32] and "corners wider" in info["reason"] and info["seconds"] < 1
 
 
 def test_the_restricted_duals_simplex_is_limited_by_work_then_clarabel_answers(monkeypatch):

@@ -71,6 +71,20 @@ def test_fast_design_folds_a_symmetric_lp_and_says_so():
     assert found.solver_objective == pytest.approx(reference.solver_objective, rel=1e-8)
 
 
+def test_l0_too_near_one_for_a_template_is_folded_and_agrees_with_the_lp_without_s():
+    """L0 where alpha is too near 1 for the large-n template (n = 160, alpha = 0.99, LP with CH):
+    Clarabel's point of the S-folded model, proven without S; the LP without S solved unfolded
+    has the same optimum (Theorem 1).  Where a template fits (alpha = 0.5), L0 is not folded."""
+    found = fast_design(160, 0.99, ("CH",), "L0")
+    assert found.status == "optimal" and found.extra["optimality"]["certified"]
+    assert "S folded without S requested (Theorem 1)" in found.extra["reductions"]
+    plain = fast_design(160, 0.99, ("CH",), "L0", fold_symmetry=False)
+    assert not any("folded" in r for r in plain.extra["reductions"])
+    assert found.solver_objective == pytest.approx(plain.solver_objective, rel=1e-9)
+    assert mirror.folded_design(160, 0.5, ("CH",), DesignProblem(160, 0.5, ("CH",), "L0").objective, None,
+                                "sum", True, 0.0) == (None, None)
+
+
 def test_skewed_weights_are_not_folded():
     weights = np.linspace(1, 2, 65)
     weights /= weights.sum()

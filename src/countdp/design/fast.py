@@ -292,17 +292,18 @@ def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool,
 
 
 def proven_point(lp: ReducedLP, prover: Callable[[ReducedLP, Solved, np.ndarray], dict] | None = None,
-                 what: str = "") -> tuple[Solved | None, dict]:
+                 what: str = "", enough: Callable[[dict], bool] | None = None) -> tuple[Solved | None, dict]:
     """Clarabel's point of ``lp`` and its certificate (:func:`_proven_answer`, ``prover`` as there):
-    the first proven of :func:`countdp.design.backends.interior_points` (F's rows substituted out
-    first), else the last tried; ``(None, why)`` when Clarabel fails (``what`` prefixes the reason)."""
+    the first proven (or whose certificate ``enough`` accepts) of
+    :func:`countdp.design.backends.interior_points` (F's rows substituted out first), else the last
+    tried; ``(None, why)`` when Clarabel fails (``what`` prefixes the reason)."""
     from countdp.design.backends import interior_points
 
     run, optimality = None, {}
     try:
         for run in interior_points(lp, substituted_first=True):
             optimality = _proven_answer(lp, run, "guided", False, prover)[1]
-            if optimality["certified"]:
+            if optimality["certified"] or (enough is not None and enough(optimality)):
                 break
     except RuntimeError as exc:
         if run is None:
