@@ -117,9 +117,12 @@ def test_support_dual_agrees_with_general_lp(n, props, objective):
 @pytest.mark.parametrize("alpha", [0.5, 0.91])
 def test_support_dual_falls_back_where_the_template_dual_is_degenerate(alpha):
     """At alpha 0.5 and 0.91 the template's dual does not give the full model's support (too few,
-    resp. too many rows): no certificate, so the caller solves the general LP."""
+    resp. too many rows): no certificate, so the caller solves the general LP.  By default 0.91 is
+    not even tried (alpha^16 = 0.22 > SUPPORT_CORNER_DECAY)."""
+    P, info = large_n.large_n_design(64, alpha, WM, objective="L1", widths=large_n.SUPPORT_WIDTHS)
+    assert P is None and info["used"] is False and info["tried"] and info["reason"]
     P, info = large_n.large_n_design(64, alpha, WM, objective="L1")
-    assert P is None and info["used"] is False and info["reason"]
+    assert P is None and bool(info["tried"]) is (alpha < 0.8)
 
 
 def test_support_dual_is_checked_independently_and_rejects_a_perturbed_dual():

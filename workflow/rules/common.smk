@@ -201,7 +201,7 @@ def design_solver(mechanism):
 
 def design_mem_mb(mechanism, max_n):
     """Memory (MB) of a sweep: an LP over (n+1)^2 variables, measured 236 MB at n = 256 and
-    598 MB at n = 512 (README, Performance); a closed form with its release weights about 250
+    598 MB at n = 512 (benchmarks/bench_design.py); a closed form with its release weights about 250
     bytes per entry (730 MB at n = 2048)."""
     if mechanism in ("GM", "EM", "UM"):
         return 500 + (max_n + 1) ** 2 // 4000

@@ -69,6 +69,12 @@ widths 16/32/64, alpha from 0.8 to 0.98): every width that closed had ``alpha^W 
 at alpha = 0.99 the corners are 133 wide (n = 512, the general LP), and the three failed
 attempts cost 0.8 s at n = 256 and 5.9 s at n = 1024 before the general path."""
 
+SUPPORT_CORNER_DECAY = 0.05
+""":data:`CORNER_DECAY` for the other objectives, whose support dual needs the corners well inside
+``W``.  Measured at n = 256 (L1, L2, L0,1 on LP with RH+CM, WM, LP with CH+RM; alpha 0.55 to
+0.91): it closed in 2 of 9 at alpha = 0.8 (``alpha^16 = 0.028``), in none at 0.85 (0.074) and
+0.91 (0.22), where each failure cost 0.2 to 1.1 s."""
+
 SUPPORT_WIDTHS = (16,)
 """Template widths tried for the other objectives: the support dual solves the general LP at
 template size, which at ``W = 32`` (``n = 100``) costs most of what the path saves at ``n = 256``."""
@@ -486,7 +492,8 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
                    time_limit: float = 120.0, objective: object = "L0") -> tuple[np.ndarray | None, dict]:
     """``(P, info)``: a proven-optimal design (an objective of :data:`OBJECTIVES`), or
     ``(None, info)`` with ``info["reason"]``.  ``widths`` default: :data:`WIDTHS` (L0) or
-    :data:`SUPPORT_WIDTHS`, without those narrower than the corners (:data:`CORNER_DECAY`).
+    :data:`SUPPORT_WIDTHS`, without those narrower than the corners (:data:`CORNER_DECAY`,
+    :data:`SUPPORT_CORNER_DECAY`).
 
     ``P`` is the expanded template solution before :func:`countdp.privacy.certify.certify` (as
     :func:`countdp.design.fast.fast_design` returns matrices); ``info["optimality"]`` is the
@@ -501,7 +508,8 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
     narrow = []  # given widths are all tried
     if widths is None:
         widths = WIDTHS if _is_l0(objective) else SUPPORT_WIDTHS
-        narrow = [W for W in widths if alpha ** W > CORNER_DECAY]
+        decay = CORNER_DECAY if _is_l0(objective) else SUPPORT_CORNER_DECAY
+        narrow = [W for W in widths if alpha ** W > decay]
     full = None
     for k, W in enumerate(widths):
         if 3 * W + 4 > n or (k and 2 * (3 * W + 4) > n):
@@ -526,7 +534,7 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
         reason = "no template width closed the certificate"
     elif narrow and 3 * widths[0] + 4 <= n:
         widest = max(narrow)
-        reason = f"alpha^{widest} = {alpha ** widest:.3g} > {CORNER_DECAY}: corners wider than every template that fits"
+        reason = f"alpha^{widest} = {alpha ** widest:.3g} > {decay}: corners wider than every template that fits"
     else:
         reason = f"n={n} below the smallest template"
     return None, {"used": False, "reason": reason, "tried": tried, "seconds": time.perf_counter() - start}
