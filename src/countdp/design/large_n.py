@@ -65,7 +65,7 @@ CORNER_DECAY = 0.3
 """A width ``W`` is tried only when ``alpha^W`` is at most this: the optimal corners are about
 ``log(0.27) / log(alpha)`` wide, so a narrower template cannot close.  Measured (L0, WM, n = 512,
 widths 16/32/64, alpha from 0.8 to 0.98): every width that closed had ``alpha^W <= 0.271``
-(0.96 at W = 32), every one that failed ``>= 0.274`` (0.98 at W = 64; 0.313 at 0.93, W = 16);
+(alpha = 0.96, W = 32), every one that failed ``>= 0.274`` (0.98, W = 64; next 0.313: 0.93, W = 16);
 at alpha = 0.99 the corners are 133 wide (n = 512, the general LP), and the three failed
 attempts cost 0.8 s at n = 256 and 5.9 s at n = 1024 before the general path."""
 
@@ -505,7 +505,7 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
     props = parse_properties(properties)
     start = time.perf_counter()
     tried = []
-    narrow = []  # given widths are all tried
+    narrow, decay = [], None  # given widths are all tried
     if widths is None:
         widths = WIDTHS if _is_l0(objective) else SUPPORT_WIDTHS
         decay = CORNER_DECAY if _is_l0(objective) else SUPPORT_CORNER_DECAY
