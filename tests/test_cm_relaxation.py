@@ -161,6 +161,27 @@ def test_a_point_whose_gap_closed_goes_to_the_face_without_a_refined_point(monke
     assert exact_dp_check(design.released.weights, design.alpha_exact, design.released.K).holds
 
 
+def test_when_the_first_points_face_is_not_proven_the_next_point_is_tried(monkeypatch):
+    """The same design with the first point's face made to fail: the refined point comes next, and
+    its face is proven."""
+    from countdp.design import backends
+
+    real, real_clarabel = cm_relaxation.on_face, backends.run_clarabel
+    seen, refined = [], []
+
+    def first_fails(*args):
+        seen.append(args[3])
+        return ({"certified": False, "reason": "made to fail"}, None) if len(seen) == 1 else real(*args)
+
+    monkeypatch.setattr(cm_relaxation, "on_face", first_fails)
+    monkeypatch.setattr(backends, "run_clarabel",
+                        lambda lp, *a: refined.append(a[2:3] == (True,)) or real_clarabel(lp, *a))
+    design = design_named("WM", 160, 0.99)
+    assert len(seen) == 2 and seen[0] is not seen[1]
+    assert refined == [False, True, False]  # the point, the refined point, then the second face's point
+    assert design.status == "optimal" and cm_relaxation.FACE in design.extra["reductions"]
+
+
 def test_the_face_of_a_wrong_dual_proves_nothing(monkeypatch):
     """With the CH multipliers not spread, the 'face' is the whole LP with CM: its centre is
     feasible but not optimal, and the check says so."""

@@ -214,7 +214,7 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
         build_reduced_lp,
         choose_method,
         is_zero_one,
-        proven_point,
+        proven_points,
         proven_result,
     )
     from countdp.design.mirror import mirror_symmetric
@@ -234,20 +234,24 @@ def relaxed_design(n: int, alpha: float, props: tuple[str, ...], objective: obje
         return None, None
     build = time.perf_counter() - start
     LOG.info("CM relaxed to CH: the relaxation's interior point, proven with CM")
-    # a point whose gap closed but which breaks CM goes to the face: a refined point would too
-    run, optimality = proven_point(lp, prover(target, relaxed), "relaxation: ", _only_cm_broken)
+    reductions, face_why = [RELAXATION], None
+    run, optimality = None, {}
+    for run, optimality in proven_points(lp, prover(target, relaxed), "relaxation: "):
+        if run is None or optimality["certified"]:
+            break
+        if _only_cm_broken(optimality):  # a point holding CM on the same optimal face, else the next point's
+            face_why, found = on_face(target, relaxed, lp, run, fold, objective, weights, aggregate, drop_implied)
+            if found is not None:
+                lp, (point, optimality) = face_why, found
+                # the face has no cost: the relaxation's objective stays
+                run = replace(point, seconds=run.seconds + point.seconds, objective=run.objective)
+                reductions.append(FACE)
+                break
     if run is None:
         return None, optimality
     optimality["dual"] = "the LP's with CH in place of CM, CH's multipliers spread over the CM rows"
-    reductions = [RELAXATION]
-    if not optimality["certified"] and _only_cm_broken(optimality):
-        face, found = on_face(target, relaxed, lp, run, fold, objective, weights, aggregate, drop_implied)
-        if found is None:
-            optimality["face"] = face
-            return None, optimality
-        lp, (point, optimality) = face, found
-        run = replace(point, seconds=run.seconds + point.seconds, objective=run.objective)  # the face drops the cost
-        reductions.append(FACE)
     if not optimality["certified"]:
+        if face_why is not None:
+            optimality["face"] = face_why
         return None, optimality
     return proven_result(lp, run, "guided", build, optimality, reductions), None

@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -291,24 +291,32 @@ def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool,
     return P, optimality, certificate.repair_lambda > 0
 
 
-def proven_point(lp: ReducedLP, prover: Callable[[ReducedLP, Solved, np.ndarray], dict] | None = None,
-                 what: str = "", enough: Callable[[dict], bool] | None = None) -> tuple[Solved | None, dict]:
-    """Clarabel's point of ``lp`` and its certificate (:func:`_proven_answer`, ``prover`` as there):
-    the first proven (or whose certificate ``enough`` accepts) of
-    :func:`countdp.design.backends.interior_points` (F's rows substituted out first), else the last
-    tried; ``(None, why)`` when Clarabel fails (``what`` prefixes the reason)."""
+def proven_points(lp: ReducedLP, prover: Callable[[ReducedLP, Solved, np.ndarray], dict] | None = None,
+                  what: str = "") -> Iterator[tuple[Solved | None, dict]]:
+    """Each of Clarabel's points of ``lp`` (:func:`countdp.design.backends.interior_points`, F's
+    rows substituted out first) with its certificate (:func:`_proven_answer`, ``prover`` as
+    there), in turn; ``(None, why)`` when Clarabel fails before its first point (``what``
+    prefixes the reason)."""
     from countdp.design.backends import interior_points
 
-    run, optimality = None, {}
+    run = None
     try:
         for run in interior_points(lp, substituted_first=True):
-            optimality = _proven_answer(lp, run, "guided", False, prover)[1]
-            if optimality["certified"] or (enough is not None and enough(optimality)):
-                break
+            yield run, _proven_answer(lp, run, "guided", False, prover)[1]
     except RuntimeError as exc:
         if run is None:
-            return None, {"certified": False, "reason": f"{what}{exc}"}
-    return run, optimality
+            yield None, {"certified": False, "reason": f"{what}{exc}"}
+
+
+def proven_point(lp: ReducedLP, prover: Callable[[ReducedLP, Solved, np.ndarray], dict] | None = None,
+                 what: str = "") -> tuple[Solved | None, dict]:
+    """The first proven of :func:`proven_points`, else the last tried; ``(None, why)`` when
+    Clarabel fails."""
+    found = (None, {})
+    for found in proven_points(lp, prover, what):
+        if found[1]["certified"]:
+            break
+    return found
 
 
 def closed_form(n: int, alpha: float, properties: tuple[str, ...], objective: object,
