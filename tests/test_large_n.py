@@ -7,7 +7,8 @@ import pytest
 from countdp.design import fast as fd
 from countdp.design import large_n
 from countdp.design.designer import design_named
-from countdp.design.optimality import check_optimality, design_lp_model
+from countdp.design.model import DesignProblem
+from countdp.design.optimality import check_optimality
 from countdp.privacy.certify import certify, is_alpha_dp
 
 WH_SETS = [(), ("RH",), ("RM",), ("CH",), ("CM",), ("RH", "CH"), ("RH", "CM"), ("RM", "CH"), ("RM", "CM")]
@@ -60,8 +61,9 @@ def test_wm_n192_agrees_with_general_lp():
 
 def test_certificate_is_checked_independently_and_rejects_a_perturbed_dual():
     n, alpha, W = 64, 0.91, 16
-    full = design_lp_model(n, alpha, WM)
-    result = large_n._attempt(full, n, alpha, WM, W, 60.0)
+    problem = DesignProblem(n, alpha, WM)
+    full = problem.lp()
+    result = large_n._attempt(problem, W, 60.0)
     P, u, v = certify(result["matrix"], alpha)[0], result["u"], result["v"]
     assert check_optimality(full, P.ravel(), u, v)["certified"]
     bumped = v.copy()
@@ -127,8 +129,9 @@ def test_support_dual_falls_back_where_the_template_dual_is_degenerate(alpha):
 
 def test_support_dual_is_checked_independently_and_rejects_a_perturbed_dual():
     n, alpha, W = 64, 0.62, 16
-    full = design_lp_model(n, alpha, WM, "L1")
-    result = large_n._attempt(full, n, alpha, WM, W, 60.0, objective="L1")
+    problem = DesignProblem(n, alpha, WM, "L1")
+    full = problem.lp()
+    result = large_n._attempt(problem, W, 60.0)
     P, u, v = certify(result["matrix"], alpha)[0], result["u"], result["v"]
     assert check_optimality(full, P.ravel(), u, v)["certified"]
     far = u.copy()
@@ -158,7 +161,7 @@ def test_widths_narrower_than_the_corners_are_not_tried(monkeypatch):
     P, info = large_n.large_n_design(200, 0.95, WM, widths=(16,))
     assert P is None and info["tried"][0]["certified"] is False
     widths = []
-    monkeypatch.setattr(large_n, "_attempt", lambda *a, **k: widths.append(a[4]) or {"certified": False})
+    monkeypatch.setattr(large_n, "_attempt", lambda *a, **k: widths.append(a[1]) or {"certified": False})
     large_n.large_n_design(200, 0.95, WM)
     assert widths == [32]
     P, info = large_n.large_n_design(1024, 0.99, WM)  # alpha^64 = 0.53: nothing is built
@@ -178,3 +181,18 @@ def test_the_restricted_duals_simplex_is_limited_by_work_then_clarabel_answers(m
     P, info = large_n.large_n_design(n, alpha, WM)
     assert P is not None and len(calls) == 3, info  # and now the restricted dual too
     assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, WM)) <= 1e-8
+
+
+@pytest.mark.parametrize("props", [("RH", "CM"), WM])
+def test_cm_sets_are_proven_by_the_templates_dual_with_ch_in_place_of_cm(props):
+    """With CM the restricted dual is that of the LP with CH (cheaper, and 'Solved' where CM's
+    ended 'AlmostSolved'); its CH multipliers spread over the CM rows prove the LP with CM, at the
+    general LP's optimum.  W = 32 (the corners are wider than 16 at this alpha), whose restricted
+    dual goes to Clarabel."""
+    n, alpha = 128, 0.95
+    P, info = large_n.large_n_design(n, alpha, props, widths=(32,))
+    assert P is not None, info
+    assert info["width"] == 32 and info["optimality"]["certified"]
+    assert "CH in place of CM" in info["optimality"]["dual"]
+    assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, props)) <= 1e-8
+    assert is_alpha_dp(certify(P, alpha)[0], alpha)

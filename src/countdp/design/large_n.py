@@ -21,6 +21,12 @@ LP without S has the same optimum).  Both restrictions are exact LPs of template
 big model that become identical are merged); each gives a feasible point of the big primal,
 resp. dual, so their optimal values bracket the big optimum.
 
+For L0 two cheaper LPs stand in, both proven on the full model all the same.  The template is
+solved without S (the feature map is not mirror symmetric, so S's rows would tie unrelated
+template entries: LP with CH and S, n = 256, alpha = 0.93 did not close, gap 4.6e-9) and ``E z``
+averaged with its mirror image (Theorem 1).  With CM the restricted dual is that of the LP with
+CH in place of CM, its multipliers spread over the CM rows (:func:`dual_properties`).
+
 **Other objectives: the support dual.**  For L0d, L1 and L2 the restricted primal is still exact
 (the optimal designs have the same structure), but copying multipliers is not: far from the
 diagonal L0's costs are constant, theirs grow with ``|i - j|``, and so do the DP multipliers.
@@ -52,6 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.constraints import parse_properties
+from countdp.design.model import DesignProblem
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -88,6 +95,13 @@ W = 32 (about 7,000 rows) 17,761 to 27,869 (1.2e8 to 2e8: 2.9 to 8.8 s), so LP w
 RH+CH stay with the simplex and WM and LP with CM go to Clarabel, as with the 5 s limit before;
 W = 64 (25,873 rows) 61,196 (37 s)."""
 
+DUAL_SIMPLEX_ROWS = 4000
+"""Restricted duals with more rows than this (template entries: about 2,000 at ``W = 16``, 7,000
+at 32, 26,000 at 64) go straight to Clarabel.  Measured with CM's dual taken on CH
+(:func:`dual_properties`), n = 256, alpha = 0.95, W = 32: LP with CM, simplex 2.3 s, Clarabel
+0.46 s (both proven); before, the simplex on the CM dual used up its :data:`DUAL_SIMPLEX_WORK`
+in 3.8 s and Clarabel answered."""
+
 SUPPORT_TOL = 1e-9
 """A template multiplier below this fraction of the largest counts as zero (rounding of its dual)."""
 
@@ -114,6 +128,19 @@ def applies(n: int, properties: tuple[str, ...], objective, weights, aggregate: 
     props = set(properties)
     return (obj.name in OBJECTIVES and aggregate == "sum" and _is_uniform(weights, n) and "F" not in props
             and bool(props & {"CM", "CH"}))
+
+
+def dual_properties(props: tuple[str, ...]) -> tuple[str, ...]:
+    """The property set whose restricted dual proves L0 with ``props``: with CM, the LP with CH
+    in place of CM (:mod:`countdp.design.cm_relaxation`; its dual, CH's multipliers spread over the
+    CM rows, is a dual of the LP with CM), else ``props``.  Its restricted dual is cheaper and more
+    accurate: LP with CM, n = 256, alpha = 0.95, W = 32: Clarabel 0.46 s against 1.3 s
+    ('AlmostSolved', after 3.8 s of simplex past its budget), gaps 4e-11 and 6e-12; LP with RH
+    and CM, n = 1024, alpha = 0.97, W = 64: 6.4 s 'Solved', gap 1.2e-12, against 27 s
+    'AlmostSolved', gap 1.9e-8 (not proven; the general path then ran out of time)."""
+    from countdp.design.cm_relaxation import relaxed_properties
+
+    return relaxed_properties(props) if "CM" in props else props
 
 
 def _is_l0(objective) -> bool:
@@ -296,51 +323,63 @@ def _solve_ipm(A, cost, col_lo, col_hi, lo, hi) -> np.ndarray | None:
 
 def _maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...]):
     """``E`` (entries <- template entries, weights ``alpha^|i-j|``) and ``F`` (the full model's
-    inequality rows and column sums <- template rows), as sparse matrices."""
+    inequality rows and column sums <- template rows, :func:`_row_copies`), as sparse matrices."""
     N, N0 = n + 1, n0 + 1
     ii, jj = np.indices((N, N), dtype=np.int32)
     i0, j0, _ = feature_map(ii.ravel(), jj.ravel(), n, n0, W)
     col = i0 * N0 + j0
     weight = (alpha ** np.arange(N, dtype=float))[np.abs(ii - jj).ravel()]
     E = sp.csr_matrix((weight, (np.arange(N * N), col)), shape=(N * N, N0 * N0))
+    return (E, *_row_copies(n, n0, W, props), col, weight)
+
+
+def _row_copies(n: int, n0: int, W: int, props: tuple[str, ...]) -> tuple[sp.csr_matrix, int]:
+    """``(F, r0)``: the full model's inequality rows and column sums <- the ``r0`` inequality rows
+    and the column sums of the template."""
+    N, N0 = n + 1, n0 + 1
     rows_ub = _row_map(n, n0, W, props)
     r0 = int(rows_ub.max()) + 1
     cols_eq, _, _ = feature_map(np.arange(N), np.arange(N), n, n0, W + 1)  # column sum j copies j0
     m = rows_ub.size
     F = sp.block_diag([sp.csr_matrix((np.ones(m), (np.arange(m), rows_ub)), shape=(m, r0)),
                        sp.csr_matrix((np.ones(N), (np.arange(N), cols_eq)), shape=(N, N0))], format="csr")
-    return E, F, col, weight, r0
+    return F, r0
 
 
 def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int, time_limit: float,
               l0: bool = True):
-    """``(z, y0, info)``: optimal template primal and dual of the two restricted LPs (docstring).
+    """``(z, duals, info)``: the optimal template primal and candidates for the template dual
+    (:func:`_copied_duals`) of the two restricted LPs (docstring).
 
     The local rows (DP, RM, CM, RH, CH, S: two entries each) and the restricted dual are built
     at size ``m <= n``, where they are the same rows as at size ``n`` (every map is local); the
     rows that are not local (column sums, WH's ``1/(n+1)``) and the cost are those of size ``n``
-    (``full``).  ``y0`` is in units of size ``m``'s costs ``1/m``; it is ``None`` (not computed)
-    for objectives other than L0, whose dual :func:`_support_dual` builds on the full model."""
+    (``full``).  Each dual is in units of size ``m``'s costs ``1/m``; ``duals`` is ``None`` for
+    objectives other than L0, whose dual :func:`_support_dual` builds on the full model.  With CM,
+    they are duals of the LP with CH in place of CM (:func:`dual_properties`)."""
     from countdp.design.optimality import design_lp_model
 
-    small = full if m == n else design_lp_model(m, alpha, props)
-    small_maps = maps if m == n else _maps(m, 3 * W + 4, W, alpha, props)
+    # L0: S is free (Theorem 1), so the template is solved without it and E z averaged with its
+    # mirror image (:func:`_attempt`); the dual's S multipliers are 0
+    template_props = tuple(p for p in props if p != "S") if l0 else props
+    small = full if m == n and template_props == props else design_lp_model(m, alpha, template_props)
+    small_maps = maps if m == n else _maps(m, 3 * W + 4, W, alpha, template_props)
     z, info = _restricted_primal(full, small, maps, small_maps, n, m, W)
     if z is None:
         return None, None, info
     if not l0:
         return z, None, info
-    y0 = _copied_dual(small, small_maps, m, W, time_limit)
-    if y0 is None:
-        return None, None, f"W={W}: restricted dual not solved"
-    return z, y0, info
+    dual_props = dual_properties(template_props)
+    if dual_props != template_props:
+        small, small_maps = design_lp_model(m, alpha, dual_props), _maps(m, 3 * W + 4, W, alpha, dual_props)
+    return z, _copied_duals(small, small_maps, m, W, time_limit), info
 
 
 def _restricted_primal(full, small, maps, small_maps, n: int, m: int, W: int):
     """``(z, info)``: min ``c^T E z`` s.t. ``A E z >= b`` (rows merged), ``z >= 0`` (docstring)."""
     N, Nm, N0 = n + 1, m + 1, 3 * W + 5
-    _, _, col, weight, _ = maps
-    _, _, col_m, weight_m, _ = small_maps
+    _, _, _, col, weight = maps
+    _, _, _, col_m, weight_m = small_maps
     local = np.flatnonzero(np.diff(small.A_ub.indptr) >= 2)  # all but WH's one-entry rows
     one = np.flatnonzero(np.diff(full.A_ub.indptr) == 1)
     parts = [_cancel(small.A_ub[local], col_m, weight_m, N0 * N0), _cancel(full.A_ub[one], col, weight, N0 * N0),
@@ -359,58 +398,89 @@ def _restricted_primal(full, small, maps, small_maps, n: int, m: int, W: int):
     return z, {"primal_rows": int(A.shape[0])}
 
 
-def _copied_dual(small, small_maps, m: int, W: int, time_limit: float) -> np.ndarray | None:
-    """``y0``: the restricted dual, max ``b^T F y0`` s.t. ``(A^T F y0)_p <= c_p`` for every entry
-    ``p``, ``y0_ub >= 0`` (L0: ``small`` has the L0 costs of size ``m``)."""
+def _copied_duals(small, small_maps, m: int, W: int, time_limit: float):
+    """Solutions ``y0`` of the restricted dual, max ``b^T F y0`` s.t. ``(A^T F y0)_p <= c_p`` for
+    every entry ``p``, ``y0_ub >= 0`` (L0: ``small`` has the L0 costs of size ``m``), computed
+    lazily, the cheaper first: up to :data:`DUAL_SIMPLEX_ROWS` rows HiGHS's vertex (its exact
+    duals, polished, close the gap best), then Clarabel's point; on wider templates Clarabel's
+    point first (LP with RM and CM, n = 256, alpha = 0.93, W = 32: gap 7.2e-10, the vertex's 8.9e-13)."""
     from countdp.design.backends import SIMPLEX_SAFETY_SECONDS
 
     Nm, N0 = m + 1, 3 * W + 5
-    _, F, _, _, r0 = small_maps
+    _, F, r0, _, _ = small_maps
     A_rows = sp.vstack([small.A_ub, small.A_eq[:Nm]], format="csr")
     D, dlo, dhi = _merge_rows((A_rows.T @ F).tocsr(), np.full(Nm * Nm, -np.inf), small.c.copy())
     gain = F.T @ np.concatenate([small.b_ub, small.b_eq[:Nm]])
     ylo = np.concatenate([np.zeros(r0), np.full(N0, -np.inf)])
-    # HiGHS's vertex and exact duals (polished) close the gap best; its simplex can be slow on
-    # wide templates, so past DUAL_SIMPLEX_WORK the interior point answers instead.
     yhi = np.full(r0 + N0, np.inf)
-    dual = _solve(D, -gain, ylo, yhi, dlo, dhi, DUAL_SIMPLEX_WORK, min(time_limit, SIMPLEX_SAFETY_SECONDS))
-    if dual is not None:
-        return dual[0]
-    # in units where the costs are 1 (Clarabel's tolerances act relative to them)
-    dual = _solve_ipm(D, -gain, ylo, yhi, dlo * m, dhi * m)
-    return None if dual is None else dual / m
+
+    def vertex():
+        found = _solve(D, -gain, ylo, yhi, dlo, dhi, DUAL_SIMPLEX_WORK, min(time_limit, SIMPLEX_SAFETY_SECONDS))
+        return None if found is None else found[0]
+
+    def point():  # in units where the costs are 1 (Clarabel's tolerances act relative to them)
+        found = _solve_ipm(D, -gain, ylo, yhi, dlo * m, dhi * m)
+        return None if found is None else found / m
+
+    for solve in (vertex, point) if D.shape[0] <= DUAL_SIMPLEX_ROWS else (point, vertex):
+        y0 = solve()
+        if y0 is not None:
+            yield y0
 
 
-def _attempt(full, n: int, alpha: float, props: tuple[str, ...], W: int, time_limit: float,
-             template_size: int | None = None, objective: object = "L0") -> dict:
+def _attempt(problem: DesignProblem, W: int, time_limit: float, template_size: int | None = None) -> dict:
     """One template width: the restricted LPs (at ``template_size``, default ``n``), then the
-    expansion to size ``n`` and the certificate on the full model (module docstring)."""
-    from countdp.design.optimality import check_optimality, lower_column_multipliers
-    from countdp.privacy.certify import certify
-
+    expansion to size ``n`` and the certificate on the full model, ``problem.lp()`` (module docstring)."""
+    n, alpha, props, objective, full = problem.n, problem.alpha, problem.properties, problem.objective, problem.lp()
     N, n0 = n + 1, 3 * W + 4
     m = min(n, template_size or n)
     maps = _maps(n, n0, W, alpha, props)
     l0 = _is_l0(objective)
-    z, y0, info = _template(full, maps, n, alpha, props, W, m, time_limit, l0)
+    z, duals, info = _template(full, maps, n, alpha, props, W, m, time_limit, l0)
     if z is None:
         return {"certified": False, "reason": info}
     E, F = maps[0], maps[1]
     raw = (E @ z).reshape(N, N)
-    if l0:
-        y = F @ (y0 * (m / n))  # the objective's costs are 1/n: the same dual, rescaled
-    else:
+    if not l0:
         try:
             y, raw = _support_dual(full, maps, raw, alpha, props, objective, W)
         except ValueError as exc:
             return {"certified": False, "reason": f"W={W}: {exc}"}
-    n_eq = full.b_eq.size
-    u, v = y[: full.b_ub.size], np.concatenate([y[full.b_ub.size:], np.zeros(n_eq - N)])
+        return _checked(problem, raw, y, props, {"template_n": n0, "width": W, "solved_at_n": m, **info})
+    if "S" in props:  # the template was solved without S (:func:`_template`)
+        raw = (raw + raw[::-1, ::-1]) / 2.0
+    dual_props = dual_properties(props)
+    if dual_props != props:
+        F = _row_copies(n, n0, W, dual_props)[0]
+        info["dual"] = "the template's with CH in place of CM, CH's multipliers spread over the CM rows"
+    result = {"certified": False, "reason": f"W={W}: restricted dual not solved"}
+    for y0 in duals:  # the objective's costs are 1/n: the same dual, rescaled
+        result = _checked(problem, raw, F @ (y0 * (m / n)), dual_props,
+                          {"template_n": n0, "width": W, "solved_at_n": m, **info})
+        if result["certified"]:
+            break
+    return result
+
+
+def _checked(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, dual_props: tuple[str, ...],
+             info: dict) -> dict:
+    """The certificate of ``certify(raw)`` on ``problem``'s LP with the multipliers ``y`` of the
+    inequality rows and column sums of the LP with ``dual_props`` (CH's spread over CM's rows)."""
+    from countdp.design.cm_relaxation import spread_dual
+    from countdp.design.optimality import check_optimality, lower_column_multipliers
+    from countdp.privacy.certify import certify
+
+    full, N = problem.lp(), problem.N
+    u, v = y[: y.size - N], np.concatenate([y[y.size - N:], np.zeros(full.b_eq.size - N)])
+    if dual_props != problem.properties:  # a dual of the LP with CM
+        relaxed = DesignProblem(problem.n, problem.alpha, dual_props, problem.objective, problem.weights,
+                                problem.aggregate)
+        u, v = spread_dual(relaxed, problem, u, v)
     # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
     v = lower_column_multipliers(full, u, v)
-    P, repair = certify(raw, alpha)  # deterministic: the caller's certify gives this same P
+    P, repair = certify(raw, problem.alpha)  # deterministic: the caller's certify gives this same P
     result = check_optimality(full, P.ravel(), u, v)
-    result.update({"repair_lambda": repair.repair_lambda, "template_n": n0, "width": W, "solved_at_n": m, **info})
+    result.update({"repair_lambda": repair.repair_lambda, **info})
     result["matrix"], result["u"], result["v"] = raw, u, v
     return result
 
@@ -430,7 +500,7 @@ def _support_dual(full, maps, P: np.ndarray, alpha: float, props: tuple[str, ...
     The vertex solves the transposed system with the same LU: ``P`` is an interior point's
     answer, whose DP repair would cost L2 more than the gap allows."""
     N, N0 = P.shape[0], 3 * W + 5
-    _, F, col, weight, _ = maps
+    _, F, _, col, weight = maps
     u0, v0 = _general_dual(N0 - 1, alpha, tuple(p for p in props if p != "S"), objective)
     y = (F @ np.concatenate([u0, v0[:N0]]))[: full.b_ub.size]
     tight = np.diff(_cancel(full.A_ub, col, weight, N0 * N0).indptr) == 0
@@ -500,8 +570,6 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
     certificate of :func:`countdp.design.optimality.check_optimality` on the full model, with the
     expanded dual, for ``certify(P)`` (deterministic, so for the matrix the caller releases).
     """
-    from countdp.design.optimality import design_lp_model
-
     props = parse_properties(properties)
     start = time.perf_counter()
     tried = []
@@ -510,17 +578,17 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
         widths = WIDTHS if _is_l0(objective) else SUPPORT_WIDTHS
         decay = CORNER_DECAY if _is_l0(objective) else SUPPORT_CORNER_DECAY
         narrow = [W for W in widths if alpha ** W > decay]
-    full = None
+    problem = None
     for k, W in enumerate(widths):
         if 3 * W + 4 > n or (k and 2 * (3 * W + 4) > n):
             break  # a wider template would be solved at full size: no cheaper than the general path
         if W in narrow:
             continue
-        if full is None:
-            full = design_lp_model(n, alpha, props, objective)
+        if problem is None:
+            problem = DesignProblem(n, alpha, props, objective)
         LOG.info("large n: the template of width %d (n = %d), proven on the full model", W, 3 * W + 4)
-        result = _attempt(full, n, alpha, props, W, max(1.0, time_limit - (time.perf_counter() - start)),
-                          template_size=2 * (3 * W + 4), objective=objective)
+        result = _attempt(problem, W, max(1.0, time_limit - (time.perf_counter() - start)),
+                          template_size=2 * (3 * W + 4))
         P = result.pop("matrix", None)
         result.pop("u", None), result.pop("v", None)
         tried.append({"width": W, "gap": result.get("gap"), "certified": result["certified"],
