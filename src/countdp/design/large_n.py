@@ -86,14 +86,14 @@ SUPPORT_WIDTHS = (16,)
 """Template widths tried for the other objectives: the support dual solves the general LP at
 template size, which at ``W = 32`` (``n = 100``) costs most of what the path saves at ``n = 256``."""
 
-DUAL_SIMPLEX_WORK = 1.6e8
+DUAL_SIMPLEX_WORK = 5e8
 """Work (simplex iterations times rows) given to HiGHS's primal simplex on the restricted dual
-before Clarabel is used instead: about 5 s here.  A count, not a time, so that the path taken is
-the same on any machine and under any load.  Measured (L0, n = 256 and 512, alpha 0.5 to 0.95,
-WM, WH, LP with CH+RM, CM, RH+CH): W = 16 (about 1,900 rows) at most 6,090 iterations (0.6 s);
-W = 32 (about 7,000 rows) 17,761 to 27,869 (1.2e8 to 2e8: 2.9 to 8.8 s), so LP with CH+RM and
-RH+CH stay with the simplex and WM and LP with CM go to Clarabel, as with the 5 s limit before;
-W = 64 (25,873 rows) 61,196 (37 s)."""
+(:func:`_copied_duals`): a count, not a time, so that the path taken is the same on any machine
+and under any load.  Measured (L0, n = 256 and 512, alpha 0.5 to 0.95, WM, WH, LP with CH+RM, CM,
+RH+CH, the dual of CM's LP itself): W = 16 (about 1,900 rows) at most 6,090 iterations (0.6 s);
+W = 32 (about 7,000 rows) 17,761 to 27,869 (1.2e8 to 2e8: 2.9 to 8.8 s); W = 64 (25,873 rows)
+61,196 (37 s).  With CM's dual taken on CH, LP with CM, n = 128, alpha = 0.95, W = 32: 3.3 s,
+between 1.6e8 (stopped) and 1e9."""
 
 DUAL_SIMPLEX_ROWS = 4000
 """Restricted duals with more rows than this (template entries: about 2,000 at ``W = 16``, 7,000
