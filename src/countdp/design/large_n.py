@@ -322,28 +322,22 @@ def _solve_ipm(A, cost, col_lo, col_hi, lo, hi) -> np.ndarray | None:
 
 
 def _maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...]):
-    """``E`` (entries <- template entries, weights ``alpha^|i-j|``) and ``F`` (the full model's
-    inequality rows and column sums <- template rows, :func:`_row_copies`), as sparse matrices."""
+    """``(E, F, r0, col, weight)``: ``E`` (entries <- template entries, weights ``alpha^|i-j|``)
+    and ``F`` (the inequality rows and column sums of the LP with ``props`` <- its ``r0`` template
+    rows and the template's column sums), as sparse matrices."""
     N, N0 = n + 1, n0 + 1
     ii, jj = np.indices((N, N), dtype=np.int32)
     i0, j0, _ = feature_map(ii.ravel(), jj.ravel(), n, n0, W)
     col = i0 * N0 + j0
     weight = (alpha ** np.arange(N, dtype=float))[np.abs(ii - jj).ravel()]
     E = sp.csr_matrix((weight, (np.arange(N * N), col)), shape=(N * N, N0 * N0))
-    return (E, *_row_copies(n, n0, W, props), col, weight)
-
-
-def _row_copies(n: int, n0: int, W: int, props: tuple[str, ...]) -> tuple[sp.csr_matrix, int]:
-    """``(F, r0)``: the full model's inequality rows and column sums <- the ``r0`` inequality rows
-    and the column sums of the template."""
-    N, N0 = n + 1, n0 + 1
     rows_ub = _row_map(n, n0, W, props)
     r0 = int(rows_ub.max()) + 1
     cols_eq, _, _ = feature_map(np.arange(N), np.arange(N), n, n0, W + 1)  # column sum j copies j0
     m = rows_ub.size
     F = sp.block_diag([sp.csr_matrix((np.ones(m), (np.arange(m), rows_ub)), shape=(m, r0)),
                        sp.csr_matrix((np.ones(N), (np.arange(N), cols_eq)), shape=(N, N0))], format="csr")
-    return F, r0
+    return E, F, r0, col, weight
 
 
 def _template(full, maps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int, time_limit: float,
@@ -434,8 +428,9 @@ def _attempt(problem: DesignProblem, W: int, time_limit: float, template_size: i
     n, alpha, props, objective, full = problem.n, problem.alpha, problem.properties, problem.objective, problem.lp()
     N, n0 = n + 1, 3 * W + 4
     m = min(n, template_size or n)
-    maps = _maps(n, n0, W, alpha, props)
     l0 = _is_l0(objective)
+    dual_props = dual_properties(props) if l0 else props
+    maps = _maps(n, n0, W, alpha, dual_props)  # F copies the rows of the LP whose dual is copied
     z, duals, info = _template(full, maps, n, alpha, props, W, m, time_limit, l0)
     if z is None:
         return {"certified": False, "reason": info}
@@ -449,9 +444,7 @@ def _attempt(problem: DesignProblem, W: int, time_limit: float, template_size: i
         return _checked(problem, raw, y, props, {"template_n": n0, "width": W, "solved_at_n": m, **info})
     if "S" in props:  # the template was solved without S (:func:`_template`)
         raw = (raw + raw[::-1, ::-1]) / 2.0
-    dual_props = dual_properties(props)
     if dual_props != props:
-        F = _row_copies(n, n0, W, dual_props)[0]
         info["dual"] = "the template's with CH in place of CM, CH's multipliers spread over the CM rows"
     result = {"certified": False, "reason": f"W={W}: restricted dual not solved"}
     for y0 in duals:  # the objective's costs are 1/n: the same dual, rescaled
