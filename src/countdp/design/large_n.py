@@ -434,6 +434,7 @@ def _attempt(problem: DesignProblem, W: int, time_limit: float, template_size: i
     z, duals, info = _template(full, maps, n, alpha, props, W, m, time_limit, l0)
     if z is None:
         return {"certified": False, "reason": info}
+    info = {"template_n": n0, "width": W, "solved_at_n": m, **info}
     E, F = maps[0], maps[1]
     raw = (E @ z).reshape(N, N)
     if not l0:
@@ -441,15 +442,14 @@ def _attempt(problem: DesignProblem, W: int, time_limit: float, template_size: i
             y, raw = _support_dual(full, maps, raw, alpha, props, objective, W)
         except ValueError as exc:
             return {"certified": False, "reason": f"W={W}: {exc}"}
-        return _checked(problem, raw, y, props, {"template_n": n0, "width": W, "solved_at_n": m, **info})
+        return _checked(problem, raw, y, props, info)
     if "S" in props:  # the template was solved without S (:func:`_template`)
         raw = (raw + raw[::-1, ::-1]) / 2.0
     if dual_props != props:
         info["dual"] = "the template's with CH in place of CM, CH's multipliers spread over the CM rows"
     result = {"certified": False, "reason": f"W={W}: restricted dual not solved"}
     for y0 in duals:  # the objective's costs are 1/n: the same dual, rescaled
-        result = _checked(problem, raw, F @ (y0 * (m / n)), dual_props,
-                          {"template_n": n0, "width": W, "solved_at_n": m, **info})
+        result = _checked(problem, raw, F @ (y0 * (m / n)), dual_props, info)
         if result["certified"]:
             break
     return result

@@ -99,7 +99,7 @@ class DesignProblem:
         n, N = self.n, self.N
         ub, eq = 2 * N * n, N
         out = {"dp": ("ub", slice(0, ub)), "sums": ("eq", slice(0, eq))}
-        for name in self.properties:  # row counts only, no matrix built (n = 2048, CH+RM+S: 614 MB)
+        for name in self.properties:  # row counts only: the matrices took 614 MB at n = 2048 (CH+RM+S)
             rows = property_rows(name, n)
             k = rows.plus.size
             if rows.equal:
