@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from countdp.design import fast as fd
-from countdp.design import large_n
+from countdp.design import large_n, polish
 from countdp.design.designer import design_named
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality
@@ -141,10 +141,10 @@ def test_support_dual_is_checked_independently_and_rejects_a_perturbed_dual():
 
 
 def test_fast_design_uses_the_support_dual_and_falls_back_with_a_reason(monkeypatch):
-    monkeypatch.setattr(large_n, "MIN_N", 64)
-    d = fd.fast_design(64, 0.62, CH_RM, objective="L1")
+    monkeypatch.setattr(large_n, "MIN_N", 104)  # the W = 16 template (n = 52) fits twice
+    d = fd.fast_design(104, 0.62, CH_RM, objective="L1")
     assert d.extra["large_n"]["used"] is True and d.status == "optimal"
-    d = fd.fast_design(64, 0.91, CH_RM, objective="L0d:1")
+    d = fd.fast_design(104, 0.91, CH_RM, objective="L0d:1")
     assert d.extra["large_n"]["used"] is False and d.extra["large_n"]["reason"]
     assert d.status == "optimal" and d.extra["optimality"]["certified"]
 
@@ -152,21 +152,31 @@ def test_fast_design_uses_the_support_dual_and_falls_back_with_a_reason(monkeypa
 def test_no_template_is_solved_at_full_size():
     """At n = 256 a W = 64 template (196 wide, solved at n) would cost as much as the general LP:
     when W = 16 and 32 do not close (alpha = 0.97), the path gives up instead of trying it."""
-    P, info = large_n.large_n_design(256, 0.97, WM, widths=large_n.WIDTHS)
+    P, info = large_n.large_n_design(256, 0.97, WM, widths=(16, 32, 64))
     assert P is None and [t["width"] for t in info["tried"]] == [16, 32]
+    # the fast designer's call: W = 48 (alpha^48 <= 1/4) is 148 wide, it does not fit twice in 256
+    P, info = large_n.large_n_design(256, 0.97, WM, at_full_size=False)
+    assert P is None and not info["tried"] and "below twice the template of width 48" in info["reason"]
+    assert info["seconds"] < 1
 
 
 def test_widths_narrower_than_the_corners_are_not_tried(monkeypatch):
     """At alpha = 0.95 the optimal corners are wider than 16 (alpha^16 = 0.44): that width does not
-    close, so by default the path starts at W = 32."""
+    close, so by default the path starts at the narrowest multiple of 4 with alpha^W <= 1/4
+    (W = 28), which closes at the general LP's optimum."""
     P, info = large_n.large_n_design(200, 0.95, WM, widths=(16,))
     assert P is None and info["tried"][0]["certified"] is False
+    P, info = large_n.large_n_design(200, 0.95, WM)
+    assert P is not None and [t["width"] for t in info["tried"]] == [28], info
+    assert 0.95 ** 28 <= 0.25 < 0.95 ** 24
+    assert abs(info["optimality"]["primal_objective"] - _general(200, 0.95, WM)) <= 1e-8
     widths = []
     monkeypatch.setattr(large_n, "_attempt", lambda *a, **k: widths.append(a[1]) or {"certified": False})
-    large_n.large_n_design(200, 0.95, WM)
-    assert widths == [32]
-    P, info = large_n.large_n_design(1024, 0.99, WM)  # alpha^64 = 0.53: nothing is built
-    assert P is None and widths == [32] and "corners wider" in info["reason"] and info["seconds"] < 1
+    P, info = large_n.large_n_design(400, 0.95, WM)  # the wider template fits twice: it is tried next
+    assert P is None and widths == [28, 44]
+    P, info = large_n.large_n_design(large_n.MIN_N, 0.99, WM)  # W = 140: the template is 424 wide
+    assert P is None and widths == [28, 44] and "below the template of width 140" in info["reason"]
+    assert info["seconds"] < 1
 
 
 def test_the_restricted_duals_simplex_is_limited_by_work_then_clarabel_answers(monkeypatch):
@@ -232,3 +242,28 @@ def test_a_wide_templates_dual_falls_back_from_clarabels_point_to_the_simplex_ve
     assert calls == ["primal", "dual"]
     assert P is not None and info["optimality"]["certified"], info
     assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, props)) <= 1e-8
+
+
+def test_a_point_whose_um_repair_is_too_costly_is_proven_through_its_dp_closure(monkeypatch):
+    """The expanded point gets a DP violation: ``P[40, 21]`` raised by 1e-9 breaks
+    ``P[40, 20] >= alpha P[40, 21]``.  UM's repair of it (``lambda ~ 6e-7``) costs a gap of about
+    1.7e-8, over the 1e-9 limit; the DP closure raises ``P[40, 20]`` instead and takes the mass off
+    the diagonal, which costs ~1e-11.  Without the closure the design is not proven."""
+    n, alpha = 64, 0.91
+    real = large_n._checked
+
+    def violated(problem, raw, *args):
+        raw = raw.copy()
+        assert abs(raw[40, 20] - alpha * raw[40, 21]) <= 1e-15  # the DP row is tight: GM's decay
+        raw[40, 21] += 1e-9
+        return real(problem, raw, *args)
+
+    monkeypatch.setattr(large_n, "_checked", violated)
+    P, info = large_n.large_n_design(n, alpha, WM, widths=(16,))
+    assert P is not None and info["optimality"]["dp_closure"] is True, info
+    released, repair = certify(P, alpha)
+    assert repair.repair_lambda == 0 and is_alpha_dp(released, alpha)
+    assert abs(info["optimality"]["primal_objective"] - _general(n, alpha, WM)) <= 1e-8
+    monkeypatch.setattr(polish, "dp_closure", lambda P, alpha: P)  # no closure: UM's repair only
+    P, info = large_n.large_n_design(n, alpha, WM, widths=(16,))
+    assert P is None and info["tried"][0]["gap"] > 1e-8, info

@@ -408,7 +408,7 @@ def fast_design(n: int, alpha: float, properties: object = (), objective: object
 
     if (method == "auto" and use_closed_forms and n >= large_n.MIN_N
             and large_n.applies(n, props, objective, weights, aggregate)):
-        P, large = large_n.large_n_design(n, alpha, props, objective=objective)
+        P, large = large_n.large_n_design(n, alpha, props, objective=objective, at_full_size=False)
         if P is None:
             LOG.info("large n: %s; the general path", large["reason"])
         else:

@@ -65,16 +65,20 @@ LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.Sta
 OBJECTIVES = ("L0", "L0d", "L1", "L2")
 """Objectives of the path: L0 with the copied dual, the others with the support dual."""
 
-WIDTHS = (16, 32, 64)
-"""Template widths ``W`` tried in turn for L0 (template size ``3 W + 4``)."""
-
-CORNER_DECAY = 0.3
-"""A width ``W`` is tried only when ``alpha^W`` is at most this: the optimal corners are about
+CORNER_DECAY = 0.25
+"""L0's template width ``W`` is the smallest multiple of 4 (at least :data:`MIN_WIDTH`) with
+``alpha^W`` at most this (:func:`template_widths`): the optimal corners are about
 ``log(0.27) / log(alpha)`` wide, so a narrower template cannot close.  Measured (L0, WM, n = 512,
 widths 16/32/64, alpha from 0.8 to 0.98): every width that closed had ``alpha^W <= 0.271``
-(alpha = 0.96, W = 32), every one that failed ``>= 0.274`` (0.98, W = 64; next 0.313: 0.93, W = 16);
-at alpha = 0.99 the corners are 133 wide (n = 512, the general LP), and the three failed
-attempts cost 0.8 s at n = 256 and 5.9 s at n = 1024 before the general path."""
+(alpha = 0.96, W = 32), every one that failed ``>= 0.274`` (0.98, W = 64; next 0.313: 0.93, W = 16).
+At n = 1024, alpha = 0.98, LP with CH and WM: W = 64 (0.274) did not close (gap 1.6e-8), W = 72
+(0.233) closed in 14 and 21 s."""
+
+MIN_WIDTH = 16
+"""The narrowest template width (alpha <= 0.917)."""
+
+WIDENING = 1.5
+"""When the first width does not close, one template this much wider is tried (if it fits)."""
 
 SUPPORT_CORNER_DECAY = 0.05
 """:data:`CORNER_DECAY` for the other objectives, whose support dual needs the corners well inside
@@ -128,6 +132,17 @@ def applies(n: int, properties: tuple[str, ...], objective, weights, aggregate: 
     props = set(properties)
     return (obj.name in OBJECTIVES and aggregate == "sum" and _is_uniform(weights, n) and "F" not in props
             and bool(props & {"CM", "CH"}))
+
+
+def template_widths(alpha: float, objective: object = "L0") -> tuple[int, ...]:
+    """The template widths tried in turn: for L0 the narrowest that holds the corners
+    (:data:`CORNER_DECAY`) and one :data:`WIDENING` times wider; for the other objectives
+    :data:`SUPPORT_WIDTHS` where ``alpha^W <=`` :data:`SUPPORT_CORNER_DECAY`."""
+    if not _is_l0(objective):
+        return tuple(W for W in SUPPORT_WIDTHS if alpha ** W <= SUPPORT_CORNER_DECAY)
+    corner = np.log(CORNER_DECAY) / np.log(alpha) if 0 < alpha < 1 else 0.0
+    W = max(MIN_WIDTH, 4 * int(np.ceil(corner / 4)))
+    return W, 4 * int(np.ceil(WIDENING * W / 4))
 
 
 def dual_properties(props: tuple[str, ...]) -> tuple[str, ...]:
@@ -461,6 +476,7 @@ def _checked(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, dual_props:
     inequality rows and column sums of the LP with ``dual_props`` (CH's spread over CM's rows)."""
     from countdp.design.cm_relaxation import spread_dual
     from countdp.design.optimality import check_optimality, lower_column_multipliers
+    from countdp.design.polish import dp_closure
     from countdp.privacy.certify import certify
 
     full, N = problem.lp(), problem.N
@@ -474,6 +490,15 @@ def _checked(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, dual_props:
     P, repair = certify(raw, problem.alpha)  # deterministic: the caller's certify gives this same P
     result = check_optimality(full, P.ravel(), u, v)
     result.update({"repair_lambda": repair.repair_lambda, **info})
+    if not result["certified"] and repair.repair_lambda > 0:
+        # UM's repair of an interior point costs lambda times UM's loss; the DP closure moves each
+        # column by about the violation instead (as the general path does, :mod:`countdp.design.fast`)
+        closed = dp_closure(raw, problem.alpha)
+        P_closed, closed_repair = certify(closed, problem.alpha)
+        closed_result = check_optimality(full, P_closed.ravel(), u, v)
+        if closed_result["certified"]:
+            raw, result = closed, {**closed_result, "repair_lambda": closed_repair.repair_lambda, **info,
+                                   "dp_closure": True}
     result["matrix"], result["u"], result["v"] = raw, u, v
     return result
 
@@ -552,31 +577,36 @@ def _general_dual(n: int, alpha: float, props: tuple[str, ...], objective) -> tu
 
 
 def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, ...] | None = None,
-                   time_limit: float = 120.0, objective: object = "L0") -> tuple[np.ndarray | None, dict]:
+                   time_limit: float = 120.0, objective: object = "L0",
+                   at_full_size: bool = True) -> tuple[np.ndarray | None, dict]:
     """``(P, info)``: a proven-optimal design (an objective of :data:`OBJECTIVES`), or
-    ``(None, info)`` with ``info["reason"]``.  ``widths`` default: :data:`WIDTHS` (L0) or
-    :data:`SUPPORT_WIDTHS`, without those narrower than the corners (:data:`CORNER_DECAY`,
-    :data:`SUPPORT_CORNER_DECAY`).
+    ``(None, info)`` with ``info["reason"]``.  ``widths`` default: :func:`template_widths`.
+
+    A template is solved at twice its size (the rows of every kind appear there).  One that does
+    not fit twice in ``n`` costs about as much as the general path: the first width is then
+    solved at ``n`` itself if ``at_full_size``, else not at all (the fast designer's choice:
+    n = 256, alpha = 0.97, W = 48 measured 3.0-7.8 s on the twelve sets with CM or CH, the
+    general path 1.7-7.8 s); a wider one never.
 
     ``P`` is the expanded template solution before :func:`countdp.privacy.certify.certify` (as
-    :func:`countdp.design.fast.fast_design` returns matrices); ``info["optimality"]`` is the
-    certificate of :func:`countdp.design.optimality.check_optimality` on the full model, with the
-    expanded dual, for ``certify(P)`` (deterministic, so for the matrix the caller releases).
+    :func:`countdp.design.fast.fast_design` returns matrices), or its DP closure
+    (``info["optimality"]["dp_closure"]``); ``info["optimality"]`` is the certificate of
+    :func:`countdp.design.optimality.check_optimality` on the full model, with the expanded dual,
+    for ``certify(P)`` (deterministic, so for the matrix the caller releases).
     """
     props = parse_properties(properties)
     start = time.perf_counter()
     tried = []
-    narrow, decay = [], None  # given widths are all tried
     if widths is None:
-        widths = WIDTHS if _is_l0(objective) else SUPPORT_WIDTHS
-        decay = CORNER_DECAY if _is_l0(objective) else SUPPORT_CORNER_DECAY
-        narrow = [W for W in widths if alpha ** W > decay]
+        widths = template_widths(alpha, objective)
+        if not widths:
+            return None, {"used": False, "tried": [], "seconds": time.perf_counter() - start,
+                          "reason": f"alpha^W > {SUPPORT_CORNER_DECAY} for every width W in {SUPPORT_WIDTHS}: "
+                                    "corners wider than every template"}
     problem = None
     for k, W in enumerate(widths):
-        if 3 * W + 4 > n or (k and 2 * (3 * W + 4) > n):
-            break  # a wider template would be solved at full size: no cheaper than the general path
-        if W in narrow:
-            continue
+        if 3 * W + 4 > n or ((k or not at_full_size) and 2 * (3 * W + 4) > n):
+            break
         if problem is None:
             problem = DesignProblem(n, alpha, props, objective)
         LOG.info("large n: the template of width %d (n = %d), proven on the full model", W, 3 * W + 4)
@@ -593,9 +623,8 @@ def large_n_design(n: int, alpha: float, properties: object, widths: tuple[int, 
             break  # a wider template would be most of the model: the general path is as good
     if tried:
         reason = "no template width closed the certificate"
-    elif narrow and 3 * widths[0] + 4 <= n:
-        widest = max(narrow)
-        reason = f"alpha^{widest} = {alpha ** widest:.3g} > {decay}: corners wider than every template that fits"
     else:
-        reason = f"n={n} below the smallest template"
+        twice = "twice " if not at_full_size else ""
+        reason = (f"n={n} below {twice}the template of width {widths[0]} (n = {3 * widths[0] + 4}), "
+                  f"as wide as the corners at alpha = {alpha:g}")
     return None, {"used": False, "reason": reason, "tried": tried, "seconds": time.perf_counter() - start}
