@@ -70,7 +70,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -89,7 +89,7 @@ from countdp.design.backends import (  # noqa: F401 - re-exported: the solver se
 )
 from countdp.design.constraints import parse_properties, property_rows
 from countdp.design.dual_repair import prove_dual
-from countdp.design.polish import dp_closure, full_dual
+from countdp.design.polish import certified_and_proven, dp_closure, full_dual
 from countdp.design.reduce import ReducedLP, build_reduced_lp, implied_drops  # noqa: F401 - re-exported
 from countdp.evaluate.metrics import parse_objective
 
@@ -269,20 +269,12 @@ def _proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool,
     instead, and kept if it closes (``run.dp_closure``, ``optimality["dp_closure"]``).  A plain
     ``clarabel`` answer falls back to a vertex instead.  ``prover``: proves a matrix on another
     LP than ``lp``'s (default :func:`prove`, on ``lp.problem``)."""
-    from countdp.privacy.certify import certify
-
     prover = prover or prove
-    P, certificate = certify(vertex_matrix(lp, run), lp.problem.alpha)
-    optimality = prover(lp, run, P)
-    vertex_or_offered = run.polished or run.guide.startswith(INTERIOR_GUIDE)
-    if not optimality["certified"] and certificate.repair_lambda > 0 and vertex_or_offered and not run.dp_closure:
-        closed = replace(run, dp_closure=True)
-        P_closed, closed_certificate = certify(vertex_matrix(lp, closed), lp.problem.alpha)
-        closed_optimality = prover(lp, closed, P_closed)
-        if closed_optimality["certified"]:
-            run.dp_closure = True
-            P, certificate, optimality = P_closed, closed_certificate, closed_optimality
-            optimality["dp_closure"] = True
+    closure = (run.polished or run.guide.startswith(INTERIOR_GUIDE)) and not run.dp_closure
+    _, P, certificate, optimality = certified_and_proven(vertex_matrix(lp, run), lp.problem.alpha,
+                                                         lambda P: prover(lp, run, P), closure)
+    if optimality.get("dp_closure"):
+        run.dp_closure = True
     optimality["method"], optimality["polished"] = chosen, run.polished
     if run.guide:
         optimality["guide"] = run.guide

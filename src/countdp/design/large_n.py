@@ -476,8 +476,7 @@ def _checked(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, dual_props:
     inequality rows and column sums of the LP with ``dual_props`` (CH's spread over CM's rows)."""
     from countdp.design.cm_relaxation import spread_dual
     from countdp.design.optimality import check_optimality, lower_column_multipliers
-    from countdp.design.polish import dp_closure
-    from countdp.privacy.certify import certify
+    from countdp.design.polish import certified_and_proven
 
     full, N = problem.lp(), problem.N
     u, v = y[: y.size - N], np.concatenate([y[y.size - N:], np.zeros(full.b_eq.size - N)])
@@ -487,18 +486,11 @@ def _checked(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, dual_props:
         u, v = spread_dual(relaxed, problem, u, v)
     # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
     v = lower_column_multipliers(full, u, v)
-    P, repair = certify(raw, problem.alpha)  # deterministic: the caller's certify gives this same P
-    result = check_optimality(full, P.ravel(), u, v)
+    # UM's repair of an interior point costs lambda times UM's loss; where that keeps the gap open
+    # the DP closure, which moves each column by about the violation, is proven instead
+    raw, _, repair, result = certified_and_proven(
+        raw, problem.alpha, lambda P: check_optimality(full, P.ravel(), u, v))
     result.update({"repair_lambda": repair.repair_lambda, **info})
-    if not result["certified"] and repair.repair_lambda > 0:
-        # UM's repair of an interior point costs lambda times UM's loss; the DP closure moves each
-        # column by about the violation instead (as the general path does, :mod:`countdp.design.fast`)
-        closed = dp_closure(raw, problem.alpha)
-        P_closed, closed_repair = certify(closed, problem.alpha)
-        closed_result = check_optimality(full, P_closed.ravel(), u, v)
-        if closed_result["certified"]:
-            raw, result = closed, {**closed_result, "repair_lambda": closed_repair.repair_lambda, **info,
-                                   "dp_closure": True}
     result["matrix"], result["u"], result["v"] = raw, u, v
     return result
 

@@ -94,6 +94,27 @@ def dp_closure(P: np.ndarray, alpha: float) -> np.ndarray:
     return out
 
 
+def certified_and_proven(raw: np.ndarray, alpha: float, prove, closure: bool = True):
+    """``(matrix, P, certificate, optimality)``: ``raw`` (rows outputs, columns inputs) made exactly
+    alpha-DP by :func:`countdp.privacy.certify.certify` (``P``, its ``certificate``) and the optimality
+    certificate ``prove(P)``.  When the DP repair (a UM mixture, which costs its weight times UM's
+    loss) keeps that proof from closing and ``closure`` is set, :func:`dp_closure` of ``raw`` is
+    certified and proven instead, and kept if it closes: ``matrix`` is then the closure and
+    ``optimality["dp_closure"]`` is True.  Otherwise ``matrix`` is ``raw``."""
+    from countdp.privacy.certify import certify
+
+    P, certificate = certify(raw, alpha)
+    optimality = prove(P)
+    if closure and not optimality["certified"] and certificate.repair_lambda > 0:
+        closed = dp_closure(raw, alpha)
+        P_closed, closed_certificate = certify(closed, alpha)
+        closed_optimality = prove(P_closed)
+        if closed_optimality["certified"]:
+            closed_optimality["dp_closure"] = True
+            return closed, P_closed, closed_certificate, closed_optimality
+    return raw, P, certificate, optimality
+
+
 def full_dual(lp, row_dual: np.ndarray, col_dual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(u, v)``: the reduced LP's duals as multipliers of the full model's rows (docstring)."""
     problem = lp.problem
