@@ -141,7 +141,7 @@ def test_bad_value_is_rejected_naming_the_key(key, value):
         check_config(_set(QUICK, key, value), SCHEMA)
 
 
-@pytest.mark.parametrize("key", ["fig11.p", "fig07", "extensions.prior", "data.source"])
+@pytest.mark.parametrize("key", ["fig11.p", "fig07", "extensions.prior", "data.source", "fig09.convergence_check"])
 def test_missing_key_is_named(key):
     config = copy.deepcopy(QUICK)
     *parents, last = key.split(".")
