@@ -153,3 +153,25 @@ def test_unproven_template_answer_is_retried_with_clarabel(monkeypatch):
     monkeypatch.setattr(fast, "run_guided", clarabel_guided)
     _, used, _, optimality = fast.solve_proven(lp, "guided")
     assert calls == [True] and used == "guided" and optimality["certified"]
+
+
+def test_an_l2_templates_guide_point_is_loose_enough_to_seed_a_near_basis(monkeypatch):
+    """LP with RH and CM, L2, n = 256, alpha = 0.91: the template at n0 = 160 is solved from the
+    basis read off Clarabel's point at :data:`seed.TEMPLATE_CLARABEL_TOL`, in a few hundred dual
+    simplex pivots (measured 326; at the 1e-14 a point proven as it is needs, 4,975) and to the
+    optimum; an L0,d template keeps the proof's tolerance."""
+    runs, real = [], backends.run_guided
+
+    def recorded(lp, *args, **kwargs):
+        runs.append((kwargs.get("tol"), real(lp, *args, **kwargs)))
+        return runs[-1][1]
+
+    monkeypatch.setattr(backends, "run_guided", recorded)
+    lp = build_reduced_lp(256, 0.91, ("RH", "CM", "S"), "L2")
+    guide, basic, active, n0 = seed.template_guide(lp)
+    (tol, run0), = runs
+    assert n0 == 160 and tol == seed.TEMPLATE_CLARABEL_TOL > backends.GUIDE_CLARABEL_TOL  # looser
+    assert run0.status == "Optimal" and 0 < run0.pivots < 1500
+    assert basic is not None and basic.sum() == active.sum()  # the vertex's basis statuses, spread
+    assert seed.template_clarabel_tol(build_reduced_lp(20, 0.91, ("WH", "S"), "L0d:1").problem) == \
+        backends.GUIDE_CLARABEL_TOL

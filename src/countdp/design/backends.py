@@ -58,6 +58,7 @@ class Solved:
     guide: str = ""  # what seeded run_guided's basis guess
     dp_closure: bool = False  # the matrix released is polish.dp_closure of the vertex
     primal_residual: float = 0.0  # Clarabel's relative primal residual at its last iterate (0: not Clarabel)
+    pivots: int = 0  # HiGHS's simplex iterations (0: not a simplex run)
 
 
 def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None, refine: bool = False) -> Solved:
@@ -365,17 +366,21 @@ def interior_points(lp: ReducedLP, note: str = "", substituted_first: bool = Fal
         yield unscaled(point, col, row, INTERIOR_GUIDE + note)
 
 
-def _scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool) -> Iterator[Solved]:
-    """:func:`interior_points` in the units of ``scaled`` (:func:`scaled_model` of ``lp``)."""
+def _scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool,
+                   tol: float | None = None) -> Iterator[Solved]:
+    """:func:`interior_points` in the units of ``scaled`` (:func:`scaled_model` of ``lp``), at
+    Clarabel's tolerance ``tol`` (default :data:`GUIDE_CLARABEL_TOL`)."""
     from countdp.design import fairness
+
+    tol = GUIDE_CLARABEL_TOL if tol is None else tol
 
     found = fairness.substitution(scaled)
 
     def solve(substitute: bool, refine: bool) -> Solved:
         if substitute:
-            sub = run_clarabel(found[0], objective_scale(lp), GUIDE_CLARABEL_TOL, refine)
+            sub = run_clarabel(found[0], objective_scale(lp), tol, refine)
             return fairness.lift(scaled, found, sub)
-        return run_clarabel(scaled, objective_scale(lp), GUIDE_CLARABEL_TOL, refine)
+        return run_clarabel(scaled, objective_scale(lp), tol, refine)
 
     if found is None:
         tries = ((False, False), (False, True))
@@ -397,7 +402,7 @@ def interior_point(lp: ReducedLP) -> Solved:
 
 def run_guided(lp: ReducedLP,
                iterations: int | tuple[int, int] | None = GUIDED_SIMPLEX_ITERATIONS, template: bool = True,
-               accept: Callable[[Solved], bool] | None = None) -> Solved:
+               accept: Callable[[Solved], bool] | None = None, tol: float | None = None) -> Solved:
     """HiGHS simplex from the basis :func:`guess_basis` reads off a guide point: a vertex (with its
     basis, for polishing) in a few pivots when the guess is good.
 
@@ -422,14 +427,16 @@ def run_guided(lp: ReducedLP,
     when the simplex from its basis has not ended within :data:`QUICK_VERTEX_WORK` (a
     vertex has exact zeros).  Where :func:`countdp.design.seed.point_before_template`, from
     ``MIN_N`` Clarabel's points (F substituted out first: :func:`interior_points`) are offered
-    before a template is built.  Every limit counts iterations (:data:`SIMPLEX_SAFETY_SECONDS`)."""
+    before a template is built.  Every limit counts iterations (:data:`SIMPLEX_SAFETY_SECONDS`).
+    ``tol``: Clarabel's tolerances for its points (default :data:`GUIDE_CLARABEL_TOL`, which a point proven
+    as it is needs; a template's own solve passes :func:`countdp.design.seed.template_clarabel_tol`)."""
     from countdp.design import seed
 
     col, row = scales(lp)
     scaled = scaled_model(lp, col, row)
     began, note, spent = time.perf_counter(), "", 0.0
     early = accept is not None and lp.n >= seed.MIN_N and seed.point_before_template(lp.problem)
-    scaled_points, offered = _scaled_points(lp, scaled, early), []
+    scaled_points, offered = _scaled_points(lp, scaled, early, tol), []
     if early:  # Clarabel's points (F substituted first) offered before any template
         for point in scaled_points:
             offered.append(point)
@@ -558,7 +565,8 @@ def run_highs(lp: ReducedLP, chosen: str, time_limit: float | None,
         pattern = None
     return Solved(np.asarray(solution.col_value, float) * col, np.asarray(solution.row_dual, float) * row,
                   np.asarray(solution.col_dual, float) / col, text, float(h.getInfo().objective_function_value),
-                  elapsed, pattern, highs_basis=basis if basis.valid else None)
+                  elapsed, pattern, highs_basis=basis if basis.valid else None,
+                  pivots=int(h.getInfo().simplex_iteration_count))
 
 
 def polish_run(lp: ReducedLP, run: Solved) -> Solved:

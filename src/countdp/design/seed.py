@@ -71,6 +71,28 @@ with F 10.4 / 4 s, LP with CH and RM 12.9 / 5.5 s (its template at n = 160 not s
 WH took 2.0 s either way."""
 
 
+TEMPLATE_CLARABEL_TOL = 1e-12
+"""Clarabel's tolerances for the point that only seeds the basis of an L1 or L2 template's own
+simplex (:func:`template_clarabel_tol`).  At 1e-14 (what a point proven as it is needs) the
+basis read off the point sent several templates' dual simplex grinding.  Measured on the
+templates at n0 = 160 (for n = 256) of WM, WH, LP with RH+CM, RH+CH, RM+CH, F, RM, RH, CM+F,
+RH+CH+F at alpha 0.5, 0.62, 0.91, dual simplex iterations from the guess at 1e-14 / 1e-12: LP
+with RH+CM, alpha = 0.91, L1 5,387 / 694 and L2 4,975 / 326 (4.4 s / 0.3 s); RM+CH, L2 2,646 /
+774; RH+CH, L1 1,574 / 120; RH, L2, alpha = 0.5 1,455 / 30; the worst the other way F, L1,
+alpha = 0.62, 134 / 1,031 (0.07 / 0.38 s).  Clarabel itself is up to 1.5 s faster at 1e-12.
+Not for L0,d: at 1e-12 three of its 20 guesses (F, RM, CM+F at 0.62) were singular bases
+(HiGHS 'Not Set') that 1e-14 solved."""
+
+
+def template_clarabel_tol(problem) -> float:
+    """Clarabel's tolerances for the guide point of ``problem``'s template solve:
+    :data:`TEMPLATE_CLARABEL_TOL` for L1 and L2, else the tolerance of a point proven as it is
+    (:data:`countdp.design.backends.GUIDE_CLARABEL_TOL`)."""
+    from countdp.design.backends import GUIDE_CLARABEL_TOL
+
+    return TEMPLATE_CLARABEL_TOL if problem.objective.name in ("L1", "L2") else GUIDE_CLARABEL_TOL
+
+
 def point_before_template(problem) -> bool:
     """Whether :func:`countdp.design.backends.run_guided` offers Clarabel's points to the proof
     before it builds a template: L0,d (``d >= 1``) with F.  Measured at n = 256, L0,1, on the 24
@@ -129,7 +151,8 @@ def template_guide(lp):
     n0 = 3 * W + 4
     small = build_reduced_lp(n0, problem.alpha, problem.properties, problem.objective, None, "sum", lp.folded)
     try:
-        run0 = polish_run(small, run_guided(small, work_limits(TEMPLATE_SIMPLEX_WORK, small)))
+        run0 = polish_run(small, run_guided(small, work_limits(TEMPLATE_SIMPLEX_WORK, small),
+                                            tol=template_clarabel_tol(problem)))
     except RuntimeError as exc:
         raise RuntimeError(f"the design at n = {n0} was not solved: {exc}") from exc
     return (*spread(lp, small, run0, W), n0)
