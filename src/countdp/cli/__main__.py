@@ -1,0 +1,7 @@
+"""``python -m countdp.cli``: the same as the ``countdp`` command."""
+
+import sys
+
+from countdp.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+"""What every ``countdp`` command shares: the one-line usage error and the argument types.
+
+A bad argument never prints argparse's usage dump: :class:`Parser` raises :class:`UsageError`,
+which :func:`countdp.cli.main` prints as one line and turns into exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from countdp.privacy.alpha import exact_alpha
+from countdp.validation import check_n, check_tol
+
+
+class UsageError(Exception):
+    """A bad argument or input file: reported in one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one :class:`UsageError` line, not a usage dump."""
+
+    def error(self, message: str) -> None:
+        raise UsageError(message)
+
+
+def positive_int(text: str) -> int:
+    """An integer n >= 1 (``"12"``, ``"1e3"``), or an argparse error naming the text."""
+    stripped = text.strip()
+    try:
+        return check_n(int(stripped) if stripped.lstrip("+-").isdigit() else float(stripped))
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"n must be an integer >= 1, got {text!r}") from None
+
+
+def checked(check, text: str):
+    """``check(text)``, with its ``ValueError`` turned into an argparse error (one line)."""
+    try:
+        return check(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def alpha_argument(text: str):
+    """An exact alpha (``"2/3"``, ``"0.91"``) as a Fraction."""
+    return checked(exact_alpha, text)
+
+
+def tolerance_argument(text: str) -> float:
+    """A finite number >= 0."""
+    def parse(value: str) -> float:
+        try:
+            return check_tol(float(value))
+        except ValueError:
+            raise ValueError(f"must be a finite number >= 0, got {value!r}") from None
+
+    return checked(parse, text)
+
+
+__all__ = ["Parser", "UsageError", "alpha_argument", "checked", "positive_int", "tolerance_argument"]

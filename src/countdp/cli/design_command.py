@@ -1,0 +1,124 @@
+"""``countdp design`` and ``countdp check``: a certified mechanism, and the verdict on a mechanism file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from countdp.cli.arguments import UsageError, alpha_argument, positive_int, tolerance_argument
+from countdp.design.constraints import PROPERTIES
+from countdp.design.designer import MECHANISMS, SOLVERS, design_named
+from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.artifact import design_to_dict, load_matrix, load_record, save_design, to_json
+from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
+from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of, exact_alpha
+from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
+from countdp.privacy.exact import exact_dp_check
+from countdp.progress import StageLog
+
+
+def register(sub) -> None:
+    """Add the ``design`` and ``check`` commands to the ``countdp`` subparsers ``sub``."""
+    d = sub.add_parser("design", help="design a certified mechanism and print it")
+    d.set_defaults(handler=_design)
+    d.add_argument("mechanism", type=str.upper, choices=MECHANISMS,
+                   help="GM, EM, UM (closed forms), WM (LP: WH+RM+CM+S), WH (LP: WH+S), LP (--props)")
+    d.add_argument("--n", type=positive_int, required=True, help="group size n >= 1")
+    privacy = d.add_mutually_exclusive_group(required=True)
+    privacy.add_argument("--alpha", type=alpha_argument,
+                         help="privacy, 0 < alpha < 1, exact: 2/3, 0.91 (alpha = e^-epsilon)")
+    privacy.add_argument("--epsilon", type=str, default=None,
+                         help="privacy as epsilon > 0; alpha is the nearest multiple of 2^-63 at or above e^-epsilon")
+    d.add_argument("--objective", default="L0", help="L0, L0d:D (mass more than D off the diagonal), L1, L2")
+    d.add_argument("--props", default="", help=f"properties for LP, comma-separated: {','.join(PROPERTIES)}")
+    d.add_argument("--solver", type=str.upper, default="HIGHS", choices=sorted(SOLVERS))
+    d.add_argument("--method", default=None, help="simplex or ipm for HIGHS (default simplex)")
+    d.add_argument("--max-repair", type=tolerance_argument, default=MAX_REPAIR_LAMBDA,
+                   help=f"largest UM weight a solver answer's DP repair may mix in (default {MAX_REPAIR_LAMBDA:g})")
+    d.add_argument("--format", choices=("json", "csv"), default="json")
+    d.add_argument("--out", type=Path, default=None, help="write here (atomically) instead of stdout")
+
+    c = sub.add_parser("check", help="report properties and the DP verdict of a mechanism file")
+    c.set_defaults(handler=_check)
+    c.add_argument("file", type=Path, help="a mechanism JSON (from design) or a CSV matrix")
+    c.add_argument("--alpha", type=alpha_argument, default=None, help="alpha to check, exact (required for CSV)")
+    c.add_argument("--tol", type=tolerance_argument, default=DEFAULT_TOL,
+                   help="tolerance for the structural properties")
+
+
+def _design(args: argparse.Namespace) -> int:
+    if args.mechanism != "LP" and args.props:
+        raise UsageError(f"--props applies to LP only; {args.mechanism} has a fixed definition")
+    try:
+        alpha = args.alpha if args.epsilon is None else alpha_from_epsilon(args.epsilon)
+        with StageLog("countdp"):  # what a design past a second is doing, on stderr
+            result = design_named(args.mechanism, args.n, alpha, objective=args.objective, properties=args.props,
+                                  solver=args.solver, method=args.method, max_repair_lambda=args.max_repair)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.epsilon is not None:
+        result.extra["epsilon_requested"] = args.epsilon
+        result.extra["epsilon_guaranteed"] = epsilon_of(alpha)
+    if args.out is not None:
+        save_design(result, args.out if args.format == "json" else args.out.with_suffix(".csv"))
+        return 0
+    if args.format == "csv":
+        np.savetxt(sys.stdout, result.matrix, delimiter=",", fmt="%.17g")
+    else:
+        sys.stdout.write(to_json(design_to_dict(result)))
+    return 0
+
+
+def _read_record(path: Path) -> dict:
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    try:
+        return load_record(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _check(args: argparse.Namespace) -> int:
+    if not args.file.is_file():
+        raise UsageError(f"{args.file}: no such file")
+    if args.file.suffix.lower() == ".csv":
+        if args.alpha is None:
+            raise UsageError(f"{args.file}: a CSV matrix needs --alpha to check differential privacy")
+        try:
+            P, record = load_matrix(args.file), None
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    else:
+        record = _read_record(args.file)
+        P = record["matrix"]
+    n = P.shape[0] - 1
+    print(f"mechanism: {args.file} (n = {n}, {n + 1}x{n + 1}, P[i, j] = Pr[output i | input j])")
+    for name, check in check_all(P, args.tol).items():
+        print(f"  {name:<3} {'yes' if check.holds else 'no ':<4} worst violation {check.worst_violation:.3g}")
+    print(f"  L0  {objective_value(P, 'L0'):.6f}")
+    if record is None or "release" not in record:
+        alpha = args.alpha if args.alpha is not None else record.get("alpha")
+        floats = is_alpha_dp(P, float(alpha))
+        print(f"  DP  alpha = {alpha}: {'holds' if floats else 'FAILS'} on the float matrix "
+              f"(worst violation {check_dp(P, float(alpha)).worst_violation:.3g}); no integer release weights here, "
+              "so `countdp release` will not use it (design it with `countdp design` to get them)")
+        return 0 if floats else 1
+    alpha = args.alpha if args.alpha is not None else record.get("alpha_exact")
+    release_block = record["release"]
+    D = release_block.get("denominator")
+    K = D.bit_length() - 1 if isinstance(D, int) and D > 0 and D & (D - 1) == 0 else 0
+    try:
+        W = np.array(release_block["weights"], dtype=np.int64)
+        verdict = exact_dp_check(W, alpha, K)
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise UsageError(f"{args.file}: unreadable release weights ({exc})") from None
+    shown = alpha_text(exact_alpha(alpha))
+    if verdict.holds:
+        print(f"  DP  alpha = {shown}: certified exactly on the integer release weights (D = 2^{K}), "
+              f"{verdict.inequalities} inequalities, integer arithmetic")
+    else:
+        print(f"  DP  alpha = {shown}: NOT alpha-DP on the integer release weights: {verdict.reason}")
+    return 0 if verdict.holds else 1
