@@ -23,6 +23,17 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+class Once(argparse.Action):
+    """Store an option's value, refusing the option a second time (no silent "last one wins")."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        seen = namespace.__dict__.setdefault("_given_once", set())
+        if self.dest in seen:
+            raise UsageError(f"{option_string} is given more than once")
+        seen.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 def positive_int(text: str) -> int:
     """An integer n >= 1 (``"12"``, ``"1e3"``), or an argparse error naming the text."""
     stripped = text.strip()
@@ -56,4 +67,4 @@ def tolerance_argument(text: str) -> float:
     return checked(parse, text)
 
 
-__all__ = ["Parser", "UsageError", "alpha_argument", "checked", "positive_int", "tolerance_argument"]
+__all__ = ["Once", "Parser", "UsageError", "alpha_argument", "checked", "positive_int", "tolerance_argument"]

@@ -1,130 +1,237 @@
-"""``countdp release``: noisy counts from certified mechanisms, for a list of counts or a table."""
+"""``countdp release``: noisy counts from certified mechanisms, for a list of counts or a table.
+
+Three forms:
+
+* ``countdp release FILE 3 0 7``: one noisy count per true count, printed (nothing written);
+* ``countdp release FILE --input T --count-column c[,d…] --out O``: every row released with the
+  mechanism in FILE;
+* ``countdp release --input T --count-column c[,d…] --size-column n --mechanism EM --alpha A --out O``:
+  each distinct group size gets its own certified mechanism (designed once, then cached).
+
+A table release writes the kept columns, the noisy counts and the mechanism used, and beside
+it a sidecar with the guarantee and how the release was made; both appear together or not at
+all.  ``--budget LEDGER`` debits a privacy budget before any noise is drawn; ``--dry-run``
+shows each mechanism's exact error and the budget left, drawing and writing nothing.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
-from countdp.cli.arguments import UsageError, alpha_argument
+from countdp.cli.arguments import Once, UsageError, alpha_argument
 from countdp.design.designer import MECHANISMS
-from countdp.mechanisms.artifact import load_design, write_text_atomic
-from countdp.privacy.alpha import alpha_from_epsilon
+from countdp.mechanisms.artifact import load_design
+from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, exact_alpha
 from countdp.privacy.sampling import release
+from countdp.release.draws import EXPERIMENT_ONLY
+from countdp.release.provenance import exact_text
 
 
 def register(sub) -> None:
     """Add the ``release`` command to the ``countdp`` subparsers ``sub``."""
     r = sub.add_parser("release", help="release noisy counts with certified mechanisms",
-                       description="Release noisy counts: COUNTS with one mechanism FILE; a table with FILE "
-                                   "(--input, --count-column); or a table of mixed group sizes (--input, "
-                                   "--count-column, --size-column, --mechanism, --alpha or --epsilon).")
+                       description=__doc__.split("\n\n")[1].strip().splitlines()[0])
     r.set_defaults(handler=_release)
-    r.add_argument("file", type=Path, nargs="?", help="a mechanism JSON written by `countdp design`")
-    r.add_argument("counts", nargs="*", type=int, help="true counts, each in 0..n")
-    r.add_argument("--input", type=Path, default=None, help="a CSV or Parquet table of true counts")
-    r.add_argument("--count-column", default=None, help="the table's column of true counts")
-    r.add_argument("--size-column", default=None,
-                   help="the table's column of group sizes: each size gets its own certified mechanism")
-    r.add_argument("--mechanism", type=str.upper, choices=MECHANISMS, default=None,
-                   help="with --size-column: the mechanism to design for each size (e.g. EM)")
-    release_privacy = r.add_mutually_exclusive_group()
-    release_privacy.add_argument("--alpha", type=alpha_argument, default=None, help="with --size-column: exact alpha")
-    release_privacy.add_argument("--epsilon", type=str, default=None, help="with --size-column: epsilon")
-    r.add_argument("--cache", type=Path, default=None,
-                   help="with --size-column: folder of designed mechanisms (default ~/.cache/countdp/mechanisms)")
-    r.add_argument("--noisy-column", default=None, help="name of the added column (default noisy_<count column>)")
-    r.add_argument("--out", type=Path, default=None, help="the table with noisy counts, CSV or Parquet (atomically)")
-    r.add_argument("--seed", type=int, default=None,
-                   help="seeded generator for experiments only; without it the OS's secure source is used")
+    r.add_argument("file", type=Path, nargs="?", help="a mechanism file written by `countdp design`")
+    r.add_argument("counts", nargs="*", type=int, help="true counts, each in 0..n (printed, nothing written)")
+    table = r.add_argument_group("a table release")
+    table.add_argument("--input", type=Path, action=Once, help="a CSV or Parquet table of true counts")
+    table.add_argument("--count-column", action=Once, help="the table's count columns, comma-separated")
+    table.add_argument("--keep", action=Once,
+                       help="the columns to publish, comma-separated (default: every column but the counts)")
+    table.add_argument("--out", type=Path, action=Once,
+                       help="the released table (same format as the input); its sidecar is OUT.release.json")
+    table.add_argument("--noisy-column", action=Once, help="names of the noisy columns (default noisy_<count column>)")
+    table.add_argument("--overwrite", action="store_true", help="replace an existing release at --out")
+    sizes = r.add_argument_group("a mechanism per group size")
+    sizes.add_argument("--size-column", action=Once, help="the table's column of group sizes")
+    sizes.add_argument("--mechanism", type=str.upper, choices=MECHANISMS, action=Once,
+                       help="the mechanism designed for each size (e.g. EM)")
+    sizes.add_argument("--objective", default="L0", action=Once, help="its objective (default L0)")
+    sizes.add_argument("--alpha", action=Once, help="exact alpha, one for every count column or one each")
+    sizes.add_argument("--epsilon", action=Once, help="epsilon, one for every count column or one each")
+    sizes.add_argument("--total-epsilon", action=Once, help="one epsilon split evenly over the count columns")
+    sizes.add_argument("--cache", type=Path, action=Once,
+                       help="folder of designed mechanisms (default ~/.cache/countdp/mechanisms)")
+    r.add_argument("--budget", type=Path, action=Once,
+                   help="a privacy budget ledger (countdp budget init) debited before any noise is drawn")
+    r.add_argument("--dry-run", action="store_true",
+                   help="show each mechanism, its exact expected error and the budget left; draw and write nothing")
+    r.add_argument("--seed", type=int, action=Once,
+                   help="a seeded generator, for experiments only; without it the OS's secure source is used")
 
 
-def _randomness(seed: int | None) -> tuple[object, str]:
+def _randomness_note(seed: int | None) -> None:
     if seed is None:
         print("# noise from the OS's secure random source (os.urandom); not reproducible by design", file=sys.stderr)
-        return None, "os.urandom: the operating system's cryptographically secure source"
-    print("# seeded generator: reproducible, for experiments only, never for real data", file=sys.stderr)
-    return np.random.default_rng(seed), f"numpy PCG64 seeded with {seed} (reproducible; for tests, never real data)"
+    else:
+        print(f"# seeded generator: {EXPERIMENT_ONLY}; never use it for real data", file=sys.stderr)
+
+
+def _load(path: Path):
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    try:
+        return load_design(path)
+    except ValueError as exc:
+        raise UsageError(f"refusing to release: {exc}") from None
 
 
 def _release_counts(args: argparse.Namespace) -> int:
-    if args.file is None or not args.file.is_file():
-        raise UsageError(f"{args.file}: no such file" if args.file else "give a mechanism FILE and true counts")
-    try:
-        mechanism = load_design(args.file)
-    except ValueError as exc:
-        raise UsageError(f"refusing to release: {exc}") from None
-    if args.input is None:
-        if not args.counts or args.count_column or args.out:
-            raise UsageError("give true counts, or --input TABLE with --count-column and --out")
-        counts = np.asarray(args.counts)
-        if counts.min() < 0 or counts.max() > mechanism.n:
-            raise UsageError(f"true counts must lie in 0..{mechanism.n}")
-        rng, _ = _randomness(args.seed)
-        print(" ".join(str(v) for v in release(mechanism, counts, rng)))
-        return 0
-    if args.counts:
-        raise UsageError("give either true counts or --input, not both")
-    if not args.count_column or args.out is None:
-        raise UsageError("--input needs --count-column and --out")
-    from countdp.privacy.release_table import read_table, release_table, write_table  # pandas: only for tables
-
-    try:
-        frame = read_table(args.input)
-        rng, source = _randomness(args.seed)
-        table = release_table(frame, mechanism, args.count_column, args.noisy_column, rng)
-    except ValueError as exc:
-        raise UsageError(str(exc) if str(exc).startswith(str(args.input)) else f"{args.input}: {exc}") from None
-    write_table(table, args.out)
-    print(f"# wrote {len(table)} rows to {args.out}", file=sys.stderr)
+    if args.file is None or not args.counts:
+        raise UsageError("give a mechanism FILE and true counts, or a table with --input")
+    if args.out or args.count_column or args.dry_run or args.budget:
+        raise UsageError("--out, --count-column, --dry-run and --budget go with --input TABLE")
+    mechanism = _load(args.file)
+    counts = np.asarray(args.counts)
+    if counts.min() < 0 or counts.max() > mechanism.n:
+        raise UsageError(f"true counts must lie in 0..{mechanism.n}")
+    _randomness_note(args.seed)
+    rng = None if args.seed is None else np.random.default_rng(args.seed)
+    print(" ".join(str(v) for v in release(mechanism, counts, rng)))
     return 0
 
 
-def _release_by_size(args: argparse.Namespace) -> int:
+def _split(text: str | None, what: str) -> list[str]:
+    items = [item.strip() for item in (text or "").split(",")]
+    if any(item == "" for item in items):
+        raise UsageError(f"{what} has an empty name in {text!r}")
+    return items
+
+
+def _epsilon(text: str) -> Fraction:
+    try:
+        value = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise UsageError(f"epsilon must be a number or a 'p/q' fraction, got {text!r}") from None
+    if value <= 0:
+        raise UsageError(f"epsilon must be > 0, got {text!r}")
+    return value
+
+
+def _per_column(values: list, columns: int, flag: str) -> list:
+    if len(values) == 1:
+        return values * columns
+    if len(values) != columns:
+        raise UsageError(f"{flag} gives {len(values)} values for {columns} count columns; give one, or one each")
+    return values
+
+
+def _privacy(args: argparse.Namespace, columns: int) -> list[tuple[Fraction, Fraction | None]]:
+    """``(alpha, epsilon requested or None)`` for each count column."""
+    given = [flag for flag in ("alpha", "epsilon", "total_epsilon") if getattr(args, flag) is not None]
+    if len(given) != 1:
+        raise UsageError("give exactly one of --alpha, --epsilon and --total-epsilon")
+    try:
+        if args.alpha is not None:
+            return [(alpha_argument(a), None) for a in _per_column(args.alpha.split(","), columns, "--alpha")]
+        if args.epsilon is not None:
+            epsilons = _per_column([_epsilon(e) for e in args.epsilon.split(",")], columns, "--epsilon")
+        else:
+            epsilons = [_epsilon(args.total_epsilon) / columns] * columns
+        return [(alpha_from_epsilon(e), e) for e in epsilons]
+    except (ValueError, argparse.ArgumentTypeError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _request(args: argparse.Namespace):
+    from countdp.release.request import ColumnPrivacy, ReleaseRequest
+
+    missing = [flag for flag, value in (("--input", args.input), ("--count-column", args.count_column),
+                                        ("--out", args.out)) if value is None]
+    if missing:
+        raise UsageError(f"a table release needs {', '.join(missing)}")
+    counts = _split(args.count_column, "--count-column")
+    noisy = _split(args.noisy_column, "--noisy-column") if args.noisy_column else [f"noisy_{c}" for c in counts]
+    if len(noisy) != len(counts):
+        raise UsageError(f"--noisy-column gives {len(noisy)} names for {len(counts)} count columns")
+    keep = None if args.keep is None else tuple(_split(args.keep, "--keep")) if args.keep.strip() else ()
+    common = {"input": args.input, "out": args.out, "keep": keep, "seed": args.seed, "budget": args.budget,
+              "overwrite": args.overwrite, "command": tuple(sys.argv)}
+    if args.size_column is None:
+        if args.file is None:
+            raise UsageError("a table release needs a mechanism FILE, or --size-column with --mechanism")
+        if args.mechanism or args.alpha or args.epsilon or args.total_epsilon or args.cache:
+            raise UsageError("--mechanism, --alpha, --epsilon, --total-epsilon and --cache go with --size-column")
+        design = _load(args.file)
+        alpha = exact_alpha(design.alpha_exact)
+        columns = tuple(ColumnPrivacy(c, alpha, None, name) for c, name in zip(counts, noisy, strict=True))
+        return ReleaseRequest(columns=columns, mechanism_file=args.file, n=design.n, **common), design
     if args.file is not None or args.counts:
         raise UsageError("with --size-column the mechanisms are designed per size: drop FILE and COUNTS")
-    missing = [flag for flag, value in (("--input", args.input), ("--count-column", args.count_column),
-                                        ("--mechanism", args.mechanism), ("--out", args.out)) if value is None]
-    if args.alpha is None and args.epsilon is None:
-        missing.append("--alpha or --epsilon")
-    if missing:
-        raise UsageError(f"--size-column needs {', '.join(missing)}")
+    if args.mechanism is None:
+        raise UsageError("--size-column needs --mechanism")
+    privacy = _privacy(args, len(counts))
+    columns = tuple(ColumnPrivacy(c, a, e, name) for c, (a, e), name in zip(counts, privacy, noisy, strict=True))
+    return ReleaseRequest(columns=columns, size_column=args.size_column, mechanism=args.mechanism,
+                          objective=args.objective, cache=args.cache, **common), None
+
+
+def _mechanisms(request, design, dry_run: bool):
+    """``mechanism_for(k, n)``: the file's design, or the cache's (a dry run designs without storing)."""
+    if design is not None:
+        return (lambda k, n: design), None
+    from countdp.design.designer import design_named
     from countdp.privacy.mechanism_cache import MechanismCache
-    from countdp.privacy.release_table import read_table, release_by_size, release_record, write_table
 
+    cache = MechanismCache(request.cache)
+
+    def mechanism_for(k: int, n: int):
+        alpha = request.columns[k].alpha
+        if dry_run and not cache.path(request.mechanism, n, alpha, request.objective).is_file():
+            return design_named(request.mechanism, n, alpha, objective=request.objective)
+        return cache.get(request.mechanism, n, alpha, request.objective)
+
+    return mechanism_for, cache
+
+
+def _release_table(args: argparse.Namespace) -> int:
+    from countdp import __version__
+    from countdp.release.draws import Randomness
+    from countdp.release.engine import prepare, sidecar_path, write_release
+    from countdp.release.ledger import Ledger
+
+    request, design = _request(args)
+    mechanism_for, _ = _mechanisms(request, design, args.dry_run)
+    prepared = prepare(request, mechanism_for)
+    ledger = Ledger(request.budget) if request.budget else None
+    if args.dry_run:
+        from countdp.release.preview import preview
+
+        remaining = ledger.check(prepared.epsilon) if ledger else None
+        sys.stdout.write(preview(prepared, remaining))
+        return 0
+    _randomness_note(request.seed)
+    debit = None
+    if ledger is not None:
+        what = {"input": str(request.input), "input_sha256": prepared.validated.input_sha256,
+                "out": str(request.out), "columns": request.count_names,
+                "alphas": [alpha_text(c.alpha) for c in request.columns]}
+        receipt = ledger.debit(prepared.epsilon, what)
+        debit = {"ledger": str(request.budget), "entry": receipt.entry_id, "epsilon": exact_text(receipt.epsilon),
+                 "remaining_after": exact_text(receipt.remaining_after)}
     try:
-        alpha = args.alpha if args.epsilon is None else alpha_from_epsilon(args.epsilon)
-        frame = read_table(args.input)
-        cache = MechanismCache(args.cache)
-        rng, source = _randomness(args.seed)
-        table, used = release_by_size(frame, lambda n: cache.get(args.mechanism, n, alpha), args.count_column,
-                                            args.size_column, args.noisy_column, rng=rng)
-    except ValueError as exc:
-        raise UsageError(str(exc) if str(exc).startswith(str(args.input)) else f"{args.input}: {exc}") from None
-    record = release_record(args.input, args.out, table, used, cache, alpha, source,
-                            {"count_column": args.count_column, "size_column": args.size_column,
-                             "mechanism": args.mechanism, "epsilon_requested": args.epsilon})
-    sidecar = sidecar_path(args.out)
-    write_table(table, args.out)
-    write_text_atomic(sidecar, json.dumps(record, indent=1) + "\n")
-    print(f"# wrote {len(table)} rows to {args.out} ({len(used)} group sizes: {len(cache.designed)} designed, "
-          f"{len(cache.hits)} from {cache.root}); provenance in {sidecar}", file=sys.stderr)
+        record = write_release(prepared, Randomness(request.seed, len(request.columns)), __version__, debit)
+    except OSError as exc:
+        raise UsageError(f"{request.out}: {exc.strerror or exc}; nothing was written") from None
+    if ledger is not None:
+        ledger.commit(debit["entry"], {"out": str(request.out), "sha256": record["output"]["sha256"]})
+    print(f"# wrote {prepared.validated.rows} rows to {request.out}; the guarantee and provenance are in "
+          f"{sidecar_path(request.out)}", file=sys.stderr)
     return 0
-
-
-def sidecar_path(out: Path) -> Path:
-    """Where a table release records its provenance: ``noisy.csv`` -> ``noisy.csv.release.json``."""
-    return out.with_name(out.name + ".release.json")
 
 
 def _release(args: argparse.Namespace) -> int:
-    if args.size_column is not None:
-        return _release_by_size(args)
-    if args.mechanism or args.alpha is not None or args.epsilon or args.cache:
-        raise UsageError("--mechanism, --alpha, --epsilon and --cache go with --size-column")
-    return _release_counts(args)
-
-
+    if args.input is None and args.size_column is None:
+        return _release_counts(args)
+    if args.counts:
+        raise UsageError("give either true counts or --input, not both")
+    try:
+        return _release_table(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

@@ -1,0 +1,121 @@
+"""The sidecar: what guarantee a released table carries, and how it was made.
+
+Written beside every table release as ``<table>.release.json`` and committed with it.  It
+records the countdp version and the time (UTC); the input's and the output's SHA-256; for
+every count column its exact alpha, the epsilon asked for and the epsilon guaranteed; the
+total by sequential composition (alphas multiply, epsilons add, exact rationals); the unit of
+privacy in words; where the randomness came from (a seeded release says it is for experiments
+only); and for every column and group size the mechanism and the SHA-256 of the integer weights
+that were sampled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import UTC, datetime
+from fractions import Fraction
+
+import numpy as np
+
+from countdp.privacy.alpha import alpha_text, epsilon_upper_bound
+from countdp.privacy.exact import IntegerMechanism
+
+FORMAT = "countdp-release/1"
+UNIT_OF_PRIVACY = (
+    "one person's bit in one group's count: each row is a group of people, the groups are disjoint, and a person "
+    "adds 0 or 1 to their own group's count in each count column. Rows compose in parallel (disjoint groups); the "
+    "count columns compose sequentially (the same people appear in every column).")
+
+
+def exact_text(value: Fraction) -> str:
+    """A rational as a finite decimal when it has one (``"0.1"``), else ``"p/q"``."""
+    value = Fraction(value)
+    denominator = value.denominator
+    twos = fives = 0
+    while denominator % 2 == 0:
+        denominator //= 2
+        twos += 1
+    while denominator % 5 == 0:
+        denominator //= 5
+        fives += 1
+    if denominator != 1:
+        return f"{value.numerator}/{value.denominator}"
+    digits = max(twos, fives)
+    scaled = value * 10**digits
+    sign = "-" if scaled < 0 else ""
+    whole, frac = divmod(abs(scaled.numerator), 10**digits)
+    return f"{sign}{whole}" if digits == 0 else f"{sign}{whole}.{frac:0{digits}d}"
+
+
+def weights_sha256(released: IntegerMechanism) -> str:
+    """SHA-256 of the sampled weights: K, the shape, then W as little-endian int64 in row-major order."""
+    W = np.ascontiguousarray(released.weights, dtype="<i8")
+    header = f"countdp-weights K={released.K} shape={W.shape[0]}x{W.shape[1]}\n".encode()
+    return hashlib.sha256(header + W.tobytes()).hexdigest()
+
+
+def column_epsilon(alpha: Fraction, requested: Fraction | None) -> Fraction:
+    """The epsilon a column spends, exactly: the epsilon asked for, or a rational bound >= ln(1/alpha)."""
+    return requested if requested is not None else epsilon_upper_bound(alpha)
+
+
+def guarantee(columns) -> dict:
+    """Per-column and total privacy, by sequential composition over the count columns."""
+    rows, alpha_total, epsilon_total = [], Fraction(1), Fraction(0)
+    for column in columns:
+        spent = column_epsilon(column.alpha, column.epsilon_requested)
+        alpha_total *= column.alpha
+        epsilon_total += spent
+        rows.append({"count_column": column.count_column, "noisy_column": column.noisy_column,
+                     "alpha_exact": alpha_text(column.alpha),
+                     "epsilon_requested": None if column.epsilon_requested is None
+                     else exact_text(column.epsilon_requested),
+                     "epsilon_guaranteed": -math.log(column.alpha), "epsilon_spent": exact_text(spent)})
+    return {"unit_of_privacy": UNIT_OF_PRIVACY, "columns": rows,
+            "alpha_total": alpha_text(alpha_total), "epsilon_total": exact_text(epsilon_total),
+            "epsilon_total_guaranteed": sum(-math.log(c.alpha) for c in columns),
+            "composition": "sequential over count columns: the alphas multiply and the epsilons add (exact "
+                           "rationals); epsilon_total is the sum of each column's epsilon_spent, an upper bound "
+                           "of -ln(alpha_total)"}
+
+
+def mechanism_rows(request, sizes, mechanisms, rows_per_size) -> list[dict]:
+    """One entry per count column and group size: the mechanism, how many rows used it, its weights' digest."""
+    out = []
+    for k, column in enumerate(request.columns):
+        for s, n in enumerate(sizes.tolist()):
+            design = mechanisms[k][s]
+            released = design.released
+            out.append({"count_column": column.count_column, "n": int(n), "rows": int(rows_per_size[s]),
+                        "mechanism": design.mechanism, "objective": design.objective,
+                        "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
+                        "release_weights_sha256": weights_sha256(released),
+                        "exact_certificate": released.certificate.to_dict()})
+    return out
+
+
+def sidecar_record(request, validated, mechanisms, rows_per_size, randomness, output_sha256: str,
+                   output_columns: list[str], commit: str, debit: dict | None, version: str) -> dict:
+    """The whole sidecar of a committed release."""
+    return {
+        "format": FORMAT,
+        "countdp_version": version,
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": list(request.command),
+        "guarantee": guarantee(request.columns),
+        "randomness": randomness.describe(),
+        "input": {"path": str(request.input), "sha256": validated.input_sha256, "rows": validated.rows},
+        "output": {"path": str(request.out), "sha256": output_sha256, "columns": output_columns,
+                   "kept_columns": validated.kept},
+        "mechanisms_from": str(request.mechanism_file) if request.mechanism_file else
+                           {"mechanism": request.mechanism, "objective": request.objective,
+                            "size_column": request.size_column, "cache": str(request.cache)},
+        "mechanisms": mechanism_rows(request, validated.sizes, mechanisms, rows_per_size),
+        "budget": debit,
+        "commit": commit,
+    }
+
+
+__all__ = ["FORMAT", "UNIT_OF_PRIVACY", "column_epsilon", "exact_text", "guarantee", "sidecar_record",
+           "weights_sha256"]

@@ -1,0 +1,197 @@
+"""What a curator asks to release, and the first pass that checks every row before any noise.
+
+A :class:`ReleaseRequest` names the input table, the count columns (each with its own exact
+alpha), the kept columns, and where the mechanisms come from: one designed mechanism file for
+every row (:attr:`ReleaseRequest.mechanism_file`), or a size column whose every distinct group
+size gets its own certified mechanism (:attr:`ReleaseRequest.mechanism`).
+
+:func:`validate` reads the whole table once, in batches, and refuses with one ``ValueError``
+line (naming the table the user gave, the row and the column) anything that cannot be
+released: a missing column, a count outside ``0..n``, a bad group size, a kept column equal to
+a count column on every row.  It returns the :class:`Validated` facts the release needs: the
+rows, the distinct group sizes, the input's SHA-256, and whether CSV text needs quoting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from countdp.release.tables import TableSource, integer_values, table_format
+
+
+@dataclass(frozen=True)
+class ColumnPrivacy:
+    """One count column: its exact alpha, the epsilon asked for (if given as epsilon), the noisy column's name."""
+
+    count_column: str
+    alpha: Fraction
+    epsilon_requested: Fraction | None
+    noisy_column: str
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """A table release.  Exactly one of ``mechanism_file`` and ``mechanism`` (with ``size_column``) is set."""
+
+    input: Path
+    out: Path
+    columns: tuple[ColumnPrivacy, ...]
+    keep: tuple[str, ...] | None = None
+    size_column: str | None = None
+    mechanism: str | None = None
+    objective: str = "L0"
+    mechanism_file: Path | None = None
+    n: int | None = None
+    cache: Path | None = None
+    seed: int | None = None
+    budget: Path | None = None
+    overwrite: bool = False
+    command: tuple[str, ...] = ()
+
+    @property
+    def count_names(self) -> list[str]:
+        return [c.count_column for c in self.columns]
+
+    def mechanism_columns(self) -> list[str]:
+        """``mechanism`` for one count column, ``mechanism_<count column>`` for several."""
+        if len(self.columns) == 1:
+            return ["mechanism"]
+        return [f"mechanism_{c.count_column}" for c in self.columns]
+
+
+@dataclass
+class Validated:
+    """What the first pass found: every row is releasable."""
+
+    rows: int
+    kept: list[str]
+    sizes: np.ndarray
+    input_sha256: str
+    csv_quoted: bool
+    schema: pa.Schema
+    notes: list[str] = field(default_factory=list)
+
+
+def _names(source: TableSource, request: ReleaseRequest) -> list[str]:
+    """The kept columns, after checking every named column and the output names."""
+    where = f"{request.input}"
+    counts = request.count_names
+    for name in counts + ([request.size_column] if request.size_column else []):
+        if name not in source.columns:
+            raise ValueError(f"{where}: no column {name!r}; the table has {', '.join(map(repr, source.columns))}")
+    if len(set(counts)) != len(counts):
+        raise ValueError(f"a count column is named twice in --count-column: {','.join(counts)}")
+    if request.size_column in counts:
+        raise ValueError(f"{request.size_column!r} cannot be both the size column and a count column")
+    if request.keep is None:
+        kept = [name for name in source.columns if name not in counts]
+    else:
+        kept = list(request.keep)
+        for name in kept:
+            if name in counts:
+                raise ValueError(f"--keep names the count column {name!r}: a true count is never released")
+            if name not in source.columns:
+                raise ValueError(f"{where}: --keep names no column {name!r}")
+        if len(set(kept)) != len(kept):
+            raise ValueError(f"--keep names a column twice: {','.join(kept)}")
+    added = [c.noisy_column for c in request.columns] + request.mechanism_columns()
+    for name in added:
+        if name in kept or added.count(name) > 1:
+            raise ValueError(f"the output would have two columns named {name!r}; rename with --noisy-column "
+                             "or leave that column out with --keep")
+    return kept
+
+
+class _Pass:
+    """Running state of the first pass: rows seen, group sizes, kept columns that still equal a count column."""
+
+    def __init__(self, request: ReleaseRequest, candidates: set[tuple[str, str]]) -> None:
+        self.request = request
+        self.rows = 0
+        self.sizes: set[int] = set()
+        self.equal = dict.fromkeys(candidates, True)
+
+    def batch(self, batch: pa.RecordBatch) -> None:
+        first = self.rows + 1
+        request = self.request
+        if request.size_column:
+            sizes = integer_values(batch.column(request.size_column), request.size_column, "group size", first)
+            bad = sizes < 1
+            if bad.any():
+                row = int(np.argmax(bad))
+                raise ValueError(f"row {first + row}, column {request.size_column!r}: group size {sizes[row]} "
+                                 "is not >= 1")
+            present = np.flatnonzero(np.bincount(sizes)) if sizes.max() <= 1 << 24 else np.unique(sizes)
+            self.sizes.update(present.tolist())
+            high, what = sizes, f" (the group size in {request.size_column!r})"
+        else:
+            high, what = np.int64(request.n), ""
+        for name in request.count_names:
+            counts = integer_values(batch.column(name), name, "count", first)
+            outside = (counts < 0) | (counts > high)
+            if outside.any():
+                row = int(np.argmax(outside))
+                limit = high[row] if isinstance(high, np.ndarray) else high
+                raise ValueError(f"row {first + row}, column {name!r}: count {counts[row]} is outside 0..{limit}{what}")
+        for kept, count in self.equal:
+            if self.equal[(kept, count)]:
+                self.equal[(kept, count)] = same_text(batch.column(kept), batch.column(count))
+        self.rows += batch.num_rows
+
+
+def same_text(a: pa.Array, b: pa.Array) -> bool:
+    """Whether two columns read the same on every row of the batch (compared as text, blanks trimmed)."""
+    try:
+        left, right = pc.cast(a, pa.string()), pc.cast(b, pa.string())
+    except pa.ArrowException:
+        return False
+    same = pc.equal(pc.utf8_trim_whitespace(left), pc.utf8_trim_whitespace(right))
+    return bool(pc.all(pc.fill_null(same, False)).as_py())
+
+
+def _copies(source: TableSource, kept: list[str], counts: list[str]) -> set[tuple[str, str]]:
+    """The (kept, count) pairs that read the same on the table's first rows: the only ones worth following."""
+    if not kept:
+        return set()
+    head = next(source.batches(list(dict.fromkeys(kept + counts)), head=True), None)
+    if head is None:
+        return set()
+    return {(k, c) for k in kept for c in counts if same_text(head.column(k), head.column(c))}
+
+
+def validate(request: ReleaseRequest, progress=None) -> Validated:
+    """Read every row once and check it; ``ValueError`` (one line, naming the input) at the first problem."""
+    source = TableSource(request.input)
+    kept = _names(source, request)
+    if table_format(request.out) != source.format:
+        raise ValueError(f"--out {request.out}: a {source.format.upper()} table is released as "
+                         f"{source.format.upper()}; name the output with a matching suffix")
+    seen: dict = {}
+    try:
+        state = _Pass(request, _copies(source, kept, request.count_names))
+        followed = [k for k, _ in state.equal]
+        size = [request.size_column] if request.size_column else []
+        for batch in source.batches(list(dict.fromkeys(request.count_names + size + followed)), seen):
+            state.batch(batch)
+            if progress is not None:
+                progress(batch.num_rows)
+    except ValueError as exc:
+        text = str(exc)
+        raise ValueError(text if text.startswith(str(request.input)) else f"{request.input}: {text}") from None
+    if state.rows == 0:
+        raise ValueError(f"{request.input}: the table has no rows")
+    for (kept_name, count), equal in state.equal.items():
+        if equal:
+            raise ValueError(f"{request.input}: column {kept_name!r} equals the count column {count!r} on every row, "
+                             "so keeping it would publish the true counts; leave it out with --keep")
+    sizes = np.array(sorted(state.sizes), dtype=np.int64) if request.size_column else np.array([request.n])
+    return Validated(state.rows, kept, sizes, seen["sha256"], bool(seen.get("quoted")), source.schema)
+
+
+__all__ = ["ColumnPrivacy", "ReleaseRequest", "Validated", "validate"]
