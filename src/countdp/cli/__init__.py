@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from countdp.cli import design_command, release_command
+from countdp.cli import budget_command, design_command, release_command
 from countdp.cli.arguments import Parser, UsageError
 from countdp.design.designer import DesignError
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     design_command.register(sub)
     release_command.register(sub)
+    budget_command.register(sub)
     return parser
 
 

@@ -6,7 +6,13 @@ exact arithmetic, so alpha is carried as a :class:`fractions.Fraction`:
 * a ``"p/q"`` string or a decimal string is exact: ``"10/11"`` is 10/11, ``"0.91"`` is 91/100;
 * a Python float is taken at its exact binary value (``0.91`` is 8196551321966879/2**53);
 * epsilon becomes the smallest alpha on a grid of ``2**-63`` with
-  ``alpha >= e^-epsilon``, so the guarantee is never weaker than the epsilon asked for.
+  ``alpha >= e^-epsilon``, so the guarantee is never weaker than the epsilon asked for;
+* the other way, an alpha is charged to a privacy budget as the smallest multiple of
+  ``10**-30`` that is ``>= ln(1/alpha)`` (:func:`epsilon_upper_bound`), never less than it spends.
+
+The decimal arithmetic that bounds ``e^-epsilon`` and ``ln(1/alpha)`` runs in explicit
+contexts with directed rounding, never in the thread's default context (28 digits, rounding to
+nearest), which could round a bound to the wrong side.
 
 The float ``float(alpha)`` is what the LP solvers see; the exact value is what the release
 certificate (:mod:`countdp.privacy.exact`) is checked against.
@@ -16,11 +22,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from decimal import ROUND_FLOOR, Context, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal
 from fractions import Fraction
 
 EPSILON_GRID_BITS = 63
 """alpha derived from epsilon is a multiple of ``2**-63`` (at most that far above e^-epsilon)."""
+
+EPSILON_BOUND_DIGITS = 30
+"""An alpha's epsilon bound is the smallest multiple of ``10**-30`` at or above ln(1/alpha)."""
 
 
 def _as_fraction(value: object, name: str) -> Fraction:
@@ -54,21 +63,63 @@ def alpha_from_epsilon(epsilon: object) -> Fraction:
     """The smallest multiple of ``2**-63`` that is ``>= e^-epsilon`` (epsilon > 0, exact input).
 
     ``e^-epsilon`` is bounded from above with 60-digit decimal arithmetic (``Decimal.exp`` is
-    correctly rounded; epsilon is rounded down and one unit in the last place is added), so
-    the returned alpha is never below the true ``e^-epsilon``.
+    correctly rounded, so within half a unit in the 60th digit; epsilon is rounded down, then
+    one unit in the 60th digit is added, rounding up), so the returned alpha is never below the
+    true ``e^-epsilon``.
     """
     eps = _as_fraction(epsilon, "epsilon")
     if not eps > 0:
         raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
-    ctx = Context(prec=60, rounding=ROUND_FLOOR)
-    eps_low = ctx.divide(Decimal(eps.numerator), Decimal(eps.denominator))
-    upper = Context(prec=60).exp(-eps_low)
-    upper += Decimal(1).scaleb(upper.adjusted() - 59)  # one unit in the 60th digit
+    down, up = Context(prec=60, rounding=ROUND_FLOOR), Context(prec=60, rounding=ROUND_CEILING)
+    eps_low = down.divide(Decimal(eps.numerator), Decimal(eps.denominator))
+    upper = Context(prec=60).exp(down.minus(eps_low))  # minus is exact: eps_low has 60 digits
+    upper = up.add(upper, _unit_in_60th_digit(upper))
     scale = 1 << EPSILON_GRID_BITS
     alpha = Fraction(math.ceil(Fraction(upper) * scale), scale)
     if not 0 < alpha < 1:
         raise ValueError(f"epsilon = {epsilon!r} is too small: e^-epsilon rounds to 1 on a 2^-63 grid")
     return alpha
+
+
+def _unit_in_60th_digit(value: Decimal) -> Decimal:
+    """One unit in the 60th significant digit of ``value``: more than the error of a 60-digit ``exp``."""
+    return Decimal(1).scaleb(value.adjusted() - 59)
+
+
+def _ln_inverse_bounds(alpha: Fraction, digits: int) -> tuple[Fraction, Fraction]:
+    """Rationals ``lower <= ln(1/alpha) <= upper`` for ``alpha = p/q``, from ``ln q - ln p`` to ``digits`` digits.
+
+    ``Decimal.ln`` is correctly rounded (within half a unit in the last digit); each logarithm is
+    widened by a whole unit and the difference is rounded outwards.
+    """
+    up, down = Context(prec=digits, rounding=ROUND_CEILING), Context(prec=digits, rounding=ROUND_FLOOR)
+    ln_q = Context(prec=digits).ln(Decimal(alpha.denominator))
+    ln_p = Context(prec=digits).ln(Decimal(alpha.numerator))  # 0 exactly when p = 1
+    unit_q, unit_p = (Decimal(1).scaleb(value.adjusted() - digits + 1) for value in (ln_q, ln_p))
+    lower = down.subtract(down.subtract(ln_q, unit_q), up.add(ln_p, unit_p))
+    upper = up.subtract(up.add(ln_q, unit_q), down.subtract(ln_p, unit_p))
+    return Fraction(lower), Fraction(upper)
+
+
+def epsilon_upper_bound(alpha: object) -> Fraction:
+    """The smallest multiple of ``10**-30`` that is ``>= ln(1/alpha)``: what an exact alpha costs a budget.
+
+    A release made with alpha is epsilon-DP for every epsilon ``>= ln(1/alpha)``, so a privacy
+    budget charged this bound is never charged less than the release spends (and less than
+    ``10**-30`` more).  ``ln(1/alpha)`` is enclosed between two rationals
+    (:func:`_ln_inverse_bounds`) with more digits until no multiple of ``10**-30`` lies strictly
+    inside the enclosure, so the grid point is decided, not estimated.  This ends: for a
+    rational alpha in (0, 1), ``ln(1/alpha)`` is irrational (Lindemann), never a grid point.
+    """
+    exact = exact_alpha(alpha)
+    scale = 10**EPSILON_BOUND_DIGITS
+    digits = 60
+    while True:
+        lower, upper = _ln_inverse_bounds(exact, digits)
+        step = math.ceil(upper * scale)
+        if math.ceil(lower * scale) == step:
+            return Fraction(step, scale)
+        digits *= 2
 
 
 def alpha_text(alpha: Fraction) -> str:

@@ -1,0 +1,368 @@
+"""The privacy budget ledger: exact amounts, refusals that write nothing, real concurrent debits, the CLI."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from countdp.cli import main
+from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError, amount_text, lock_path, parse_amount
+
+TENTH = Fraction(1, 10)
+
+
+@pytest.fixture
+def ledger(tmp_path) -> Ledger:
+    return Ledger.create(tmp_path / "adult.json", Fraction(1), "adult")
+
+
+# ---------------------------------------------------------------------------- amounts
+
+
+@pytest.mark.parametrize("amount,text", [
+    (TENTH, "0.1"), (Fraction(1), "1"), (Fraction(5, 2), "2.5"), (Fraction(3, 40), "0.075"),
+    (Fraction(1, 1024), "0.0009765625"), (Fraction(1, 3), "1/3"), (Fraction(7, 30), "7/30"), (Fraction(12), "12"),
+])
+def test_amount_text_is_a_decimal_when_one_exists(amount, text):
+    assert amount_text(amount) == text
+
+
+@given(st.fractions(min_value=Fraction(1, 10**40), max_value=10**6))
+def test_amounts_read_back_exactly(amount):
+    text = amount_text(amount)
+    assert parse_amount(text) == amount
+    # a finite decimal exactly when the denominator has no prime factor but 2 and 5
+    denominator = amount.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    assert ("/" in text) == (denominator != 1)
+    if "/" not in text:
+        with localcontext() as ctx:
+            ctx.prec = 200
+            assert Decimal(text) == Decimal(amount.numerator) / Decimal(amount.denominator)
+
+
+@pytest.mark.parametrize("bad,problem", [
+    (0.1, "not the float"), ("0.1x", "decimal or 'p/q'"), ("-0.1", "negative"), ("0", "> 0"), ("1/0", "zero"),
+    ("1e-3", "decimal or 'p/q'"), (None, "decimal or 'p/q'"), (True, "decimal or 'p/q'"),
+])
+def test_bad_amounts_are_refused(bad, problem):
+    with pytest.raises(ValueError, match=problem):
+        parse_amount(bad)
+
+
+# ---------------------------------------------------------------------------- debits
+
+
+def test_ten_tenths_fit_a_budget_of_one_and_the_eleventh_writes_nothing(ledger):
+    for k in range(10):
+        debit = ledger.debit(TENTH, {"command": "release", "columns": [f"c{k}"]})
+        assert (debit.epsilon, debit.spent_before, debit.remaining_after) == (TENTH, k * TENTH, 1 - (k + 1) * TENTH)
+    before = ledger.path.read_bytes()
+    with pytest.raises(BudgetExceeded) as refused:
+        ledger.debit(TENTH, {"command": "release"})
+    assert str(refused.value) == f"{ledger.path}: this release needs epsilon 0.1 but only 0 remains of 1"
+    assert ledger.path.read_bytes() == before
+    with pytest.raises(BudgetExceeded):
+        ledger.check(Fraction(1, 10**30))
+    state = ledger.state()
+    assert (state.total, state.spent, state.remaining, len(state.entries)) == (1, 1, 0, 10)
+    assert sorted(p.name for p in ledger.path.parent.iterdir()) == ["adult.json", "adult.json.lock"]  # no temporaries
+
+
+def test_check_reports_without_writing(ledger):
+    before = ledger.path.read_bytes()
+    assert ledger.check(Fraction(1, 3)) == Fraction(2, 3)
+    assert ledger.check(Fraction(1)) == 0
+    with pytest.raises(BudgetExceeded, match="needs epsilon 1.1 but only 1 remains of 1"):
+        ledger.check(Fraction(11, 10))
+    assert ledger.path.read_bytes() == before
+
+
+def test_thirds_and_tenths_add_exactly(ledger):
+    ledger.debit(Fraction(1, 3), {})
+    ledger.debit(Fraction(1, 3), {})
+    ledger.debit(Fraction(3, 10), {})
+    assert ledger.state().remaining == Fraction(1, 30)
+    with pytest.raises(BudgetExceeded, match="needs epsilon 0.04 but only 1/30 remains of 1"):
+        ledger.debit(Fraction(1, 25), {})
+    assert ledger.debit(Fraction(1, 30), {}).remaining_after == 0
+    assert [entry["epsilon"] for entry in json.loads(ledger.path.read_text())["entries"]] == ["1/3", "1/3", "0.3",
+                                                                                              "1/30"]
+
+
+def test_commit_marks_the_entry_and_leaves_the_budget_spent(ledger):
+    first = ledger.debit(Fraction(1, 4), {"command": "release", "input_sha256": "ab" * 32})
+    second = ledger.debit(Fraction(1, 4), {"command": "release"})
+    ledger.commit(first.entry_id, {"table": "out.csv"})
+    state = ledger.state()
+    assert [(e.entry_id, e.status) for e in state.entries] == [(first.entry_id, "committed"),
+                                                              (second.entry_id, "debited")]
+    assert state.entries[0].outputs == {"table": "out.csv"} and state.entries[0].what["input_sha256"] == "ab" * 32
+    assert state.spent == Fraction(1, 2)  # the uncommitted debit counts as spent
+    with pytest.raises(LedgerError, match="already committed"):
+        ledger.commit(first.entry_id, {})
+    with pytest.raises(LedgerError, match="no entry 'nope'"):
+        ledger.commit("nope", {})
+
+
+def test_bad_debits_write_nothing(ledger):
+    before = ledger.path.read_bytes()
+    for epsilon, what in [(0.1, {}), (Fraction(0), {}), (Fraction(-1, 10), {}), (TENTH, {"x": object()}),
+                          (TENTH, {"x": float("nan")}), (TENTH, ["not", "a", "dict"])]:
+        with pytest.raises(ValueError):
+            ledger.debit(epsilon, what)
+    assert ledger.path.read_bytes() == before
+
+
+def test_create_refuses_an_existing_file_and_a_missing_folder(tmp_path, ledger):
+    before = ledger.path.read_bytes()
+    with pytest.raises(LedgerError, match="exists"):
+        Ledger.create(ledger.path, Fraction(5), "adult")
+    assert ledger.path.read_bytes() == before
+    with pytest.raises(LedgerError, match="does not exist"):
+        Ledger.create(tmp_path / "no" / "ledger.json", Fraction(1), "x")
+    with pytest.raises(LedgerError, match="> 0"):
+        Ledger.create(tmp_path / "zero.json", Fraction(0), "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adult.json", "adult.json.lock"]
+
+
+def test_files_get_the_umask_and_a_rewrite_keeps_the_mode(tmp_path):
+    old = os.umask(0o027)
+    try:
+        ledger = Ledger.create(tmp_path / "b.json", Fraction(1), "b")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(ledger.path.stat().st_mode) == 0o640
+    assert stat.S_IMODE(lock_path(ledger.path).stat().st_mode) == 0o640
+    ledger.path.chmod(0o600)
+    ledger.debit(TENTH, {})
+    assert stat.S_IMODE(ledger.path.stat().st_mode) == 0o600
+
+
+# ---------------------------------------------------------------------------- malformed ledgers
+
+
+def _tamper(document: dict, change: str) -> object:
+    entries = document["entries"]
+    changes = {
+        "amount that does not parse": lambda: entries[0].update(epsilon="0.1.0"),
+        "negative amount": lambda: entries[0].update(epsilon="-0.1"),
+        "amount as a JSON number": lambda: entries[0].update(epsilon=0.1),
+        "entries above the total": lambda: entries[0].update(epsilon="0.95"),
+        "negative total": lambda: document.update(total_epsilon="-1"),
+        "unknown status": lambda: entries[0].update(status="done"),
+        "repeated id": lambda: entries[1].update(id=entries[0]["id"]),
+        "missing entries": lambda: document.pop("entries"),
+        "time without a zone": lambda: entries[0].update(time="2024-01-01T00:00:00"),
+        "wrong format": lambda: document.update(format="something-else/1"),
+    }
+    changes[change]()
+    return document
+
+
+@pytest.mark.parametrize("change,problem", [
+    ("amount that does not parse", "entry 1: epsilon must be a decimal or 'p/q' string"),
+    ("negative amount", "entry 1: epsilon '-0.1' is negative"),
+    ("amount as a JSON number", "entry 1: epsilon must be exact"), ("entries above the total", "above the total 1"),
+    ("negative total", "total_epsilon '-1' is negative"), ("unknown status", "status must be one of"),
+    ("repeated id", "ids repeat"), ("missing entries", "lacks entries"), ("time without a zone", "with a zone"),
+    ("wrong format", "not a countdp budget ledger"),
+])
+def test_a_malformed_ledger_is_refused_in_one_line_and_left_alone(ledger, change, problem):
+    ledger.debit(TENTH, {})
+    ledger.debit(TENTH, {})
+    document = _tamper(json.loads(ledger.path.read_text()), change)
+    ledger.path.write_text(json.dumps(document))
+    before = ledger.path.read_bytes()
+    for action in (ledger.state, lambda: ledger.debit(TENTH, {}), lambda: ledger.check(TENTH)):
+        with pytest.raises(LedgerError) as refused:
+            action()
+        message = str(refused.value)
+        assert message.startswith(f"{ledger.path}: ") and problem in message and "\n" not in message
+    assert ledger.path.read_bytes() == before
+
+
+@pytest.mark.parametrize("text,problem", [("", "not JSON"), ("{\"format\": ", "not JSON"), ("[1, 2]", "format 'list'"),
+                                          ("\xff", "not JSON")])
+def test_a_file_that_is_not_a_ledger_is_refused(tmp_path, text, problem):
+    path = tmp_path / "x.json"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(LedgerError, match=problem):
+        Ledger(path).state()
+
+
+def test_a_missing_ledger_is_refused_and_no_lock_file_is_left(tmp_path):
+    for action in (lambda ledger: ledger.state(), lambda ledger: ledger.debit(TENTH, {})):
+        with pytest.raises(LedgerError, match="no such budget ledger"):
+            action(Ledger(tmp_path / "missing.json"))
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- the race
+
+RACERS = 20
+HOLD = 0.3
+"""Seconds each racer waits between reading the ledger and writing it back (the window a lock must close)."""
+
+RACER = r"""
+import json, os, sys, time
+from fractions import Fraction
+from countdp.release.ledger import BudgetExceeded, Ledger
+path, folder, index, lock, hold = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "lock", float(sys.argv[5])
+open(os.path.join(folder, f"ready-{index}"), "w").close()
+while not os.path.exists(os.path.join(folder, "go")):
+    time.sleep(0.001)
+try:
+    print(json.dumps({"debited": Ledger(path).debit(Fraction(1, 10), {"racer": index}, lock=lock, hold=hold).entry_id}))
+except BudgetExceeded as exc:
+    print(json.dumps({"refused": str(exc)}))
+"""
+
+
+def _race(tmp_path: Path, lock: bool) -> tuple[list[dict], Ledger, float]:
+    """20 processes debit 1/10 each from a budget of 1, all let go at once; their answers, the ledger, the time."""
+    ledger = Ledger.create(tmp_path / "race.json", Fraction(1), "race")
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(ledger.path), str(signals), str(i),
+                                "lock" if lock else "no-lock", str(HOLD)], stdout=subprocess.PIPE, text=True)
+              for i in range(RACERS)]
+    deadline = time.monotonic() + 300
+    while sum(1 for p in signals.iterdir() if p.name.startswith("ready-")) < RACERS:
+        assert time.monotonic() < deadline and all(p.poll() is None for p in racers), "a racer did not start"
+        time.sleep(0.01)
+    start = time.monotonic()
+    (signals / "go").touch()
+    outputs = [p.communicate(timeout=300)[0] for p in racers]
+    elapsed = time.monotonic() - start
+    assert all(p.returncode == 0 for p in racers)
+    return [json.loads(out) for out in outputs], ledger, elapsed
+
+
+def _race_violations(answers: list[dict], ledger: Ledger) -> list[str]:
+    """What is wrong with a race's outcome: exactly 10 debits, 10 refusals, and a ledger that records them."""
+    debited = sorted(a["debited"] for a in answers if "debited" in a)
+    refused = [a["refused"] for a in answers if "refused" in a]
+    state = ledger.state()
+    problems = []
+    if len(debited) != 10 or len(refused) != 10:
+        problems.append(f"{len(debited)} debited and {len(refused)} refused, not 10 and 10")
+    if len(debited) * TENTH > state.total:
+        problems.append(f"the racers were granted {len(debited) * TENTH} of a budget of {state.total}")
+    if sorted(e.entry_id for e in state.entries) != debited or state.spent != len(debited) * TENTH:
+        problems.append(f"the ledger records {len(state.entries)} entries and spent {state.spent}, "
+                        f"not the {len(debited)} debits granted")
+    if any(message != f"{ledger.path}: this release needs epsilon 0.1 but only 0 remains of 1" for message in refused):
+        problems.append("a refusal with a remaining budget")
+    return problems
+
+
+def test_twenty_concurrent_processes_spend_exactly_the_budget(tmp_path):
+    answers, ledger, elapsed = _race(tmp_path, lock=True)
+    assert _race_violations(answers, ledger) == []
+    state = ledger.state()
+    assert (state.spent, state.remaining, len(state.entries)) == (1, 0, 10)
+    assert {e.what["racer"] for e in state.entries} == {a_index for a_index, a in enumerate(answers) if "debited" in a}
+    assert elapsed >= 10 * HOLD  # the ten granted debits held the lock one after another
+    print(f"locked race: 10 debited, 10 refused in {elapsed:.2f} s")
+
+
+def test_without_the_lock_the_same_race_overspends(tmp_path):
+    """The race above can fail: with ``lock=False`` the racers all read the same ledger and all get their debit."""
+    answers, ledger, elapsed = _race(tmp_path, lock=False)
+    problems = _race_violations(answers, ledger)
+    granted = sum(1 for a in answers if "debited" in a)
+    assert granted > 10 and any("granted" in problem for problem in problems)
+    assert len(ledger.state().entries) < granted  # lost updates: the last writer wins
+    print(f"unlocked race: {granted} debited in {elapsed:.2f} s; {problems}")
+
+
+def test_a_writer_killed_holding_the_lock_leaves_the_ledger_whole_and_blocks_no_one(ledger, tmp_path):
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    (signals / "go").touch()
+    before = ledger.path.read_bytes()
+    writer = subprocess.Popen([sys.executable, "-c", RACER, str(ledger.path), str(signals), "0", "lock", "600"],
+                              stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while True:  # until the writer holds the lock (it then waits 600 s before writing)
+        assert time.monotonic() < deadline and writer.poll() is None
+        fd = os.open(lock_path(ledger.path), os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            break
+        finally:
+            os.close(fd)
+        time.sleep(0.01)
+    writer.kill()
+    writer.wait(timeout=60)
+    assert ledger.path.read_bytes() == before
+    assert ledger.debit(TENTH, {}).spent_before == 0  # the lock died with its holder
+
+
+# ---------------------------------------------------------------------------- the command line
+
+
+def test_budget_init_and_show_round_trip(tmp_path, capsys):
+    path = tmp_path / "adult.json"
+    assert main(["budget", "init", str(path), "--epsilon", "1/3", "--dataset", "adult census"]) == 0
+    assert "total epsilon 1/3" in capsys.readouterr().out
+    ledger = Ledger(path)
+    assert (ledger.state().dataset, ledger.state().total) == ("adult census", Fraction(1, 3))
+    first = ledger.debit(TENTH, {"command": "release", "columns": ["age"]})
+    ledger.debit(Fraction(1, 7), {"command": "release", "columns": ["income"]})
+    ledger.commit(first.entry_id, {"table": "out.csv"})
+    assert main(["budget", "show", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split() == ["total", "epsilon", "1/3", "(~0.333333333333)"]
+    assert lines[2].split() == ["spent", "epsilon", "17/70", "(~0.242857142857)"]  # 1/10 + 1/7
+    assert lines[3].split() == ["remaining", "epsilon", "19/210", "(~0.0904761904762)"]  # 1/3 - 17/70
+    assert "2 (1 committed, 1 debited" in lines[4]
+    assert f"{first.entry_id}" in lines[5] and "epsilon 0.1" in lines[5] and "committed" in lines[5]
+    assert "epsilon 1/7" in lines[6] and "debited" in lines[6] and '"income"' in lines[6]
+
+
+def test_budget_init_names_the_dataset_after_the_file(tmp_path, capsys):
+    assert main(["budget", "init", str(tmp_path / "hospital.json"), "--epsilon", "2"]) == 0
+    assert Ledger(tmp_path / "hospital.json").state().dataset == "hospital"
+
+
+@pytest.mark.parametrize("argv,problem", [
+    (["budget", "init", "{d}/adult.json", "--epsilon", "1"], "exists; a budget ledger is never overwritten"),
+    (["budget", "init", "{d}/new.json", "--epsilon", "0.1.2"], "argument --epsilon"),
+    (["budget", "init", "{d}/new.json", "--epsilon", "-1"], "negative"),
+    (["budget", "init", "{d}/new.json", "--epsilon", "0"], "> 0"),
+    (["budget", "init", "{d}/no/new.json", "--epsilon", "1"], "{d}/no/new.json: the folder"),
+    (["budget", "init", "{d}/new.json"], "--epsilon"),
+    (["budget", "show", "{d}/missing.json"], "{d}/missing.json: no such budget ledger"),
+    (["budget", "show", "{d}/bad.json"], "{d}/bad.json: entry 1: epsilon"),
+    (["budget"], "init,show"),
+])
+def test_budget_errors_are_one_line_and_leave_nothing(tmp_path, capsys, argv, problem):
+    Ledger.create(tmp_path / "adult.json", Fraction(1), "adult")
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "countdp-budget-ledger/1", "dataset": "x",
+                                                   "total_epsilon": "1", "created": "2024-01-01T00:00:00Z",
+                                                   "entries": [{"id": "1", "time": "2024-01-01T00:00:00Z",
+                                                                "epsilon": "1/", "status": "debited", "what": {}}]}))
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    capsys.readouterr()
+    assert main([arg.format(d=tmp_path) for arg in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("countdp: error: ") and problem.format(d=tmp_path) in captured.err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
