@@ -1,15 +1,55 @@
-"""countdp release on the command line: counts, tables, one-line errors."""
+"""countdp release on the command line: what a released table holds, its sidecar, and one-line refusals.
+
+Expected noisy values are computed here independently of the release code, from the documented
+seeding (count column k draws from ``SeedSequence(seed).spawn(columns)[k]``, one 64-bit word per
+row in row order; the draw is the word's top K bits; the output is the smallest i whose
+cumulative weight exceeds the draw) and the mechanism's integer weights.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import subprocess
+import sys
+from fractions import Fraction
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from countdp.cli import main
+from countdp.design.designer import design_named
 
 
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _expected(weights_for_row, counts, seed: int, column: int, columns: int) -> list[int]:
+    """The seeded release of ``counts`` by brute force: inverse CDF of each row's integer weights."""
+    stream = np.random.SeedSequence(seed).spawn(columns)[column]
+    words = np.random.Generator(np.random.PCG64(stream)).bit_generator.random_raw(len(counts))
+    out = []
+    for row, (count, word) in enumerate(zip(counts, words, strict=True)):
+        released = weights_for_row(row)
+        draw = int(word) >> (64 - released.K)
+        cumulative = np.cumsum(released.weights[:, int(count)].astype(object))
+        out.append(next(i for i, c in enumerate(cumulative) if draw < c))
+    return out
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if not line.startswith("#")]
+    assert len(lines) == 1 and lines[0].startswith("countdp: error:"), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+# ---------------------------------------------------------------- counts on the command line
 def test_release_uses_os_entropy_unless_seeded(tmp_path, capsys):
     path = tmp_path / "gm.json"
     main(["design", "GM", "--n", "4", "--alpha", "0.5", "--out", str(path)])
@@ -19,140 +59,251 @@ def test_release_uses_os_entropy_unless_seeded(tmp_path, capsys):
     main(["release", str(path), "1", "1", "--seed", "5"])
     first = capsys.readouterr()
     main(["release", str(path), "1", "1", "--seed", "5"])
-    assert capsys.readouterr().out == first.out and "never for real data" in first.err
+    assert capsys.readouterr().out == first.out and "experiment only, not a privacy release" in first.err
 
 
 def test_release_refuses_uncertified(tmp_path, capsys):
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"matrix": [[0.9, 0.1], [0.1, 0.9]], "alpha": 0.5}))
     assert main(["release", str(path), "0"]) == 2
-    assert "not certified" in capsys.readouterr().err
+    assert str(path) in _one_line_error(capsys)
 
 
-def test_release_a_table_keeps_every_column_and_adds_the_noisy_count(tmp_path, capsys):
-    from countdp.mechanisms.artifact import load_design
-    from countdp.privacy.sampling import release
-
+# ---------------------------------------------------------------- one mechanism for every row
+@pytest.fixture()
+def em10(tmp_path):
     path = tmp_path / "em.json"
     assert main(["design", "EM", "--n", "10", "--alpha", "9/10", "--out", str(path)]) == 0
-    rng = np.random.default_rng(4)
-    counts = rng.integers(0, 11, 500)
+    return path
+
+
+def test_release_a_table_publishes_kept_columns_noisy_counts_and_the_mechanism_never_the_count(tmp_path, em10):
+    import pandas as pd
+
+    from countdp.mechanisms.artifact import load_design
+
+    counts = np.random.default_rng(4).integers(0, 11, 500)
     table = tmp_path / "groups.csv"
     lines = ["group,region,c,note"] + [f"g{k},r{k % 7},{c},\"a, b\"" for k, c in enumerate(counts)]
     table.write_text("\n".join(lines) + "\n")
     out = tmp_path / "noisy.csv"
-    assert main(["release", str(path), "--input", str(table), "--count-column", "c", "--out", str(out),
+    assert main(["release", str(em10), "--input", str(table), "--count-column", "c", "--out", str(out),
                  "--seed", "9"]) == 0
-    import pandas as pd
-
     written = pd.read_csv(out, dtype=str, keep_default_na=False)
     original = pd.read_csv(table, dtype=str, keep_default_na=False)
-    assert list(written.columns) == ["group", "region", "c", "note", "noisy_c"]
-    assert written[original.columns].equals(original)
-    expected = release(load_design(path), counts, np.random.default_rng(9))
-    assert np.array_equal(written["noisy_c"].astype(int).to_numpy(), expected)
+    assert list(written.columns) == ["group", "region", "note", "noisy_c", "mechanism"]
+    assert written[["group", "region", "note"]].equals(original[["group", "region", "note"]])
+    assert (written["mechanism"] == "EM n=10").all()
+    released = load_design(em10).released
+    expected = _expected(lambda row: released, counts, seed=9, column=0, columns=1)
+    assert written["noisy_c"].astype(int).tolist() == expected
+    sidecar = json.loads((tmp_path / "noisy.csv.release.json").read_text())
+    assert sidecar["input"]["sha256"] == _sha256(table) and sidecar["output"]["sha256"] == _sha256(out)
+    assert sidecar["input"]["rows"] == 500 and sidecar["output"]["kept_columns"] == ["group", "region", "note"]
+    assert sidecar["randomness"]["privacy_release"] is False
+    assert "experiment only" in sidecar["randomness"]["note"]
+    assert "one person's bit" in sidecar["guarantee"]["unit_of_privacy"]
+    assert sidecar["guarantee"]["alpha_total"] == "9/10" and sidecar["mechanisms_from"] == str(em10)
+    [entry] = sidecar["mechanisms"]
+    header = f"countdp-weights K={released.K} shape=11x11\n".encode()
+    assert entry["release_weights_sha256"] == hashlib.sha256(header + released.weights.astype("<i8").tobytes()
+                                                             ).hexdigest()
+
+
+def test_keep_chooses_the_published_columns_and_never_a_count(tmp_path, em10, capsys):
+    table, out = tmp_path / "t.csv", tmp_path / "o.csv"
+    table.write_text("a,b,c,d\nx,1,3,7\ny,2,4,8\n")
+    assert main(["release", str(em10), "--input", str(table), "--count-column", "c,d", "--keep", "a",
+                 "--out", str(out)]) == 0
+    assert out.read_text().splitlines()[0] == "a,noisy_c,noisy_d,mechanism_c,mechanism_d"
+    out.unlink()
+    (tmp_path / "o.csv.release.json").unlink()
+    capsys.readouterr()
+    for keep, word in (("c", "never released"), ("zz", "no column 'zz'"), ("a,a", "twice")):
+        assert main(["release", str(em10), "--input", str(table), "--count-column", "c,d", "--keep", keep,
+                     "--out", str(out)]) == 2
+        assert word in _one_line_error(capsys)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["em.json", "em.npz", "t.csv"] or \
+            sorted(p.name for p in tmp_path.iterdir()) == ["em.json", "t.csv"]
+
+
+def test_a_kept_copy_of_a_count_column_is_refused(tmp_path, em10, capsys):
+    table, out = tmp_path / "t.csv", tmp_path / "o.csv"
+    table.write_text("id,c,c_copy\n1,3,3\n2,5, 5\n3,0,0\n")
+    assert main(["release", str(em10), "--input", str(table), "--count-column", "c", "--out", str(out)]) == 2
+    assert "'c_copy' equals the count column 'c'" in _one_line_error(capsys)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("body, message", [
     ("c\n1\n11\n", "row 2, column 'c': count 11 is outside 0..10"),
     ("c\n1\n-1\n", "row 2, column 'c': count -1 is outside 0..10"),
     ("c\n1\n2.5\n", "row 2, column 'c': '2.5' is not an integer count"),
-    ("c\n1\n\n", None),  # a blank line is skipped by CSV readers: not an error
+    ("c\n1\n0x3\n", "row 2, column 'c': '0x3' is not an integer count"),
     ("c,d\n1,\nx,2\n", "row 2, column 'c': 'x' is not an integer count"),
     ("d\n1\n", "no column 'c'"),
     ("c\n", "no rows"),
+    ("c,d,c\n1,2,3\n", "'c' appears more than once"),
+    ("c,d\n1,2\n3\n", "not a readable CSV table"),
 ])
-def test_release_a_bad_table_is_one_line_and_writes_nothing(tmp_path, capsys, body, message):
-    path = tmp_path / "em.json"
-    main(["design", "EM", "--n", "10", "--alpha", "9/10", "--out", str(path)])
+def test_release_a_bad_table_is_one_line_and_writes_nothing(tmp_path, em10, capsys, body, message):
     table, out = tmp_path / "t.csv", tmp_path / "noisy.csv"
     table.write_text(body)
-    code = main(["release", str(path), "--input", str(table), "--count-column", "c", "--out", str(out)])
-    err = capsys.readouterr().err
-    if message is None:
-        assert code == 0 and out.exists()
-        return
-    assert code == 2 and message in err and len([e for e in err.splitlines() if "error" in e]) == 1
-    assert not out.exists() and list(tmp_path.glob(".noisy*")) == []
+    capsys.readouterr()
+    assert main(["release", str(em10), "--input", str(table), "--count-column", "c", "--out", str(out)]) == 2
+    line = _one_line_error(capsys)
+    assert message in line and str(table) in line
+    assert not out.exists() and not (tmp_path / "noisy.csv.release.json").exists()
 
 
-# ---------------------------------------------------------------- a table of mixed group sizes
-def _groups(tmp_path, rows: int = 2_000, seed: int = 1):
+def test_blank_lines_are_skipped_not_counted(tmp_path, em10):
+    table, out = tmp_path / "t.csv", tmp_path / "noisy.csv"
+    table.write_text("c\n1\n\n2\n")
+    assert main(["release", str(em10), "--input", str(table), "--count-column", "c", "--out", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 3
+
+
+# ---------------------------------------------------------------- paths and repeated options
+def test_out_naming_the_input_is_refused_even_through_a_link(tmp_path, em10, capsys):
+    table = tmp_path / "t.csv"
+    table.write_text("c\n1\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(table)
+    for out in (table, link):
+        assert main(["release", str(em10), "--input", str(table), "--count-column", "c", "--out", str(out)]) == 2
+        assert "is the input table" in _one_line_error(capsys)
+    assert table.read_text() == "c\n1\n"
+
+
+def test_an_existing_release_is_replaced_only_with_overwrite(tmp_path, em10, capsys):
+    table, out = tmp_path / "t.csv", tmp_path / "o.csv"
+    table.write_text("c\n1\n")
+    argv = ["release", str(em10), "--input", str(table), "--count-column", "c", "--out", str(out)]
+    assert main(argv) == 0
+    first = out.read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2 and "already exists" in _one_line_error(capsys)
+    assert out.read_bytes() == first
+    assert main([*argv, "--overwrite"]) == 0
+    sidecar = json.loads((tmp_path / "o.csv.release.json").read_text())
+    assert sidecar["output"]["sha256"] == _sha256(out)
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--count-column", "c", "--count-column", "c"], "--count-column is given more than once"),
+    (["--count-column", "c", "--out", "a.csv", "--out", "b.csv"], "--out is given more than once"),
+    (["--count-column", "c", "--out", "o.parquet"], "a CSV table is released as CSV"),
+    (["--count-column", "c,", "--out", "o.csv"], "empty name"),
+    (["--count-column", "c", "--out", "o.csv", "--alpha", "1/2"], "go with --size-column"),
+    (["--count-column", "c", "--out", "nowhere/o.csv"], "no folder"),
+])
+def test_bad_release_options_are_one_line(tmp_path, em10, capsys, argv, word, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("c\n1\n")
+    assert main(["release", str(em10), "--input", "t.csv", *argv]) == 2
+    assert word in _one_line_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix != ".npz") == ["em.json", "t.csv"]
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600)])
+def test_released_files_follow_the_umask(tmp_path, em10, umask, mode):
+    table = tmp_path / "t.csv"
+    table.write_text("c\n1\n2\n")
+    code = (f"import os, sys; os.umask({umask}); from countdp.cli import main; "
+            f"sys.exit(main(['release', r'{em10}', '--input', r'{table}', '--count-column', 'c', "
+            f"'--out', r'{tmp_path / 'o.csv'}']))")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    for name in ("o.csv", "o.csv.release.json"):
+        assert os.stat(tmp_path / name).st_mode & 0o777 == mode
+
+
+# ---------------------------------------------------------------- a mechanism per group size, several columns
+def _groups(rows: int = 2_000, seed: int = 1):
     import pandas as pd
 
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 13, rows)
-    frame = pd.DataFrame({"block": [f"b{k}" for k in range(rows)], "n": sizes, "c": rng.integers(0, sizes + 1),
-                          "weight": rng.random(rows).round(3)})
-    return frame
+    return pd.DataFrame({"block": [f"b{k}" for k in range(rows)], "n": sizes, "young": rng.integers(0, sizes + 1),
+                         "male": rng.integers(0, sizes + 1), "weight": rng.random(rows).round(3)})
 
 
 def _release_sizes(tmp_path, table, out, *extra):
-    return main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
-                 "--alpha", "9/10", "--out", str(out), "--cache", str(tmp_path / "cache"), *extra])
+    return main(["release", "--input", str(table), "--size-column", "n", "--mechanism", "EM",
+                 "--out", str(out), "--cache", str(tmp_path / "cache"), *extra])
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_release_mixed_sizes_round_trip_and_cache(tmp_path, capsys, suffix):
+def test_several_columns_each_with_its_own_alpha_compose_exactly(tmp_path, capsys, suffix):
     import pandas as pd
 
-    from countdp.design.designer import design_named
-    from countdp.privacy.sampling import release
-
-    frame = _groups(tmp_path)
+    frame = _groups()
     table, out = tmp_path / f"groups{suffix}", tmp_path / f"noisy{suffix}"
     frame.to_parquet(table, index=False) if suffix == ".parquet" else frame.to_csv(table, index=False)
-    assert _release_sizes(tmp_path, table, out, "--seed", "3") == 0
+    assert _release_sizes(tmp_path, table, out, "--count-column", "young,male", "--alpha", "9/10,1/2",
+                          "--seed", "3") == 0
     written = pd.read_parquet(out) if suffix == ".parquet" else pd.read_csv(out)
-    assert list(written.columns) == ["block", "n", "c", "weight", "noisy_c", "mechanism"]
-    assert written[frame.columns].equals(frame)
-    assert (written["mechanism"] == "EM n=" + written["n"].astype(str)).all()
-    assert ((written["noisy_c"] >= 0) & (written["noisy_c"] <= written["n"])).all()
-    # independent: each size's rows, released in size order with the same seed, by the library itself
-    rng = np.random.default_rng(3)
-    for n in sorted(frame["n"].unique()):
-        rows = frame["n"] == n
-        expected = release(design_named("EM", int(n), "9/10"), frame.loc[rows, "c"].to_numpy(), rng)
-        assert np.array_equal(written.loc[rows, "noisy_c"].to_numpy(), expected)
+    assert list(written.columns) == ["block", "n", "weight", "noisy_young", "noisy_male", "mechanism_young",
+                                     "mechanism_male"]
+    assert written[["block", "n", "weight"]].equals(frame[["block", "n", "weight"]])
+    if suffix == ".parquet":
+        kept = pq.read_schema(out)
+        assert kept.field("n").type == pa.int64() and kept.field("weight").type == pa.float64()
+    for k, (column, alpha) in enumerate((("young", "9/10"), ("male", "1/2"))):
+        designs = {n: design_named("EM", int(n), alpha).released for n in frame["n"].unique()}
+        expected = _expected(lambda row, d=designs: d[frame["n"][row]], frame[column], seed=3, column=k, columns=2)
+        assert written[f"noisy_{column}"].tolist() == expected
+        assert (written[f"mechanism_{column}"].astype(str) == "EM n=" + frame["n"].astype(str)).all()
     sidecar = json.loads((tmp_path / f"noisy{suffix}.release.json").read_text())
-    assert sidecar["alpha_exact"] == "9/10" and sidecar["rows"] == len(frame) and "PCG64" in sidecar["randomness"]
-    assert sorted(sidecar["designed_sizes"]) == sorted(frame["n"].unique().tolist()) and sidecar["cached_sizes"] == []
-    assert sum(m["rows"] for m in sidecar["mechanisms"]) == len(frame)
-    assert all(m["exact_certificate"]["holds"] and len(m["certificate_sha256"]) == 64 for m in sidecar["mechanisms"])
-    capsys.readouterr()
-    assert _release_sizes(tmp_path, table, out) == 0  # second run: every size from the cache, OS randomness
-    again = json.loads((tmp_path / f"noisy{suffix}.release.json").read_text())
-    assert again["designed_sizes"] == [] and sorted(again["cached_sizes"]) == sorted(sidecar["designed_sizes"])
-    digests = [m["certificate_sha256"] for m in sidecar["mechanisms"]]
-    assert [m["certificate_sha256"] for m in again["mechanisms"]] == digests
-    assert "os.urandom" in again["randomness"]
+    guarantee = sidecar["guarantee"]
+    assert guarantee["alpha_total"] == "9/20"
+    spent = [Fraction(c["epsilon_spent"]) for c in guarantee["columns"]]
+    assert Fraction(guarantee["epsilon_total"]) == sum(spent)
+    assert all(float(s) >= -np.log(float(Fraction(a))) for s, a in zip(spent, ("9/10", "1/2"), strict=True))
+    assert len(sidecar["mechanisms"]) == 2 * frame["n"].nunique()
+    assert sum(m["rows"] for m in sidecar["mechanisms"]) == 2 * len(frame)
+
+
+def test_a_total_epsilon_is_split_evenly_and_adds_back_exactly(tmp_path):
+    frame = _groups(rows=50)
+    table, out = tmp_path / "g.csv", tmp_path / "o.csv"
+    frame.to_csv(table, index=False)
+    assert _release_sizes(tmp_path, table, out, "--count-column", "young,male", "--total-epsilon", "1") == 0
+    guarantee = json.loads((tmp_path / "o.csv.release.json").read_text())["guarantee"]
+    assert [c["epsilon_requested"] for c in guarantee["columns"]] == ["0.5", "0.5"]
+    assert guarantee["epsilon_total"] == "1"
+    assert Fraction(guarantee["alpha_total"]) >= Fraction(np.exp(-1.0)) * (1 - Fraction(1, 10**12))
 
 
 @pytest.mark.parametrize("body, message", [
-    ("n,c\n4,2\n3,5\n", "row 2, column 'c': count 5 is outside 0..3 (the group size in 'n')"),
-    ("n,c\n4,2\n0,0\n", "row 2, column 'n': group size 0 is not >= 1"),
-    ("n,c\n4,2\nx,1\n", "row 2, column 'n': 'x' is not an integer group size"),
-    ("n,c\n4,2\n3,1.5\n", "row 2, column 'c': '1.5' is not an integer count"),
-    ("n,d\n4,2\n", "no column 'c'"),
-    ("m,c\n4,2\n", "no column 'n'"),
-    ("n,c\n", "no rows"),
+    ("n,young\n4,2\n3,5\n", "row 2, column 'young': count 5 is outside 0..3 (the group size in 'n')"),
+    ("n,young\n4,2\n0,0\n", "row 2, column 'n': group size 0 is not >= 1"),
+    ("n,young\n4,2\nx,1\n", "row 2, column 'n': 'x' is not an integer group size"),
+    ("n,young\n4,2\n3,1.5\n", "row 2, column 'young': '1.5' is not an integer count"),
+    ("n,d\n4,2\n", "no column 'young'"),
+    ("m,young\n4,2\n", "no column 'n'"),
+    ("n,young\n", "no rows"),
 ])
 def test_release_mixed_sizes_bad_table_is_one_line_and_writes_nothing(tmp_path, capsys, body, message):
     table, out = tmp_path / "t.csv", tmp_path / "noisy.csv"
     table.write_text(body)
-    assert _release_sizes(tmp_path, table, out) == 2
-    err = capsys.readouterr().err
-    assert message in err and len([e for e in err.splitlines() if "error" in e]) == 1
-    assert not out.exists() and not (tmp_path / "noisy.csv.release.json").exists()
-    assert not (tmp_path / "cache").exists()  # validated before anything was designed
+    assert _release_sizes(tmp_path, table, out, "--count-column", "young", "--alpha", "9/10") == 2
+    assert message in _one_line_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]  # not even the cache: checked before designing
 
 
 @pytest.mark.parametrize("argv, word", [
-    (["release", "--input", "t.csv", "--count-column", "c", "--size-column", "n", "--out", "o.csv"], "--mechanism"),
-    (["release", "--input", "t.csv", "--count-column", "c", "--size-column", "n", "--mechanism", "EM"], "--out"),
-    (["release", "x.json", "--input", "t.csv", "--count-column", "c", "--mechanism", "EM"], "--size-column"),
+    (["--count-column", "c", "--size-column", "n", "--out", "o.csv", "--alpha", "1/2"], "--mechanism"),
+    (["--count-column", "c", "--size-column", "n", "--mechanism", "EM", "--alpha", "1/2"], "--out"),
+    (["--count-column", "c", "--size-column", "n", "--mechanism", "EM", "--out", "o.csv"], "exactly one of"),
+    (["--count-column", "c,d", "--size-column", "n", "--mechanism", "EM", "--out", "o.csv", "--alpha", "1/2,1/3,1/4"],
+     "3 values for 2 count columns"),
+    (["--count-column", "c", "--size-column", "n", "--mechanism", "EM", "--out", "o.csv", "--epsilon", "-1"],
+     "epsilon must be > 0"),
+    (["--count-column", "c", "--size-column", "n", "--mechanism", "EM", "--out", "o.csv", "--alpha", "1e-300"],
+     "alpha"),
 ])
-def test_release_mode_errors(argv, word, capsys):
-    assert main(argv) == 2
-    assert word in capsys.readouterr().err
-
+def test_release_mode_errors(tmp_path, argv, word, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("n,c,d\n3,1,2\n")
+    assert main(["release", "--input", "t.csv", *argv]) == 2
+    assert word in _one_line_error(capsys)

@@ -28,6 +28,7 @@ from countdp.design.designer import MECHANISMS
 from countdp.mechanisms.artifact import load_design
 from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, exact_alpha
 from countdp.privacy.sampling import release
+from countdp.progress import Progress
 from countdp.release.draws import EXPERIMENT_ONLY
 from countdp.release.provenance import exact_text
 
@@ -206,7 +207,6 @@ def _release_table(args: argparse.Namespace) -> int:
         remaining = ledger.check(prepared.epsilon) if ledger else None
         sys.stdout.write(preview(prepared, remaining))
         return 0
-    _randomness_note(request.seed)
     debit = None
     if ledger is not None:
         what = {"input": str(request.input), "input_sha256": prepared.validated.input_sha256,
@@ -215,10 +215,15 @@ def _release_table(args: argparse.Namespace) -> int:
         receipt = ledger.debit(prepared.epsilon, what)
         debit = {"ledger": str(request.budget), "entry": receipt.entry_id, "epsilon": exact_text(receipt.epsilon),
                  "remaining_after": exact_text(receipt.remaining_after)}
+    _randomness_note(request.seed)
+    progress = Progress(prepared.validated.rows, "rows released")
     try:
-        record = write_release(prepared, Randomness(request.seed, len(request.columns)), __version__, debit)
+        record = write_release(prepared, Randomness(request.seed, len(request.columns)), __version__, debit,
+                               progress.advance)
     except OSError as exc:
         raise UsageError(f"{request.out}: {exc.strerror or exc}; nothing was written") from None
+    finally:
+        progress.close()
     if ledger is not None:
         ledger.commit(debit["entry"], {"out": str(request.out), "sha256": record["output"]["sha256"]})
     print(f"# wrote {prepared.validated.rows} rows to {request.out}; the guarantee and provenance are in "

@@ -100,7 +100,7 @@ def _output_schema(prepared: Prepared, schema: pa.Schema) -> pa.Schema:
 
 
 def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Randomness, schema: pa.Schema,
-                    counts_of) -> tuple[pa.RecordBatch, np.ndarray | None]:
+                    counts_of) -> pa.RecordBatch:
     request, sizes = prepared.request, prepared.validated.sizes
     size_index = None
     if request.size_column:
@@ -115,7 +115,7 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
         arrays.append(pa.array(noisy_counts(counts, size_index, released, words), type=pa.int64()))
         names = pa.array([prepared.label(k, s) for s in range(len(sizes))], type=pa.string())
         labels.append(pa.DictionaryArray.from_arrays(index, names))
-    return pa.RecordBatch.from_arrays(arrays + labels, schema=schema), size_index
+    return pa.RecordBatch.from_arrays(arrays + labels, schema=schema)
 
 
 def write_release(prepared: Prepared, randomness: Randomness, version: str, debit: dict | None = None,
@@ -126,7 +126,6 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
     wanted = list(dict.fromkeys(validated.kept + request.count_names +
                                 ([request.size_column] if request.size_column else [])))
     schema = _output_schema(prepared, validated.schema)
-    rows_per_size = np.zeros(len(validated.sizes), dtype=np.int64)
     row = [1]
 
     def counts_of(batch, name, what):
@@ -136,17 +135,15 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         sink = TableSink(pair.table.stream, schema, source.format, validated.csv_quoted)
         seen: dict = {}
         for batch in source.batches(wanted, seen):
-            released, size_index = _released_batch(prepared, batch, randomness, schema, counts_of)
-            sink.write(released)
-            rows_per_size += np.bincount(size_index, minlength=len(rows_per_size)) if size_index is not None \
-                else batch.num_rows
+            sink.write(_released_batch(prepared, batch, randomness, schema, counts_of))
             row[0] += batch.num_rows
             if progress is not None:
                 progress(batch.num_rows)
         output_sha256 = sink.close()
         if seen.get("sha256") != validated.input_sha256 or row[0] - 1 != validated.rows:
             raise ValueError(f"{request.input}: the table changed while it was being released; nothing was written")
-        record = sidecar_record(request, validated, prepared.mechanisms, rows_per_size, randomness, output_sha256,
+        record = sidecar_record(request, validated, prepared.mechanisms, validated.rows_per_size, randomness,
+                                output_sha256,
                                 schema.names, pair.method, debit, version)
         pair.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
         pair.commit()

@@ -72,6 +72,7 @@ class Validated:
     rows: int
     kept: list[str]
     sizes: np.ndarray
+    rows_per_size: np.ndarray
     input_sha256: str
     csv_quoted: bool
     schema: pa.Schema
@@ -114,7 +115,7 @@ class _Pass:
     def __init__(self, request: ReleaseRequest, candidates: set[tuple[str, str]]) -> None:
         self.request = request
         self.rows = 0
-        self.sizes: set[int] = set()
+        self.sizes: dict[int, int] = {}
         self.equal = dict.fromkeys(candidates, True)
 
     def batch(self, batch: pa.RecordBatch) -> None:
@@ -127,8 +128,13 @@ class _Pass:
                 row = int(np.argmax(bad))
                 raise ValueError(f"row {first + row}, column {request.size_column!r}: group size {sizes[row]} "
                                  "is not >= 1")
-            present = np.flatnonzero(np.bincount(sizes)) if sizes.max() <= 1 << 24 else np.unique(sizes)
-            self.sizes.update(present.tolist())
+            if sizes.max() <= 1 << 24:
+                tally = np.bincount(sizes)
+                present, counts = np.flatnonzero(tally), tally[tally > 0]
+            else:
+                present, counts = np.unique(sizes, return_counts=True)
+            for n, rows in zip(present.tolist(), counts.tolist(), strict=True):
+                self.sizes[n] = self.sizes.get(n, 0) + rows
             high, what = sizes, f" (the group size in {request.size_column!r})"
         else:
             high, what = np.int64(request.n), ""
@@ -190,8 +196,13 @@ def validate(request: ReleaseRequest, progress=None) -> Validated:
         if equal:
             raise ValueError(f"{request.input}: column {kept_name!r} equals the count column {count!r} on every row, "
                              "so keeping it would publish the true counts; leave it out with --keep")
-    sizes = np.array(sorted(state.sizes), dtype=np.int64) if request.size_column else np.array([request.n])
-    return Validated(state.rows, kept, sizes, seen["sha256"], bool(seen.get("quoted")), source.schema)
+    if request.size_column:
+        sizes = np.array(sorted(state.sizes), dtype=np.int64)
+        rows_per_size = np.array([state.sizes[n] for n in sizes.tolist()], dtype=np.int64)
+    else:
+        sizes, rows_per_size = np.array([request.n]), np.array([state.rows])
+    return Validated(state.rows, kept, sizes, rows_per_size, seen["sha256"], bool(seen.get("quoted")),
+                     source.schema)
 
 
 __all__ = ["ColumnPrivacy", "ReleaseRequest", "Validated", "validate"]

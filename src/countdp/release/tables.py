@@ -91,13 +91,13 @@ class TableSource:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.format = table_format(self.path)
+        self.kind = "CSV" if self.format == "csv" else "Parquet"
         if not self.path.is_file():
             raise ValueError(f"{self.path}: no such file")
         try:
             self.schema = self._schema()
         except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
-            raise ValueError(f"{self.path}: not a readable {self.format.upper() if self.format == 'csv' else 'Parquet'}"
-                             f" table ({_first_line(exc)})") from None
+            raise ValueError(f"{self.path}: not a readable {self.kind} table ({_first_line(exc)})") from None
         self.columns = list(self.schema.names)
         for k, name in enumerate(self.columns):
             if name == "":
@@ -125,7 +125,7 @@ class TableSource:
             else:
                 yield from self._csv(columns, seen, head)
         except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
-            raise ValueError(f"{self.path}: not a readable {self.format} table ({_first_line(exc)})") from None
+            raise ValueError(f"{self.path}: not a readable {self.kind} table ({_first_line(exc)})") from None
 
     def _parquet(self, columns: list[str], head: bool) -> Iterator[pa.RecordBatch]:
         source = pq.ParquetFile(self.path)

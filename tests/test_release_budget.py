@@ -1,0 +1,106 @@
+"""Releases against a privacy budget ledger, and the dry run: real processes, exact amounts.
+
+The race runs 20 real ``countdp release`` processes at once against one ledger with room for
+10: the ledger's lock must let exactly 10 through, and the 10 refused must leave nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from countdp.cli import main
+from countdp.release.ledger import Ledger
+
+
+@pytest.fixture()
+def groups(tmp_path):
+    rng = np.random.default_rng(5)
+    sizes = rng.integers(1, 9, 300)
+    lines = ["block,n,young,male"] + [f"b{k},{n},{rng.integers(0, n + 1)},{rng.integers(0, n + 1)}"
+                                      for k, n in enumerate(sizes)]
+    table = tmp_path / "groups.csv"
+    table.write_text("\n".join(lines) + "\n")
+    return table
+
+
+def _argv(table, out, cache, *extra):
+    return ["release", "--input", str(table), "--count-column", "young,male", "--size-column", "n",
+            "--mechanism", "EM", "--cache", str(cache), "--out", str(out), *extra]
+
+
+def test_a_release_debits_the_ledger_and_an_overspend_is_refused_with_nothing_drawn(tmp_path, groups, capsys):
+    ledger = tmp_path / "budget.json"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1/2", "--dataset", "groups"]) == 0
+    cache = tmp_path / "cache"
+    assert main(_argv(groups, tmp_path / "a.csv", cache, "--epsilon", "1/10,1/5", "--budget", str(ledger))) == 0
+    state = Ledger(ledger).state()
+    assert state.spent == Fraction(3, 10) and state.remaining == Fraction(1, 5)
+    [entry] = state.entries
+    assert entry.status == "committed" and entry.epsilon == Fraction(3, 10)
+    sidecar = json.loads((tmp_path / "a.csv.release.json").read_text())
+    assert sidecar["budget"]["entry"] == entry.entry_id and sidecar["budget"]["remaining_after"] == "0.2"
+    before = ledger.read_bytes()
+    capsys.readouterr()
+    assert main(_argv(groups, tmp_path / "b.csv", cache, "--total-epsilon", "1/4", "--budget", str(ledger))) == 2
+    err = capsys.readouterr().err
+    assert "needs epsilon 0.25 but only 0.2 remains of 0.5" in err and "Traceback" not in err
+    assert "secure random source" not in err  # refused before the randomness was even announced
+    assert ledger.read_bytes() == before
+    assert not (tmp_path / "b.csv").exists() and not (tmp_path / "b.csv.release.json").exists()
+
+
+def test_dry_run_shows_exact_errors_and_the_budget_left_and_writes_nothing(tmp_path, groups, capsys):
+    ledger = tmp_path / "budget.json"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1"]) == 0
+    before = ledger.read_bytes()
+    capsys.readouterr()
+    out = tmp_path / "o.csv"
+    assert main(_argv(groups, out, tmp_path / "cache", "--alpha", "1/2", "--budget", str(ledger), "--dry-run")) == 0
+    report = capsys.readouterr().out
+    rows = [line.split() for line in report.splitlines() if line.startswith(("young", "male"))]
+    assert len(rows) == 2 * 8  # every column and every size 1..8
+    young = {int(r[1]): r for r in rows if r[0] == "young"}
+    # GM-like EM at alpha = 1/2, n = 1: P = [[2/3, 1/3], [1/3, 2/3]]: L0 = 1/3 for every input, RMSE sqrt(1/3)
+    assert float(young[1][4]) == pytest.approx(1 / 3, abs=1e-4) and float(young[1][5]) == pytest.approx(1 / 3, abs=1e-4)
+    assert float(young[1][8]) == pytest.approx((1 / 3) ** 0.5, abs=1e-4)
+    assert sum(int(r[2]) for r in young.values()) == 300
+    assert "would remain" in report and ledger.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.json", "budget.json.lock", "groups.csv"] or \
+        sorted(p.name for p in tmp_path.iterdir()) == ["budget.json", "groups.csv"]
+
+
+def test_twenty_concurrent_releases_for_a_budget_that_fits_ten(tmp_path, groups):
+    ledger = tmp_path / "budget.json"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1"]) == 0
+    cache = tmp_path / "cache"
+    assert main(_argv(groups, tmp_path / "warm.csv", cache, "--total-epsilon", "1/10")) == 0  # designs every size
+    go = tmp_path / "go"
+    wait = f"import os, sys, time\nwhile not os.path.exists(r'{go}'): time.sleep(0.005)\n"
+    runs = []
+    for k in range(20):
+        argv = _argv(groups, tmp_path / f"o{k}.csv", cache, "--total-epsilon", "1/10", "--budget", str(ledger))
+        code = wait + f"from countdp.cli import main\nsys.exit(main({argv!r}))\n"
+        runs.append(subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True))
+    time.sleep(1.0)  # every process has imported countdp and is waiting
+    go.touch()
+    codes = [run.wait(timeout=300) for run in runs]
+    errors = [run.stderr.read() for run in runs]
+    assert sorted(codes) == [0] * 10 + [2] * 10, errors
+    state = Ledger(ledger).state()
+    assert state.spent == 1 and state.remaining == 0 and len(state.entries) == 10
+    assert all(entry.status == "committed" for entry in state.entries)
+    for k, code in enumerate(codes):
+        out = tmp_path / f"o{k}.csv"
+        assert out.exists() == (code == 0) and (tmp_path / f"o{k}.csv.release.json").exists() == (code == 0)
+        if code:
+            assert "only 0 remains of 1" in errors[k]
+    leftovers = [p for p in os.listdir(tmp_path) if p.startswith(".")]
+    assert leftovers == []
