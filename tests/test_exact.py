@@ -2,19 +2,23 @@
 
 The reference below writes the DP inequalities out with Python integers, entry by entry
 (SPEC section 5.3), sharing no code with :mod:`countdp.privacy.exact`'s 128-bit arithmetic.
+The import graph of :mod:`countdp.privacy` is read from the sources and checked for cycles.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import countdp.privacy
 from countdp.design.designer import DesignError, design_named, finish_design
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
@@ -189,3 +193,49 @@ def test_every_design_records_both_objectives_and_exact_alpha():
     assert d.released.alpha == Fraction(2, 3)
     assert math.isclose(d.released.certificate.objective_change,
                         objective_value(d.released.matrix, "L0") - d.objective_value, abs_tol=1e-15)
+
+
+
+def _privacy_imports() -> dict[str, set[str]]:
+    """Module -> the ``countdp.privacy`` modules it imports anywhere in its source (function-local ones too)."""
+    package = Path(countdp.privacy.__file__).parent
+    names = {f"countdp.privacy.{f.stem}" for f in package.glob("*.py") if f.stem != "__init__"}
+    graph = {}
+    for name in names:
+        found = set()
+        for node in ast.walk(ast.parse((package / f"{name.rsplit('.', 1)[1]}.py").read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+        graph[name] = found & names
+    return graph
+
+
+def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """Some import cycle of ``graph`` as a path that returns to its start, or ``None``."""
+    finished: set[str] = set()
+
+    def walk(module: str, path: list[str]) -> list[str] | None:
+        if module in path:
+            return path[path.index(module):] + [module]
+        if module in finished:
+            return None
+        for imported in sorted(graph[module]):
+            if found := walk(imported, [*path, module]):
+                return found
+        finished.add(module)
+        return None
+
+    return next((c for c in (walk(m, []) for m in sorted(graph)) if c), None)
+
+
+def test_the_privacy_modules_import_each_other_without_a_cycle():
+    """exact -> inverse_cdf <- sampling: the guide table is built without importing the sampler back."""
+    graph = _privacy_imports()
+    assert "countdp.privacy.inverse_cdf" in graph["countdp.privacy.exact"]
+    assert "countdp.privacy.sampling" not in graph["countdp.privacy.exact"]
+    assert graph["countdp.privacy.inverse_cdf"] == set()
+    assert _a_cycle(graph) is None
+    graph["countdp.privacy.exact"].add("countdp.privacy.sampling")  # the old function-local import
+    assert _a_cycle(graph) == ["countdp.privacy.exact", "countdp.privacy.sampling", "countdp.privacy.exact"]

@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 
 from countdp.privacy.alpha import alpha_text, exact_alpha
+from countdp.privacy.inverse_cdf import guide_table
 
 RELEASE_K = 62
 """Default ``K``: ``D = 2**62``, so cumulative weights fit int64 and draws are 62 random bits."""
@@ -202,17 +203,20 @@ class IntegerMechanism:
 
     @cached_property
     def cumulative(self) -> np.ndarray:
-        """``cumulative[j, i] = W[0, j] + ... + W[i, j]`` (one row per input; last entry ``D``)."""
-        out = np.cumsum(self.weights.T, axis=1)
+        """``cumulative[j, i] = W[0, j] + ... + W[i, j]`` (one row per input; last entry ``D``).
+
+        C-contiguous and read-only: the sampler reads it in place on every release.
+        """
+        out = np.ascontiguousarray(np.cumsum(self.weights, axis=0).T)
         out.setflags(write=False)
         return out
 
     @cached_property
     def guide(self) -> tuple[np.ndarray, int]:
-        """The sampler's guide table (:func:`countdp.privacy.sampling.guide_table`)."""
-        from countdp.privacy.sampling import guide_table
-
-        return guide_table(self.cumulative, self.K)
+        """The sampler's guide table (:func:`countdp.privacy.inverse_cdf.guide_table`), read-only."""
+        table, shift = guide_table(self.cumulative, self.K)
+        table.setflags(write=False)
+        return table, shift
 
     def to_dict(self) -> dict:
         """The ``release`` block of an artifact: denominator, weights (rows = outputs), certificate."""

@@ -5,6 +5,10 @@ a release of true count ``j`` draws a uniform integer ``u`` in ``[0, D)`` and re
 smallest output ``i`` with ``u < W[0, j] + ... + W[i, j]``.  Exactly ``W[i, j]`` of the ``D``
 possible draws give ``i``, so the released distribution is ``W / D`` exactly: the object the
 exact certificate (:mod:`countdp.privacy.exact`) is checked on.  No floating point is involved.
+The mapping from draws to outputs, through a guide table cached on the mechanism, is
+:mod:`countdp.privacy.inverse_cdf`: arrays of counts go through it vectorised, and a single
+count through its scalar form, whose cost per call does not depend on ``n`` (one release per
+request at any group size).  Both give the same output for the same draw.
 
 Randomness:
 
@@ -18,11 +22,13 @@ Randomness:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 
 import numpy as np
 
 from countdp.privacy.exact import IntegerMechanism
+from countdp.privacy.inverse_cdf import guide_table, output_for_draw, outputs_for_draws
 
 
 class SystemRandomSource:
@@ -30,11 +36,23 @@ class SystemRandomSource:
 
     def draws(self, size: int, K: int) -> np.ndarray:
         """``size`` independent uniform integers in ``[0, 2**K)`` (int64), K <= 62."""
-        raw = np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
-        return (raw >> np.uint64(64 - K)).astype(np.int64)
+        raw = np.frombuffer(os.urandom(8 * size), dtype=np.uint64) >> np.uint64(64 - K)
+        return raw.view(np.int64)
+
+    def draw(self, K: int) -> int:
+        """One uniform integer in ``[0, 2**K)``: the 8 bytes read as :meth:`draws` reads each word."""
+        return int.from_bytes(os.urandom(8), sys.byteorder) >> (64 - K)
 
     def __repr__(self) -> str:
         return "SystemRandomSource(os.urandom)"
+
+
+_OS_SOURCE = SystemRandomSource()
+
+
+def _bad_rng(rng: object) -> ValueError:
+    return ValueError(f"rng must be None (OS secure source), a SystemRandomSource or a numpy Generator, "
+                      f"got {type(rng).__name__}")
 
 
 def uniform_draws(rng: object, size: int, K: int) -> np.ndarray:
@@ -43,63 +61,23 @@ def uniform_draws(rng: object, size: int, K: int) -> np.ndarray:
     A Generator's raw 64-bit words are shifted right by ``64 - K``: exactly uniform.
     """
     if isinstance(rng, np.random.Generator):
-        return (rng.bit_generator.random_raw(size) >> np.uint64(64 - K)).astype(np.int64)
+        raw = rng.bit_generator.random_raw(size)
+        raw >>= np.uint64(64 - K)
+        return raw.view(np.int64)
     if isinstance(rng, SystemRandomSource):
         return rng.draws(size, K)
-    raise ValueError(f"rng must be None (OS secure source), a SystemRandomSource or a numpy Generator, "
-                     f"got {type(rng).__name__}")
+    raise _bad_rng(rng)
 
 
-GUIDE_EXTRA_BITS = 4
-"""Buckets per input: about ``16 (n+1)``, so ~1/16 of the draws land in a bucket holding a boundary."""
-GUIDE_MAX_ENTRIES = 1 << 22
-"""Cap on the guide table's size (inputs x buckets), for large n."""
-
-
-def guide_table(cumulative: np.ndarray, K: int) -> tuple[np.ndarray, int]:
-    """Chen and Asau's guide table for integer CDFs: ``(guide, shift)``.
-
-    ``cumulative[j, i] = W[0, j] + ... + W[i, j]`` (one row per input).  A draw ``u`` falls in
-    bucket ``b = u >> shift``.  ``start = guide[j, b]`` if ``>= 0``, else ``~guide[j, b]``, is
-    the smallest output ``i`` with ``cumulative[j, i] > b << shift``: the search for ``u`` may
-    start there and never passes its answer.  A non-negative entry means the whole bucket lies
-    in that output's interval, so it *is* the answer; a negative one means the bucket holds an
-    interval boundary and the search must go on.
-    """
-    inputs, N = cumulative.shape
-    bits = min(K, max(1, (N - 1).bit_length()) + GUIDE_EXTRA_BITS)
-    while bits > 1 and inputs << bits > GUIDE_MAX_ENTRIES and (1 << (bits - 1)) >= N:
-        bits -= 1
-    shift = K - bits
-    # start[j, b] = #{i : cumulative[j, i] <= b << shift} = #{i : ceil(cumulative[j, i] / 2**shift) <= b}
-    first_bucket = np.minimum((cumulative + ((1 << shift) - 1)) >> shift, 1 << bits)
-    counts = np.zeros((inputs, (1 << bits) + 1), dtype=np.int64)
-    np.add.at(counts, (np.repeat(np.arange(inputs), N), first_bucket.ravel()), 1)
-    start = np.cumsum(counts, axis=1)[:, : 1 << bits]
-    bucket_end = (np.arange(1, (1 << bits) + 1, dtype=np.int64) << shift)[None, :]  # first draw past the bucket
-    whole = np.take_along_axis(cumulative, np.minimum(start, N - 1), axis=1) >= bucket_end
-    return np.where(whole, start, ~start).astype(np.int32), shift
-
-
-def outputs_for_draws(cumulative: np.ndarray, K: int, columns: np.ndarray, draws: np.ndarray,
-                      guide: tuple[np.ndarray, int] | None = None) -> np.ndarray:
-    """The sampler's mapping: for each (input, draw), the smallest output ``i`` with ``draw < cumulative[input, i]``.
-
-    ``draws`` are integers in ``[0, 2**K)``; pure integer arithmetic, vectorised.
-    """
-    N = cumulative.shape[1]
-    table, shift = guide if guide is not None else guide_table(cumulative, K)
-    found = table.ravel()[columns * table.shape[1] + (draws >> shift)].astype(np.int64)
-    search = np.flatnonzero(found < 0)
-    out = found
-    out[search] = ~found[search]
-    flat = cumulative.ravel()
-    start = columns[search] * N
-    active = search[flat[start + out[search]] <= draws[search]]
-    while active.size:  # the draws whose bucket holds an interval boundary, past the bucket's start
-        out[active] += 1
-        active = active[flat[columns[active] * N + out[active]] <= draws[active]]
-    return out
+def uniform_draw(rng: object, K: int) -> int:
+    """One draw of :func:`uniform_draws` as a Python int (the same word of a Generator's stream)."""
+    if rng is None:
+        return _OS_SOURCE.draw(K)
+    if isinstance(rng, np.random.Generator):
+        return rng.bit_generator.random_raw() >> (64 - K)
+    if isinstance(rng, SystemRandomSource):
+        return rng.draw(K)
+    raise _bad_rng(rng)
 
 
 def _released_form(mechanism: object) -> IntegerMechanism:
@@ -111,11 +89,32 @@ def _released_form(mechanism: object) -> IntegerMechanism:
     return released
 
 
+def _out_of_range(N: int) -> ValueError:
+    return ValueError(f"true counts must be integers in 0..{N - 1}")
+
+
 def _checked_columns(counts: np.ndarray, N: int) -> np.ndarray:
     """``counts`` flattened to int64 inputs, or ``ValueError`` unless every one is an integer in 0..N-1."""
     if counts.size and (not np.issubdtype(counts.dtype, np.integer) or counts.min() < 0 or counts.max() >= N):
-        raise ValueError(f"true counts must be integers in 0..{N - 1}")
+        raise _out_of_range(N)
     return counts.ravel().astype(np.int64)
+
+
+def _is_integer(value: object) -> bool:
+    """A Python or numpy integer, not a bool (an array of bools is refused as counts too)."""
+    return type(value) is int or isinstance(value, np.integer)
+
+
+def _single_count(true_counts: object) -> tuple[object, tuple[int, ...]] | None:
+    """``(count, shape)`` when ``true_counts`` is one integer: a scalar, a 1-list or tuple, or a size-1 array."""
+    if _is_integer(true_counts):
+        return true_counts, ()
+    kind = type(true_counts)
+    if (kind is list or kind is tuple) and len(true_counts) == 1 and _is_integer(true_counts[0]):
+        return true_counts[0], (1,)
+    if kind is np.ndarray and true_counts.size == 1 and true_counts.dtype.kind in "iu":
+        return true_counts.item(), true_counts.shape
+    return None
 
 
 def release(mechanism: object, true_counts: object, rng: object = None) -> np.ndarray:
@@ -124,9 +123,22 @@ def release(mechanism: object, true_counts: object, rng: object = None) -> np.nd
     ``mechanism``: a :class:`~countdp.design.designer.Design` or an :class:`~countdp.privacy.exact.IntegerMechanism`
     (both carry weights that passed the exact alpha-DP test; a bare float matrix is refused).
     ``rng``: ``None`` for the OS's secure source (real data), or a seeded numpy ``Generator``
-    (experiments).  ``out[k]`` has the distribution ``W[:, true_counts[k]] / D``.
+    (experiments).  ``out[k]`` has the distribution ``W[:, true_counts[k]] / D``; an int64
+    array of ``true_counts``' shape.  One count takes a scalar path (one draw, a few table reads)
+    whose cost does not depend on ``n``; it gives what the array path gives for the same draw.
     """
-    return release_each(mechanism, [true_counts], [rng])[0]
+    released = _released_form(mechanism)
+    single = _single_count(true_counts)
+    if single is None:
+        return release_each(released, [true_counts], [rng])[0]
+    count, shape = single
+    N = released.weights.shape[0]
+    if not 0 <= count < N:
+        raise _out_of_range(N)
+    output = output_for_draw(released.cumulative, released.guide, int(count), uniform_draw(rng, released.K))
+    if shape == (1,):
+        return np.array([output], dtype=np.int64)
+    return np.array(output, dtype=np.int64).reshape(shape)
 
 
 def release_each(mechanism: object, true_counts: Sequence[object], rngs: Sequence[object]) -> list[np.ndarray]:
@@ -142,12 +154,16 @@ def release_each(mechanism: object, true_counts: Sequence[object], rngs: Sequenc
         return []
     arrays = [np.asarray(c) for c in true_counts]
     columns = [_checked_columns(c, released.n + 1) for c in arrays]
-    draws = [uniform_draws(SystemRandomSource() if rng is None else rng, c.size, released.K)
+    draws = [uniform_draws(_OS_SOURCE if rng is None else rng, c.size, released.K)
              for c, rng in zip(columns, rngs, strict=False)]
+    if len(arrays) == 1:
+        out = outputs_for_draws(released.cumulative, released.K, columns[0], draws[0], released.guide)
+        return [out.reshape(arrays[0].shape)]
     out = outputs_for_draws(released.cumulative, released.K, np.concatenate(columns), np.concatenate(draws),
                             released.guide)
     ends = np.cumsum([c.size for c in columns])[:-1]
     return [part.reshape(c.shape) for part, c in zip(np.split(out, ends), arrays, strict=False)]
 
 
-__all__ = ["SystemRandomSource", "guide_table", "outputs_for_draws", "release", "release_each", "uniform_draws"]
+__all__ = ["SystemRandomSource", "guide_table", "output_for_draw", "outputs_for_draws", "release", "release_each",
+           "uniform_draw", "uniform_draws"]

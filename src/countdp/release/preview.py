@@ -1,0 +1,49 @@
+"""What ``countdp release --dry-run`` shows: the error a release will have, before any noise is drawn.
+
+For every count column and group size: the mechanism, and its exact expected L0 (the chance
+the released count is wrong), L0,1 (the chance it is off by more than one) and RMSE, under a
+uniform prior on the true count and for the worst true count — computed in exact arithmetic on
+the integer weights that the release would sample (:mod:`countdp.privacy.expected_error`).
+Then the total privacy spent and, with a budget, what the ledger would have left.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from countdp.privacy.alpha import alpha_text
+from countdp.privacy.expected_error import release_errors
+from countdp.release.provenance import exact_text
+
+HEADER = (f"{'column':<14} {'n':>7} {'rows':>9}  {'mechanism':<10} {'L0 unif':>8} {'L0 worst':>8} "
+          f"{'L01 unif':>8} {'L01 worst':>9} {'RMSE unif':>9} {'RMSE worst':>10}")
+
+
+def _row(column: str, n: int, rows: int, design) -> str:
+    errors = release_errors(design.released)
+    return (f"{column:<14} {n:>7} {rows:>9}  {design.mechanism:<10} {float(errors.l0_uniform):>8.4f} "
+            f"{float(errors.l0_worst):>8.4f} {float(errors.l01_uniform):>8.4f} {float(errors.l01_worst):>9.4f} "
+            f"{errors.rmse_uniform:>9.4f} {errors.rmse_worst:>10.4f}")
+
+
+def preview(prepared, remaining: Fraction | None) -> str:
+    """The dry run's report for a prepared (validated, mechanisms found) release; nothing is drawn."""
+    request, validated = prepared.request, prepared.validated
+    lines = [f"# dry run: {validated.rows} rows of {request.input} checked; nothing drawn, nothing written",
+             "# exact expected error of each mechanism's release weights (uniform prior on the true count, "
+             "and the worst true count)", HEADER]
+    for k, column in enumerate(request.columns):
+        for s, n in enumerate(validated.sizes.tolist()):
+            lines.append(_row(column.count_column, int(n), int(validated.rows_per_size[s]), prepared.mechanisms[k][s]))
+    alpha_total = Fraction(1)
+    for column in request.columns:
+        alpha_total *= column.alpha
+    lines.append(f"# privacy: alpha_total = {alpha_text(alpha_total)}, epsilon spent = {exact_text(prepared.epsilon)} "
+                 f"({float(prepared.epsilon):.6g}) over {len(request.columns)} count column(s)")
+    if remaining is not None:
+        lines.append(f"# budget {request.budget}: {exact_text(remaining)} ({float(remaining):.6g}) would remain "
+                     "after this release")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["HEADER", "preview"]
