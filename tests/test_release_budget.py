@@ -59,7 +59,7 @@ def test_a_release_debits_the_ledger_and_an_overspend_is_refused_with_nothing_dr
 
 def test_dry_run_shows_exact_errors_and_the_budget_left_and_writes_nothing(tmp_path, groups, capsys):
     ledger = tmp_path / "budget.json"
-    assert main(["budget", "init", str(ledger), "--epsilon", "1"]) == 0
+    assert main(["budget", "init", str(ledger), "--epsilon", "2"]) == 0
     before = ledger.read_bytes()
     capsys.readouterr()
     out = tmp_path / "o.csv"
@@ -73,6 +73,8 @@ def test_dry_run_shows_exact_errors_and_the_budget_left_and_writes_nothing(tmp_p
     assert float(young[1][8]) == pytest.approx((1 / 3) ** 0.5, abs=1e-4)
     assert sum(int(r[2]) for r in young.values()) == 300
     assert "would remain" in report and ledger.read_bytes() == before
+    assert main(_argv(groups, out, tmp_path / "cache", "--alpha", "1/3", "--budget", str(ledger), "--dry-run")) == 0
+    assert "only 2 remains of 2: the release would be refused" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.json", "budget.json.lock", "groups.csv"] or \
         sorted(p.name for p in tmp_path.iterdir()) == ["budget.json", "groups.csv"]
 

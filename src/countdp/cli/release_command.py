@@ -195,7 +195,7 @@ def _release_table(args: argparse.Namespace) -> int:
     from countdp import __version__
     from countdp.release.draws import Randomness
     from countdp.release.engine import prepare, sidecar_path, write_release
-    from countdp.release.ledger import Ledger
+    from countdp.release.ledger import BudgetExceeded, Ledger
 
     request, design = _request(args)
     mechanism_for, _ = _mechanisms(request, design, args.dry_run)
@@ -204,8 +204,11 @@ def _release_table(args: argparse.Namespace) -> int:
     if args.dry_run:
         from countdp.release.preview import preview
 
-        remaining = ledger.check(prepared.epsilon) if ledger else None
-        sys.stdout.write(preview(prepared, remaining))
+        try:
+            budget = ledger.check(prepared.epsilon) if ledger else None
+        except BudgetExceeded as exc:
+            budget = f"{exc}: the release would be refused"
+        sys.stdout.write(preview(prepared, budget))
         return 0
     debit = None
     if ledger is not None:

@@ -26,8 +26,12 @@ def _row(column: str, n: int, rows: int, design) -> str:
             f"{errors.rmse_uniform:>9.4f} {errors.rmse_worst:>10.4f}")
 
 
-def preview(prepared, remaining: Fraction | None) -> str:
-    """The dry run's report for a prepared (validated, mechanisms found) release; nothing is drawn."""
+def preview(prepared, remaining: Fraction | str | None) -> str:
+    """The dry run's report for a prepared (validated, mechanisms found) release; nothing is drawn.
+
+    ``remaining``: what the budget would have left, or the ledger's refusal as text, or None
+    without a budget.
+    """
     request, validated = prepared.request, prepared.validated
     lines = [f"# dry run: {validated.rows} rows of {request.input} checked; nothing drawn, nothing written",
              "# exact expected error of each mechanism's release weights (uniform prior on the true count, "
@@ -40,7 +44,9 @@ def preview(prepared, remaining: Fraction | None) -> str:
         alpha_total *= column.alpha
     lines.append(f"# privacy: alpha_total = {alpha_text(alpha_total)}, epsilon spent = {exact_text(prepared.epsilon)} "
                  f"({float(prepared.epsilon):.6g}) over {len(request.columns)} count column(s)")
-    if remaining is not None:
+    if isinstance(remaining, str):
+        lines.append(f"# budget {remaining}")
+    elif remaining is not None:
         lines.append(f"# budget {request.budget}: {exact_text(remaining)} ({float(remaining):.6g}) would remain "
                      "after this release")
     return "\n".join(lines) + "\n"
