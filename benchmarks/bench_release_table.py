@@ -94,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.work) as tmp:
         work = Path(tmp)
-        codes = [("new", HERE.parent / "src")] + ([("baseline", args.baseline.resolve() / "src")] if args.baseline else [])
+        codes = [("new", HERE.parent / "src")]
+        if args.baseline:
+            codes.append(("baseline", args.baseline.resolve() / "src"))
         print(f"# {args.rows:,} rows, sizes 2..40, EM at alpha = 9/10, mechanisms cached, OS randomness")
         print(f"{'table':<9} {'code':<9} {'seconds':>8} {'peak MB':>8}")
         results = {}
