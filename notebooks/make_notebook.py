@@ -50,10 +50,12 @@ print("tables:", ", ".join(sorted(p.stem for p in (RESULTS / "tables").glob("*.c
     ("md", """\
 ## 1. A designed mechanism
 
-Every mechanism is one JSON artifact, `results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json`,
-holding the matrix `P[i, j] = Pr[output i | true count j]` (rows: outputs, columns: inputs), how it was
-made, its float α-DP certificate, and its release form: integer weights over 2^62 with an exact
-α-DP certificate. `load_certified` re-runs both checks on the stored values.
+Every mechanism is one artifact, `results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json`,
+with its arrays in the `.npz` beside it (plain `np.load` reads them): the matrix
+`P[i, j] = Pr[output i | true count j]` (rows: outputs, columns: inputs) and its release form, integer
+weights over 2^62. The JSON says how it was made and holds its float α-DP certificate, the exact
+α-DP certificate of the weights and the SHA-256 of the npz. `load_certified` re-runs both checks on
+the stored values (and checks the digests and the recorded properties).
 We show WM (the LP with weak honesty, row and column monotonicity and symmetry) for n = 4, α = 0.91,
 the mechanism of Figure 7 (built by both the default and the quick configuration)."""),
     ("code", """\

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import io
-import json
 
 import numpy as np
 import pandas as pd
 import pytest
+from artifact_files import read_file, write_file
 
 from countdp.claims.designs import theory_designs
 from countdp.claims.render import claims_markdown
@@ -54,9 +54,9 @@ def test_saved_designs_are_loaded_and_re_certified(tmp_path, monkeypatch):
     loaded = settings.named("WM", 4, 0.91)
     assert loaded.mechanism == "WM" and loaded.certificate.certified
     np.testing.assert_array_equal(loaded.matrix, design_named("WM", 4, 0.91).matrix)
-    record = json.loads(path.read_text())
-    record["matrix"][0][0] *= 1.5  # breaks alpha-DP on the stored floats
-    path.write_text(json.dumps(record))
+    record, matrix, _ = read_file(path)
+    matrix[0, 0] *= 1.5  # breaks alpha-DP on the stored floats (the file's digests re-recorded)
+    write_file(path, record, matrix=matrix)
     with pytest.raises(ValueError, match="not certified"):
         settings.named("WM", 4, 0.91)
 

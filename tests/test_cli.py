@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from artifact_files import python_int_dp, read_file, write_file
 
 from countdp.cli import main
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
@@ -43,10 +44,36 @@ def test_design_lp_with_props_objective_and_csv_out(tmp_path):
     record = json.loads(out.read_text())
     assert record["objective"] == "L0d:1" and record["properties_requested"] == ["CM", "WH"]
     assert record["properties"]["CM"] and record["properties"]["WH"]
-    csv_out = tmp_path / "e"
-    assert main(["design", "EM", "--n", "3", "--alpha", "0.5", "--format", "csv", "--out", str(csv_out)]) == 0
-    written = np.loadtxt(tmp_path / "e.csv", delimiter=",")
-    np.testing.assert_allclose(written, explicit_fair(3, 0.5), atol=1e-15)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json", "m.npz"]
+    for name in ("e", "e.txt", "e.csv"):  # exactly the path given, whatever its suffix
+        csv_out = tmp_path / name
+        assert main(["design", "EM", "--n", "3", "--alpha", "0.5", "--format", "csv", "--out", str(csv_out)]) == 0
+        written = np.loadtxt(csv_out, delimiter=",")
+        np.testing.assert_allclose(written, explicit_fair(3, 0.5), atol=1e-15)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e", "e.csv", "e.txt", "m.json", "m.npz"]
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--format", "csv", "--out", "m.json"], "--format csv writes a CSV matrix, not a .json file"),
+    (["--format", "csv", "--out", "m.npz"], "--format csv writes a CSV matrix, not a .npz file"),
+    (["--out", "m.txt"], "--format json writes a .json file"),
+    (["--out", "m.csv"], "--format json writes a .json file"),
+    (["--out", "m"], "--format json writes a .json file"),
+])
+def test_design_refuses_an_out_whose_suffix_contradicts_the_format(argv, word, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["design", "GM", "--n", "3", "--alpha", "0.5", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"countdp: error: {argv[-1]}: ") and word in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_design_that_cannot_write_its_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "taken.json").mkdir()
+    assert main(["design", "GM", "--n", "3", "--alpha", "0.5", "--out", str(tmp_path / "taken.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path / 'taken.json'}: cannot write it" in err and "/." not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken.json"]  # no npz without its JSON
 
 
 def test_check_reports_properties_and_dp(tmp_path, capsys):
@@ -135,27 +162,50 @@ def test_design_takes_epsilon_and_records_both(capsys):
     assert "not allowed with" in capsys.readouterr().err
 
 
-def _tamper_weights(path, tmp_path):
-    record = json.loads(path.read_text())
-    W = record["release"]["weights"]
-    W[1][0] += W[0][0]
-    W[0][0] = 0  # a zero next to a positive weight; the column still sums to 2**62
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(record))
-    return bad
+def _tamper_weights(path):
+    """A zero next to a positive weight (the column still sums to 2**62), with the file's digests re-recorded,
+    so that the exact test is what must catch it."""
+    record, _, W = read_file(path)
+    W = W.copy()
+    W[1, 0] += W[0, 0]
+    W[0, 0] = 0
+    assert not python_int_dp(W, record["alpha_exact"], 2**62)
+    write_file(path, record, weights=W)
 
 
 def test_check_and_release_refuse_tampered_weights(tmp_path, capsys):
+    """One verdict: ``check`` prints the loader's line and exits 2; ``release`` (whose mechanism comes from the
+    same loader) refuses with that line too."""
+    from countdp.mechanisms.artifact import load_design
+
     path = tmp_path / "gm.json"
     assert main(["design", "GM", "--n", "4", "--alpha", "2/3", "--out", str(path)]) == 0
     assert main(["check", str(path)]) == 0
     assert "certified exactly on the integer release weights" in capsys.readouterr().out
-    bad = _tamper_weights(path, tmp_path)
-    assert main(["check", str(bad)]) == 1
-    assert "NOT alpha-DP on the integer release weights" in capsys.readouterr().out
-    assert main(["release", str(bad), "1", "--seed", "1"]) == 2
+    _tamper_weights(path)
+    with pytest.raises(ValueError) as refused:
+        load_design(path)
+    line = str(refused.value)
+    assert line.startswith(f"{path}: release weights are not alpha-DP")
+    assert main(["check", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"countdp: error: {line}\n" and captured.out == ""
+    assert main(["release", str(path), "1", "--seed", "1"]) == 2
     err = capsys.readouterr().err
-    assert "refusing to release" in err and len(err.strip().splitlines()) == 1
+    assert line in err and len(err.strip().splitlines()) == 1
+
+
+def test_check_at_another_alpha_tests_the_weights_there(tmp_path, capsys):
+    """A file certified at 2/3 is also 3/4-DP? No (GM's inequalities are tight): exit 1 with the reason;
+    at 1/2 (less private) it is."""
+    path = tmp_path / "gm.json"
+    assert main(["design", "GM", "--n", "4", "--alpha", "2/3", "--out", str(path)]) == 0
+    record, _, W = read_file(path)
+    assert not python_int_dp(W, "3/4", 2**62) and python_int_dp(W, "1/2", 2**62)
+    assert main(["check", str(path), "--alpha", "3/4"]) == 1
+    assert "alpha = 3/4: NOT alpha-DP on the integer release weights" in capsys.readouterr().out
+    assert main(["check", str(path), "--alpha", "1/2"]) == 0
+    assert "alpha = 1/2: certified exactly" in capsys.readouterr().out
 
 
 def test_progress_bar_appears_only_for_slow_work():

@@ -15,7 +15,6 @@ an idle core.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from artifact_files import read_file, write_file
 from conftest import copy_workflow, snakemake
 
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
@@ -82,8 +82,7 @@ def test_every_default_artifact_is_certified(default_artifacts, tmp_path):
         solver = "closed-form" if mechanism in CLOSED_FORMS else "HIGHS/simplex"
         out = tmp_path / f"{k}.json"
         design_artifact(mechanism, m["objective"], n, alpha, solver, out, alpha_text(exact[alpha]))
-        record = json.loads(Path(out).read_text())
-        P = np.array(record["matrix"], dtype=float)
+        record, P, W = read_file(out)
         dp, release = record["dp"], record["release"]
         ok = (
             record["mechanism"] == mechanism and record["n"] == n and repr(record["alpha"]) == alpha
@@ -93,24 +92,25 @@ def test_every_default_artifact_is_certified(default_artifacts, tmp_path):
             and is_alpha_dp(P, float(alpha)) and _independent_dp(P, float(alpha))
             and record["alpha_exact"] == alpha_text(exact[alpha]) and release["denominator"] == 2**62
             and release["certificate"]["holds"] is True
-            and _python_int_dp(release["weights"], record["alpha_exact"], release["denominator"])
+            and _python_int_dp(W.tolist(), record["alpha_exact"], release["denominator"])
             and abs(release["certificate"]["objective_change"]) <= 1e-9
         )
         if not ok:
             failures.append((path, dp))
         out.unlink()
+        out.with_suffix(".npz").unlink()
     assert not failures, failures[:5]
 
 
 # ---------------------------------------------------------------- consumers read certified artifacts
 def _tamper(path: Path) -> None:
-    """Break one DP inequality by about 1e-7 (solver-error size) and keep ``certified: true``."""
-    record = json.loads(path.read_text())
-    P = np.array(record["matrix"])
+    """Break one DP inequality by about 1e-7 (solver-error size) and keep ``certified: true`` (the file's
+    digests re-recorded, so that the float DP test is what must catch it)."""
+    record, P, _ = read_file(path)
+    P = P.copy()
     P[0, 1] = P[0, 0] / record["alpha"] * (1 + 1e-6)  # alpha * P[0, 1] > P[0, 0]
     P[:, 1] /= P[:, 1].sum()
-    record["matrix"] = P.tolist()
-    path.write_text(json.dumps(record))
+    write_file(path, record, matrix=P)
 
 
 def test_loaders_refuse_an_uncertified_artifact(tmp_path):
@@ -122,7 +122,7 @@ def test_loaders_refuse_an_uncertified_artifact(tmp_path):
     design_artifact("WM", "L0", 4, "0.91", "HIGHS/simplex", path)
     assert load_certified(path)["dp"]["certified"]
     _tamper(path)
-    assert not is_alpha_dp(np.array(json.loads(path.read_text())["matrix"]), 0.91)
+    assert not is_alpha_dp(read_file(path)[1], 0.91)
     for load in (load_certified, lambda p: load_matrix_records([p]), lambda p: load_mechanisms([["WM", 4, p]], 0.91)):
         with pytest.raises(ValueError, match="WM.json: mechanism is not certified"):
             load(str(path))
@@ -135,13 +135,13 @@ def test_loaders_refuse_tampered_release_weights(tmp_path):
 
     path = tmp_path / "WM.json"
     design_artifact("WM", "L0", 4, "0.91", "HIGHS/simplex", path)
-    record = json.loads(path.read_text())
-    W = record["release"]["weights"]
+    record, _, W = read_file(path)
+    W = W.copy()
     # the least value of W[0][1] that breaks 91 W[0][1] <= 100 W[0][0], mass taken from W[1][1]
-    target = (100 * W[0][0]) // 91 + 1
-    W[1][1] -= target - W[0][1]
-    W[0][1] = target
-    path.write_text(json.dumps(record))
+    target = (100 * int(W[0, 0])) // 91 + 1
+    W[1, 1] -= target - W[0, 1]
+    W[0, 1] = target
+    write_file(path, record, weights=W)  # digests re-recorded: the exact test must catch it
     for load in (load_certified, load_design, lambda p: load_mechanisms([["WM", 4, p]], 0.91)):
         with pytest.raises(ValueError, match="WM.json: release weights are not alpha-DP"):
             load(str(path))

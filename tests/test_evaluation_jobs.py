@@ -7,11 +7,10 @@ any output exists.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pytest
+from artifact_files import read_file, write_file
 from jobs_extrinsic import eval_adult, eval_binomial
 
 from countdp.design.designer import design_named
@@ -67,10 +66,10 @@ def test_adult_job_reads_the_checked_table(tmp_path, artifacts):
 
 def test_a_tampered_artifact_stops_the_job_before_any_output(tmp_path, artifacts):
     path = artifacts[-1][2]
-    record = json.loads(open(path).read())
-    record["release"]["weights"][0][0] += 1  # column 0 no longer sums to 2^62
-    with open(path, "w") as fh:
-        json.dump(record, fh)
+    record, _, weights = read_file(path)
+    weights = weights.copy()
+    weights[0, 0] += 1  # column 0 no longer sums to 2^62 (and the npz no longer matches its SHA-256)
+    write_file(path, record, weights=weights, digests=False)
     out = tmp_path / "out"
     with pytest.raises(ValueError, match=path.replace("+", r"\+")):
         eval_binomial("t", 0.9, artifacts, [{"n": 5, "p": 0.5, "alpha": 0.9}], ["L0"], 3, 1000, 1,

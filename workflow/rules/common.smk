@@ -4,7 +4,8 @@
 # few constants).
 #
 # Path conventions (other .smk files use the helpers below, never hand-built strings).
-#   results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
+#   results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json, with its arrays (matrix and
+#   release weights) in alpha={alpha}.npz beside it; readers name only the JSON.
 #   - mechanism: GM, EM, UM (closed forms), WM (LP: WH+RM+CM+S), WH (LP: WH+S), or
 #     LP-{props} with props '+'-joined in the canonical order RH,RM,CH,CM,F,WH,S
 #     (LP-none = BasicDP only).
@@ -61,10 +62,13 @@ except ValueError as error:
     raise WorkflowError(f"config: {error}") from None
 
 
-# Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.mechanisms.artifact.atomic_path
-# leaves its temporary file (".{name}.XXXXXXXX{suffix}", next to the output) behind.  It is
-# never taken for an output, and the run that starts next removes it (the lock on the working
-# directory means no other run is writing there, unless it was started with --nolock).
+# Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.mechanisms.atomic.atomic_path
+# leaves its temporary file (".{name}.XXXXXXXX{suffix}", next to the output) behind; a design's
+# save leaves up to two, its JSON's and its npz's (".alpha=0.91.npz.XXXXXXXX.npz").  They are
+# never taken for outputs, and the run that starts next removes them (the lock on the working
+# directory means no other run is writing there, unless it was started with --nolock).  A kill
+# between the npz's rename and the JSON's leaves the npz without its JSON: both are outputs of
+# the sweep, so the incomplete job is rerun and rewrites both.
 ATOMIC_TEMP_RE = r"\.(?P<name>.+)\.[a-z0-9_]{8}(?P<suffix>\.[^./]*)?"
 
 
@@ -140,6 +144,12 @@ def mechanism_path(mechanism, objective, n, alpha):
         f"results/mechanisms/{mechanism}/{objective_slug(objective)}/"
         f"n={int(n)}/alpha={alpha_str(alpha)}.json"
     )
+
+
+def mechanism_arrays_path(mechanism, objective, n, alpha):
+    """The npz beside an artifact's JSON, where countdp.mechanisms.artifact.save_design writes its arrays
+    (X.json -> X.npz, countdp.mechanisms.arrays.arrays_path)."""
+    return mechanism_path(mechanism, objective, n, alpha).removesuffix(".json") + ".npz"
 
 
 # ---------------------------------------------------------------- design sweeps (design.smk)

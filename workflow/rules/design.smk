@@ -2,7 +2,9 @@
 # every n the config needs at that triple (design_sweeps: common.smk), instead of one job per
 # mechanism (Snakemake's per-job cost dwarfed the millisecond LPs).  Each design still has its
 # own cached file, results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
-# (mechanism_path), so downstream rules read single artifacts, and a config change reruns
+# (mechanism_path) with its arrays in the .npz beside it (mechanism_arrays_path: an output too, so
+# Snakemake reruns a sweep whose npz went missing and removes both when a job fails), so
+# downstream rules read single artifacts (the JSON names its npz), and a config change reruns
 # only the sweeps whose n set (or solver, for LPs) changed.  The jobs' calls run in the run's
 # worker processes (in_worker: common.smk), which import the library once.  Resources grow with
 # the sweep's largest n.
@@ -15,7 +17,8 @@ for _key, _ns in design_sweeps().items():
         name:
             design_sweep_rule(*_key)
         output:
-            [mechanism_path(_mechanism, _objective, n, _alpha) for n in _ns],
+            json=[mechanism_path(_mechanism, _objective, n, _alpha) for n in _ns],
+            arrays=[mechanism_arrays_path(_mechanism, _objective, n, _alpha) for n in _ns],
         log:
             f"results/logs/design/{_mechanism}/{_objective}/alpha={_alpha}.log",
         params:
@@ -36,6 +39,6 @@ for _key, _ns in design_sweeps().items():
             from countdp.studies.sweeps import design_sweep
 
             in_worker(design_sweep, params.mechanism, params.objective, params.alpha, params.ns, params.solver,
-                                    list(output), log[0], params.alpha_exact)
+                                    list(output.json), log[0], params.alpha_exact)
 
-    DESIGNED.update((str(f), f) for f in getattr(rules, design_sweep_rule(*_key)).output)
+    DESIGNED.update((str(f), f) for f in getattr(rules, design_sweep_rule(*_key)).output.json)

@@ -12,9 +12,16 @@ from countdp.cli.arguments import UsageError, alpha_argument, positive_int, tole
 from countdp.design.constraints import PROPERTIES
 from countdp.design.designer import MECHANISMS, SOLVERS, design_named
 from countdp.evaluate.metrics import objective_value
-from countdp.mechanisms.artifact import design_to_dict, load_matrix, load_record, save_design, to_json
+from countdp.mechanisms.artifact import (
+    design_to_dict,
+    load_certified,
+    load_matrix,
+    save_design,
+    save_matrix_csv,
+    to_json,
+)
 from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
-from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of, exact_alpha
+from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.privacy.exact import exact_dp_check
 from countdp.progress import StageLog
@@ -39,19 +46,35 @@ def register(sub) -> None:
     d.add_argument("--max-repair", type=tolerance_argument, default=MAX_REPAIR_LAMBDA,
                    help=f"largest UM weight a solver answer's DP repair may mix in (default {MAX_REPAIR_LAMBDA:g})")
     d.add_argument("--format", choices=("json", "csv"), default="json")
-    d.add_argument("--out", type=Path, default=None, help="write here (atomically) instead of stdout")
+    d.add_argument("--out", type=Path, default=None,
+                   help="write here (atomically) instead of stdout: X.json (with its arrays in X.npz beside it), "
+                        "or with --format csv the matrix at exactly this path")
 
     c = sub.add_parser("check", help="report properties and the DP verdict of a mechanism file")
     c.set_defaults(handler=_check)
-    c.add_argument("file", type=Path, help="a mechanism JSON (from design) or a CSV matrix")
-    c.add_argument("--alpha", type=alpha_argument, default=None, help="alpha to check, exact (required for CSV)")
+    c.add_argument("file", type=Path, help="a mechanism JSON (from design; verified as `countdp release` verifies it) "
+                                           "or a CSV matrix")
+    c.add_argument("--alpha", type=alpha_argument, default=None,
+                   help="alpha to check, exact (required for CSV; for a JSON, default its own alpha)")
     c.add_argument("--tol", type=tolerance_argument, default=DEFAULT_TOL,
                    help="tolerance for the structural properties")
+
+
+def _output_path(out: Path, fmt: str) -> Path:
+    """``--out`` as given, or a one-line error if its suffix is not the one ``--format`` writes."""
+    suffix = out.suffix.lower()
+    if fmt == "json" and suffix != ".json":
+        raise UsageError(f"{out}: --format json writes a .json file (its arrays go to the .npz beside it); "
+                         "give --out ending in .json")
+    if fmt == "csv" and suffix in (".json", ".npz"):
+        raise UsageError(f"{out}: --format csv writes a CSV matrix, not a {suffix} file")
+    return out
 
 
 def _design(args: argparse.Namespace) -> int:
     if args.mechanism != "LP" and args.props:
         raise UsageError(f"--props applies to LP only; {args.mechanism} has a fixed definition")
+    out = None if args.out is None else _output_path(args.out, args.format)
     try:
         alpha = args.alpha if args.epsilon is None else alpha_from_epsilon(args.epsilon)
         with StageLog("countdp"):  # what a design past a second is doing, on stderr
@@ -62,8 +85,14 @@ def _design(args: argparse.Namespace) -> int:
     if args.epsilon is not None:
         result.extra["epsilon_requested"] = args.epsilon
         result.extra["epsilon_guaranteed"] = epsilon_of(alpha)
-    if args.out is not None:
-        save_design(result, args.out if args.format == "json" else args.out.with_suffix(".csv"))
+    if out is not None:
+        try:
+            if args.format == "json":
+                save_design(result, out)
+            else:
+                save_matrix_csv(result.matrix, out)
+        except OSError as exc:
+            raise UsageError(f"{out}: cannot write it ({exc.strerror or exc})") from None
         return 0
     if args.format == "csv":
         np.savetxt(sys.stdout, result.matrix, delimiter=",", fmt="%.17g")
@@ -72,53 +101,49 @@ def _design(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_record(path: Path) -> dict:
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
+def _check_csv(args: argparse.Namespace) -> int:
+    """A bare CSV matrix: its properties, and DP on its floats at ``--alpha`` (no release weights to test)."""
+    if args.alpha is None:
+        raise UsageError(f"{args.file}: a CSV matrix needs --alpha to check differential privacy")
     try:
-        return load_record(path)
+        P = load_matrix(args.file)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _report(args.file, P, args.tol)
+    floats = is_alpha_dp(P, float(args.alpha))
+    print(f"  DP  alpha = {alpha_text(args.alpha)}: {'holds' if floats else 'FAILS'} on the float matrix "
+          f"(worst violation {check_dp(P, float(args.alpha)).worst_violation:.3g}); no integer release weights "
+          "here, so `countdp release` will not use it (design it with `countdp design` to get them)")
+    return 0 if floats else 1
+
+
+def _report(path: Path, P: np.ndarray, tol: float) -> None:
+    n = P.shape[0] - 1
+    print(f"mechanism: {path} (n = {n}, {n + 1}x{n + 1}, P[i, j] = Pr[output i | input j])")
+    for name, check in check_all(P, tol).items():
+        print(f"  {name:<3} {'yes' if check.holds else 'no ':<4} worst violation {check.worst_violation:.3g}")
+    print(f"  L0  {objective_value(P, 'L0'):.6f}")
 
 
 def _check(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         raise UsageError(f"{args.file}: no such file")
     if args.file.suffix.lower() == ".csv":
-        if args.alpha is None:
-            raise UsageError(f"{args.file}: a CSV matrix needs --alpha to check differential privacy")
-        try:
-            P, record = load_matrix(args.file), None
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    else:
-        record = _read_record(args.file)
-        P = record["matrix"]
-    n = P.shape[0] - 1
-    print(f"mechanism: {args.file} (n = {n}, {n + 1}x{n + 1}, P[i, j] = Pr[output i | input j])")
-    for name, check in check_all(P, args.tol).items():
-        print(f"  {name:<3} {'yes' if check.holds else 'no ':<4} worst violation {check.worst_violation:.3g}")
-    print(f"  L0  {objective_value(P, 'L0'):.6f}")
-    if record is None or "release" not in record:
-        alpha = args.alpha if args.alpha is not None else record.get("alpha")
-        floats = is_alpha_dp(P, float(alpha))
-        print(f"  DP  alpha = {alpha}: {'holds' if floats else 'FAILS'} on the float matrix "
-              f"(worst violation {check_dp(P, float(alpha)).worst_violation:.3g}); no integer release weights here, "
-              "so `countdp release` will not use it (design it with `countdp design` to get them)")
-        return 0 if floats else 1
-    alpha = args.alpha if args.alpha is not None else record.get("alpha_exact")
-    release_block = record["release"]
-    D = release_block.get("denominator")
-    K = D.bit_length() - 1 if isinstance(D, int) and D > 0 and D & (D - 1) == 0 else 0
-    try:
-        W = np.array(release_block["weights"], dtype=np.int64)
-        verdict = exact_dp_check(W, alpha, K)
-    except (ValueError, OverflowError, TypeError) as exc:
-        raise UsageError(f"{args.file}: unreadable release weights ({exc})") from None
-    shown = alpha_text(exact_alpha(alpha))
+        return _check_csv(args)
+    try:  # the loader `countdp release` uses: a file it refuses is refused here, in the same words
+        record = load_certified(args.file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    released = record["released"]
+    _report(args.file, record["matrix"], args.tol)
+    alpha = released.alpha if args.alpha is None else args.alpha
+    # the loader ran the exact test at the file's own alpha; another --alpha is tested here
+    verdict = released.certificate if alpha == released.alpha else exact_dp_check(released.weights, alpha, released.K)
+    shown = alpha_text(alpha)
     if verdict.holds:
-        print(f"  DP  alpha = {shown}: certified exactly on the integer release weights (D = 2^{K}), "
+        print(f"  DP  alpha = {shown}: certified exactly on the integer release weights (D = 2^{released.K}), "
               f"{verdict.inequalities} inequalities, integer arithmetic")
     else:
-        print(f"  DP  alpha = {shown}: NOT alpha-DP on the integer release weights: {verdict.reason}")
+        print(f"  DP  alpha = {shown}: NOT alpha-DP on the integer release weights: {verdict.reason} "
+              f"(the file is certified at its own alpha = {alpha_text(released.alpha)})")
     return 0 if verdict.holds else 1

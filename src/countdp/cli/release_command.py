@@ -26,11 +26,10 @@ import numpy as np
 from countdp.cli.arguments import Once, UsageError, alpha_argument
 from countdp.design.designer import MECHANISMS
 from countdp.mechanisms.artifact import load_design
-from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, exact_alpha
+from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, exact_alpha, rational_text
 from countdp.privacy.sampling import release
 from countdp.progress import Progress
 from countdp.release.draws import EXPERIMENT_ONLY
-from countdp.release.provenance import exact_text
 
 
 def register(sub) -> None:
@@ -80,7 +79,7 @@ def _load(path: Path):
     try:
         return load_design(path)
     except ValueError as exc:
-        raise UsageError(f"refusing to release: {exc}") from None
+        raise UsageError(str(exc)) from None
 
 
 def _release_counts(args: argparse.Namespace) -> int:
@@ -216,8 +215,8 @@ def _release_table(args: argparse.Namespace) -> int:
                 "out": str(request.out), "columns": request.count_names,
                 "alphas": [alpha_text(c.alpha) for c in request.columns]}
         receipt = ledger.debit(prepared.epsilon, what)
-        debit = {"ledger": str(request.budget), "entry": receipt.entry_id, "epsilon": exact_text(receipt.epsilon),
-                 "remaining_after": exact_text(receipt.remaining_after)}
+        debit = {"ledger": str(request.budget), "entry": receipt.entry_id, "epsilon": rational_text(receipt.epsilon),
+                 "remaining_after": rational_text(receipt.remaining_after)}
     _randomness_note(request.seed)
     progress = Progress(prepared.validated.rows, "rows released")
     try:

@@ -22,10 +22,9 @@ import numpy as np
 from countdp.design.constraints import parse_properties
 from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
-from countdp.privacy.alpha import exact_alpha
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
 from countdp.privacy.exact import IntegerMechanism
-from countdp.privacy.rounding import round_to_release
+from countdp.privacy.rounding import check_release_alpha, round_to_release
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -160,7 +159,7 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when the solver does
     not return an optimum, or returns one whose DP repair needs more than ``max_repair_lambda``.
     """
-    n, alpha_q = check_n(n), exact_alpha(alpha)
+    n, alpha_q = check_n(n), check_release_alpha(alpha)
     a = float(alpha_q)
     check_fits_in_memory(n, LP_BYTES_PER_ENTRY, "an LP design")
     props = parse_properties(properties)
@@ -255,7 +254,7 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
     if name not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
     if name in CLOSED_FORMS:
-        n, alpha_q = check_n(n), exact_alpha(alpha)
+        n, alpha_q = check_n(n), check_release_alpha(alpha)
         check_fits_in_memory(n, CLOSED_FORM_BYTES_PER_ENTRY, f"{name} with its release weights")
         obj = parse_objective(objective)
         bound = lp_options.get("max_repair_lambda", MAX_REPAIR_LAMBDA)

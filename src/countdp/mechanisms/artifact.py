@@ -1,69 +1,46 @@
-"""Reading and writing mechanism artifacts (JSON or CSV), atomically.
+"""Mechanism files: a design written compactly and atomically, and read back by the one loader.
 
-The JSON layout is the one ``countdp design`` prints: ``matrix[i][j] = Pr[output i | input j]``,
-``alpha_exact`` (``"p/q"``), and ``release``: ``denominator`` ``D = 2**K``, integer ``weights``
-(``weights[i][j]`` for output i given input j, columns summing to ``D``) and the exact
-certificate.  Loaders re-run the exact test on the stored weights and refuse any file that fails.
-Writes go to a temporary file in the same folder and are renamed into place, so a killed
-job never leaves a half-written artifact behind.
+``save_design(design, "X.json")`` writes two files:
+
+* ``X.npz``: the float ``matrix`` and the integer release ``weights`` (rows are outputs, columns
+  inputs), readable with plain ``np.load`` (:mod:`countdp.mechanisms.arrays`);
+* ``X.json``: everything else, human-readable: mechanism, n, ``alpha`` and ``alpha_exact``
+  (``"p/q"``), objective, properties, the float DP certificate, ``release`` (``denominator``
+  ``D = 2**K`` and the exact certificate) and ``arrays``: the npz's name relative to the JSON,
+  its SHA-256, and the SHA-256 of the weights' canonical bytes.
+
+Both are written to temporaries first; then the npz is renamed into place, then the JSON
+(:mod:`countdp.mechanisms.atomic`): the JSON is the commit point, and an npz that does not belong
+to it (stale, or another design's) is caught by its SHA-256 when the file is loaded.  A save that
+fails leaves no new file behind.  The inline form (one JSON with ``matrix`` and
+``release.weights`` in it, :func:`design_to_dict`) is what ``countdp design`` prints without
+``--out``, and what countdp wrote before; :func:`load_certified` reads both
+(:mod:`countdp.mechanisms.loader`: every reader goes through it, so a file has one verdict).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_text, exact_alpha
-from countdp.privacy.certify import Certificate, is_alpha_dp
-from countdp.privacy.exact import IntegerMechanism
+from countdp.design.designer import Design
+from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.arrays import arrays_path, npz_bytes, sha256_hex, weights_digest
+from countdp.mechanisms.atomic import atomic_path, write_bytes_atomic, write_csv_atomic, write_text_atomic
+from countdp.mechanisms.loader import RELEASE_MATRIX_TOL, load_certified, load_design
+from countdp.mechanisms.properties import check_all
+from countdp.privacy.alpha import alpha_text
 from countdp.validation import check_matrix
 
-if TYPE_CHECKING:  # the design modules (scipy.sparse, the LP code) load only when a design is written or rebuilt
-    from countdp.design.designer import Design
 
-RELEASE_MATRIX_TOL = 1e-9
-"""Largest allowed ``max |W/D - matrix|`` between an artifact's weights and its float matrix."""
-
-
-@contextmanager
-def atomic_path(path: str | os.PathLike, suffix: str = ""):
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only on success."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or target.suffix, dir=target.parent)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
-
-
-def write_csv_atomic(frame, path: str | os.PathLike, float_format: str | None = None) -> None:
-    """Write a pandas ``frame`` as CSV (no index, ``\\n`` line ends) so a killed job leaves no partial
-    file; ``float_format`` e.g. ``"%.12g"`` (default: full ``repr`` precision)."""
-    write_text_atomic(path, frame.to_csv(index=False, lineterminator="\n", float_format=float_format))
-
-
-def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
-    """The JSON-ready record of a design: matrix, objective, properties and DP certificate."""
-    from countdp.evaluate.metrics import objective_value
-    from countdp.mechanisms.properties import check_all
-
-    cert = design.certificate
+def _record(design: Design, tol: float, matrix: object, weights: object) -> dict:
+    """The JSON record of a design; ``matrix``/``weights`` go inline unless ``None`` (left out)."""
+    cert, released = design.certificate, design.released
     checks = check_all(design.matrix, tol)
+    release = {"denominator": released.denominator, "weights": weights, "certificate": released.certificate.to_dict()}
     return {
         "mechanism": design.mechanism,
         "n": design.n,
@@ -73,7 +50,7 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
         "aggregate": design.aggregate,
         "weights": design.weights,
         "properties_requested": list(design.properties_requested),
-        "matrix": design.matrix.tolist(),
+        "matrix": matrix,
         "objective_value": design.objective_value,
         "l0": objective_value(design.matrix, "L0"),
         "properties": {name: check.holds for name, check in checks.items()},
@@ -88,7 +65,7 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
             "tolerance": 0.0,
             "objective_before_repair": design.objective_before_repair,
         },
-        "release": design.released.to_dict(),
+        "release": {k: v for k, v in release.items() if v is not None},
         "solver": design.solver,
         "method": design.method,
         "status": design.status,
@@ -96,6 +73,11 @@ def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
         "solver_objective": design.solver_objective,
         **({"extra": design.extra} if design.extra else {}),
     }
+
+
+def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
+    """The inline JSON record of a design: matrix, release weights, objective, properties, certificates."""
+    return _record(design, tol, design.matrix.tolist(), design.released.weights.tolist())
 
 
 def _rows(rows, convert, indent: str) -> str:
@@ -120,95 +102,52 @@ def to_json(record: dict) -> str:
     return body + "\n"
 
 
+def save_matrix_csv(matrix: np.ndarray, path: str | os.PathLike) -> None:
+    """Write a bare matrix as CSV (``%.17g``, round-trips every float) at exactly ``path``, atomically."""
+    with atomic_path(path) as tmp:
+        np.savetxt(tmp, check_matrix(matrix), delimiter=",", fmt="%.17g")
+
+
 def save_design(design: Design, path: str | os.PathLike) -> None:
-    """Write ``design`` as JSON (``.json``) or as its bare matrix (``.csv``), atomically."""
+    """Write ``design`` as ``X.json`` + ``X.npz`` (module docstring), or its bare matrix to a ``.csv``.
+
+    Raises ``ValueError`` for any other suffix.
+    """
     path = Path(path)
-    if path.suffix == ".csv":
-        with atomic_path(path) as tmp:
-            np.savetxt(tmp, design.matrix, delimiter=",", fmt="%.17g")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        save_matrix_csv(design.matrix, path)
         return
-    write_text_atomic(path, to_json(design_to_dict(design)))
-
-
-def load_record(path: str | os.PathLike) -> dict:
-    """Read a design JSON written by :func:`save_design`; raise ``ValueError`` if malformed."""
-    path = Path(path)
+    if suffix != ".json":
+        raise ValueError(f"{path}: a mechanism file ends in .json (its arrays go beside it) or .csv (the matrix)")
+    npz = arrays_path(path)
+    data = npz_bytes(design.matrix, design.released.weights)
+    record = _record(design, 1e-9, None, None)
+    record["arrays"] = {"file": npz.name, "sha256": sha256_hex(data),
+                        "weights_sha256": weights_digest(design.released.weights)}
+    del record["matrix"]
+    fresh = not npz.exists()
     try:
-        record = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: not a readable mechanism JSON ({exc})") from exc
-    if not isinstance(record, dict) or "matrix" not in record:
-        raise ValueError(f"{path}: a mechanism JSON needs a 'matrix' key")
-    try:
-        record["matrix"] = check_matrix(record["matrix"])
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    return record
+        with atomic_path(path) as json_tmp:  # both written before either is renamed into place
+            json_tmp.write_text(json.dumps(record, indent=1) + "\n")
+            write_bytes_atomic(npz, data)  # renamed first: the JSON that commits to it follows
+    except BaseException:
+        if fresh:  # nothing refers to an npz whose JSON never arrived
+            npz.unlink(missing_ok=True)
+        raise
 
 
 def load_matrix(path: str | os.PathLike) -> np.ndarray:
-    """Read a matrix from a design JSON or a CSV (rows are outputs, columns inputs)."""
+    """A matrix from a CSV (unverified: a bare matrix carries no claims) or a mechanism file (verified)."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
         try:
             return check_matrix(np.loadtxt(path, delimiter=",", ndmin=2))
         except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: not a readable CSV matrix ({exc})") from exc
-    return load_record(path)["matrix"]
+            raise ValueError(f"{path}: not a readable CSV matrix ({exc})") from None
+    return load_certified(path)["matrix"]
 
 
-def released_form(record: dict, path: str | os.PathLike = "") -> IntegerMechanism:
-    """The record's integer weights as an :class:`IntegerMechanism`: the exact test runs again here."""
-    release = record.get("release")
-    if not isinstance(release, dict) or "weights" not in release or "denominator" not in release:
-        raise ValueError(f"{path}: no release weights (written by an older countdp? design it again)")
-    D = release["denominator"]
-    if not isinstance(D, int) or D < 2 or D & (D - 1):
-        raise ValueError(f"{path}: release denominator must be a power of two, got {D!r}")
-    try:
-        alpha = exact_alpha(record.get("alpha_exact"))
-        released = IntegerMechanism(alpha, D.bit_length() - 1, release["weights"],
-                                    {k: v for k, v in release.get("certificate", {}).items()
-                                     if k in ("rounding_lambda", "max_abs_error", "objective_change")})
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    if released.n + 1 != record["matrix"].shape[0]:
-        raise ValueError(f"{path}: release weights and matrix have different sizes")
-    if float(alpha) != float(record.get("alpha", float("nan"))):
-        raise ValueError(f"{path}: alpha {record.get('alpha')!r} is not float(alpha_exact = {alpha_text(alpha)})")
-    if np.max(np.abs(released.matrix - record["matrix"])) > RELEASE_MATRIX_TOL:
-        raise ValueError(f"{path}: the float matrix and the release weights differ by more than {RELEASE_MATRIX_TOL}")
-    return released
-
-
-def load_certified(path: str | os.PathLike) -> dict:
-    """Read a design JSON, re-verify its float DP certificate and its exact release certificate, or raise.
-
-    The returned record has ``record["released"]``, the verified :class:`IntegerMechanism`.
-    """
-    record = load_record(path)
-    if not (record.get("dp", {}).get("certified") and is_alpha_dp(record["matrix"], record["alpha"])):
-        raise ValueError(f"{path}: mechanism is not certified alpha-DP on its stored values")
-    record["released"] = released_form(record, path)
-    return record
-
-
-def load_design(path: str | os.PathLike) -> Design:
-    """A design JSON as a :class:`Design` (both certificates re-verified), ready to release."""
-    from countdp.design.designer import Design
-
-    r = load_certified(path)
-    dp = r["dp"]
-    certificate = Certificate(r["alpha"], True, dp["max_violation_before_repair"], dp["max_violation"],
-                              float("nan"), dp["column_sum_error"], dp["repair_lambda"])
-    return Design(mechanism=r["mechanism"], n=r["n"], alpha=r["alpha"], matrix=r["matrix"], objective=r["objective"],
-                  properties_requested=tuple(r.get("properties_requested", ())), objective_value=r["objective_value"],
-                  certificate=certificate, alpha_exact=r["released"].alpha, released=r["released"],
-                  objective_before_repair=dp.get("objective_before_repair", float("nan")),
-                  solver=r.get("solver", ""), method=r.get("method", ""), status=r.get("status", ""),
-                  solve_time=r.get("solve_time", 0.0), solver_objective=r.get("solver_objective"),
-                  aggregate=r.get("aggregate", "sum"), weights=r.get("weights"), extra=r.get("extra", {}))
-
-
-__all__ = ["atomic_path", "design_to_dict", "load_certified", "load_design", "load_matrix", "load_record",
-           "released_form", "save_design", "to_json", "write_csv_atomic", "write_text_atomic"]
+__all__ = ["RELEASE_MATRIX_TOL", "arrays_path", "atomic_path", "design_to_dict", "load_certified", "load_design",
+           "load_matrix", "save_design", "save_matrix_csv", "to_json", "write_bytes_atomic", "write_csv_atomic",
+           "write_text_atomic"]

@@ -127,6 +127,26 @@ def alpha_text(alpha: Fraction) -> str:
     return f"{alpha.numerator}/{alpha.denominator}"
 
 
+def rational_text(value: Fraction) -> str:
+    """A rational exactly as text: a finite decimal when it has one (``"0.1"``, ``"2"``), else ``"p/q"``.
+
+    Privacy amounts are written this way in sidecars and ledgers: readable where they can be,
+    exact always (``Fraction(rational_text(x)) == x``).
+    """
+    value = Fraction(value)
+    denominator = value.denominator
+    twos = (denominator & -denominator).bit_length() - 1
+    rest, fives = denominator >> twos, 0
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:
+        return f"{value.numerator}/{denominator}"
+    digits = max(twos, fives)
+    whole, decimals = divmod(abs(value.numerator) * 10**digits // denominator, 10**digits)
+    sign = "-" if value < 0 else ""
+    return f"{sign}{whole}" + (f".{decimals:0{digits}d}" if digits else "")
+
+
 def epsilon_of(alpha: Fraction) -> float:
     """``-ln(alpha)``: the epsilon an exact alpha guarantees (for reports; not used to decide)."""
     return -math.log(alpha.numerator) + math.log(alpha.denominator)

@@ -1,8 +1,9 @@
-"""A folder of designed mechanisms, one certified JSON per (mechanism, objective, n, alpha).
+"""A folder of designed mechanisms, one certified mechanism file per (mechanism, objective, n, alpha).
 
-``MechanismCache(root).get("EM", 12, "9/10")`` loads ``root/EM/L0/n=12/alpha=9_10.json`` if
-it is there (both certificates re-verified by :func:`countdp.mechanisms.artifact.load_design`; a file that
-fails is an error naming it), and otherwise designs the mechanism and saves it atomically.
+``MechanismCache(root).get("EM", 12, "9/10")`` loads ``root/EM/L0/n=12/alpha=9_10.json`` (with
+its arrays in ``alpha=9_10.npz`` beside it) if it is there, verified by
+:func:`countdp.mechanisms.artifact.load_design` as every mechanism file is (a file that fails is
+an error naming it), and otherwise designs the mechanism and saves it atomically.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from countdp.design.designer import design_named
+from countdp.mechanisms.artifact import load_design, save_design
 from countdp.privacy.alpha import exact_alpha
 
 
@@ -33,9 +36,6 @@ class MechanismCache:
         return self.root / mechanism / slug / f"n={int(n)}" / f"alpha={a.numerator}_{a.denominator}.json"
 
     def get(self, mechanism: str, n: int, alpha: object, objective: str = "L0", **design_options):
-        from countdp.design.designer import design_named
-        from countdp.mechanisms.artifact import load_design, save_design
-
         path = self.path(mechanism, n, alpha, objective)
         if path.is_file():
             design = load_design(path)

@@ -48,6 +48,36 @@ _ROUNDING_MARGIN = 1.0 + 1e-6
 T = TypeVar("T")
 
 
+def check_release_alpha(alpha: object, K: int = RELEASE_K) -> Fraction:
+    """``alpha`` as an exact Fraction, or ``ValueError`` (one line) if it is below ``2**-K``.
+
+    Integer weights over ``D = 2**K`` cannot state a guarantee weaker than ``2**-K``: a weight
+    is 0 or at least 1 and its neighbour at most ``D``, so for ``alpha <= 2**-K`` the exact test
+    only asks that no zero stand next to a positive weight, and every set of weights that passes
+    it is ``2**-K``-DP already.  An alpha below that (epsilon above ``K ln 2``, about 43) is a
+    request the released form cannot express, and is refused before any design work.
+    """
+    a = exact_alpha(alpha)
+    if a < Fraction(1, 1 << K):
+        raise ValueError(f"alpha = {float(a):.3g} is below 2^-{K} (epsilon above {K * math.log(2):.2f}): integer "
+                         f"release weights over 2^{K} cannot state a guarantee that weak (any that pass the exact "
+                         f"test are 2^-{K}-DP already); ask for alpha >= 2^-{K}")
+    return a
+
+
+def _exact_slack(qX, pX, left: slice, right: slice, q: int) -> np.ndarray:
+    """``(q X[:, left] - p X[:, right]) / q`` as floats, for results of :func:`scaled_products`.
+
+    With ``q >= 2**64`` the products are Python integers and their difference can exceed the
+    float range (``q`` has hundreds of digits for an alpha like ``1e-300``); it is divided by
+    ``q`` as integers first (Python's ``int / int`` is correctly rounded), and the quotient,
+    at most ``2**62`` in size, always fits.
+    """
+    if isinstance(qX, tuple):
+        return scaled_difference(qX, pX, left, right) / q
+    return ((qX[:, left] - pX[:, right]) / q).astype(float)
+
+
 def _mixing_lambda(X: np.ndarray, shortfall: np.ndarray, alpha: Fraction, D: int) -> float:
     """The UM weight that leaves every DP inequality of ``T`` at least ``1 + alpha`` units of slack.
 
@@ -61,8 +91,8 @@ def _mixing_lambda(X: np.ndarray, shortfall: np.ndarray, alpha: Fraction, D: int
     pX, qX = scaled_products(X, p, q)
     head, tail = slice(None, -1), slice(1, None)
     e = shortfall.astype(float) / N
-    forward = scaled_difference(qX, pX, head, tail) / q + (e[:-1] - a * e[1:])
-    backward = scaled_difference(qX, pX, tail, head) / q + (e[1:] - a * e[:-1])
+    forward = _exact_slack(qX, pX, head, tail, q) + (e[:-1] - a * e[1:])
+    backward = _exact_slack(qX, pX, tail, head, q) + (e[1:] - a * e[:-1])
     slack = min(float(forward.min()), float(backward.min()))
     slack -= _SLACK_ERROR * (abs(slack) + 4 * float(np.abs(e).max()))
     need = (1 + a) * _ROUNDING_MARGIN
@@ -166,6 +196,7 @@ def round_to_release(P: object, alpha: object, K: int = RELEASE_K,
     """
     if not MIN_RELEASE_K <= K <= 62:
         raise ValueError(f"a released mechanism needs {MIN_RELEASE_K} <= K <= 62, got K = {K}")
+    check_release_alpha(alpha, K)
     M = check_matrix(P)
 
     def release_form(W: np.ndarray, a: Fraction, lam: float) -> IntegerMechanism:
@@ -192,4 +223,4 @@ def largest_remainder_weights(P: object, K: int) -> np.ndarray:
     return _round_mixture(X, D - X.sum(axis=0), 0.0, K)
 
 
-__all__ = ["COLUMN_SUM_TOL", "dp_weights", "largest_remainder_weights", "round_to_release"]
+__all__ = ["COLUMN_SUM_TOL", "check_release_alpha", "dp_weights", "largest_remainder_weights", "round_to_release"]

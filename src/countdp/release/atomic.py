@@ -185,10 +185,11 @@ class AtomicPair:
         for pending in (self.table, self.sidecar):
             pending.stream.close()
             os.close(pending.fd)
-        _fsync_folder(self.table_path.parent)
+        fsync_folder(self.table_path.parent)
 
 
-def _fsync_folder(folder: Path) -> None:
+def fsync_folder(folder: Path) -> None:
+    """Flush ``folder``'s entries to disk, so a name linked or renamed into it survives a power loss."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -196,4 +197,4 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["NAMED", "UNNAMED", "AtomicPair", "PendingFile", "remove_stale_partials"]
+__all__ = ["NAMED", "UNNAMED", "AtomicPair", "PendingFile", "fsync_folder", "remove_stale_partials"]

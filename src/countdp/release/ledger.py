@@ -32,6 +32,9 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
+from countdp.privacy.alpha import rational_text
+from countdp.release.atomic import fsync_folder
+
 FORMAT = "countdp-budget-ledger/1"
 """The ``format`` tag of a ledger file."""
 
@@ -88,19 +91,8 @@ class Debit:
     remaining_after: Fraction
 
 
-def amount_text(amount: Fraction) -> str:
-    """``amount`` exactly as text: a finite decimal when it has one (``"0.1"``, ``"2"``), else ``"p/q"``."""
-    denominator = amount.denominator
-    twos = (denominator & -denominator).bit_length() - 1
-    rest, fives = denominator >> twos, 0
-    while rest % 5 == 0:
-        rest, fives = rest // 5, fives + 1
-    if rest != 1:
-        return f"{amount.numerator}/{denominator}"
-    digits = max(twos, fives)
-    whole, decimals = divmod(abs(amount.numerator) * 10**digits // denominator, 10**digits)
-    sign = "-" if amount < 0 else ""
-    return f"{sign}{whole}" + (f".{decimals:0{digits}d}" if digits else "")
+amount_text = rational_text
+"""``amount`` exactly as text: a finite decimal when it has one (``"0.1"``), else ``"p/q"``."""
 
 
 def parse_amount(text: object, name: str = "amount") -> Fraction:
@@ -197,15 +189,6 @@ def _dump(document: dict) -> str:
     return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def _fsync_folder(folder: Path) -> None:
-    """Flush ``folder``'s entries to disk, so a rename into it survives a power loss."""
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` by a file holding ``text``: a fsynced temporary renamed over it, then the folder fsynced.
 
@@ -226,7 +209,7 @@ def _write_atomic(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
 
 
 def lock_path(path: Path) -> Path:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from countdp.privacy.alpha import alpha_text
+from countdp.privacy.alpha import alpha_text, rational_text
 from countdp.privacy.expected_error import release_errors
-from countdp.release.provenance import exact_text
 
 HEADER = (f"{'column':<14} {'n':>7} {'rows':>9}  {'mechanism':<10} {'L0 unif':>8} {'L0 worst':>8} "
           f"{'L01 unif':>8} {'L01 worst':>9} {'RMSE unif':>9} {'RMSE worst':>10}")
@@ -42,12 +41,13 @@ def preview(prepared, remaining: Fraction | str | None) -> str:
     alpha_total = Fraction(1)
     for column in request.columns:
         alpha_total *= column.alpha
-    lines.append(f"# privacy: alpha_total = {alpha_text(alpha_total)}, epsilon spent = {exact_text(prepared.epsilon)} "
-                 f"({float(prepared.epsilon):.6g}) over {len(request.columns)} count column(s)")
+    spent = prepared.epsilon
+    lines.append(f"# privacy: alpha_total = {alpha_text(alpha_total)}, epsilon spent = {rational_text(spent)} "
+                 f"({float(spent):.6g}) over {len(request.columns)} count column(s)")
     if isinstance(remaining, str):
         lines.append(f"# budget {remaining}")
     elif remaining is not None:
-        lines.append(f"# budget {request.budget}: {exact_text(remaining)} ({float(remaining):.6g}) would remain "
+        lines.append(f"# budget {request.budget}: {rational_text(remaining)} ({float(remaining):.6g}) would remain "
                      "after this release")
     return "\n".join(lines) + "\n"
 

@@ -18,7 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_text, epsilon_upper_bound
+from countdp.privacy.alpha import alpha_text, epsilon_upper_bound, rational_text
 from countdp.privacy.exact import IntegerMechanism
 
 FORMAT = "countdp-release/1"
@@ -26,26 +26,6 @@ UNIT_OF_PRIVACY = (
     "one person's bit in one group's count: each row is a group of people, the groups are disjoint, and a person "
     "adds 0 or 1 to their own group's count in each count column. Rows compose in parallel (disjoint groups); the "
     "count columns compose sequentially (the same people appear in every column).")
-
-
-def exact_text(value: Fraction) -> str:
-    """A rational as a finite decimal when it has one (``"0.1"``), else ``"p/q"``."""
-    value = Fraction(value)
-    denominator = value.denominator
-    twos = fives = 0
-    while denominator % 2 == 0:
-        denominator //= 2
-        twos += 1
-    while denominator % 5 == 0:
-        denominator //= 5
-        fives += 1
-    if denominator != 1:
-        return f"{value.numerator}/{value.denominator}"
-    digits = max(twos, fives)
-    scaled = value * 10**digits
-    sign = "-" if scaled < 0 else ""
-    whole, frac = divmod(abs(scaled.numerator), 10**digits)
-    return f"{sign}{whole}" if digits == 0 else f"{sign}{whole}.{frac:0{digits}d}"
 
 
 def weights_sha256(released: IntegerMechanism) -> str:
@@ -70,10 +50,10 @@ def guarantee(columns) -> dict:
         rows.append({"count_column": column.count_column, "noisy_column": column.noisy_column,
                      "alpha_exact": alpha_text(column.alpha),
                      "epsilon_requested": None if column.epsilon_requested is None
-                     else exact_text(column.epsilon_requested),
-                     "epsilon_guaranteed": -math.log(column.alpha), "epsilon_spent": exact_text(spent)})
+                     else rational_text(column.epsilon_requested),
+                     "epsilon_guaranteed": -math.log(column.alpha), "epsilon_spent": rational_text(spent)})
     return {"unit_of_privacy": UNIT_OF_PRIVACY, "columns": rows,
-            "alpha_total": alpha_text(alpha_total), "epsilon_total": exact_text(epsilon_total),
+            "alpha_total": alpha_text(alpha_total), "epsilon_total": rational_text(epsilon_total),
             "epsilon_total_guaranteed": sum(-math.log(c.alpha) for c in columns),
             "composition": "sequential over count columns: the alphas multiply and the epsilons add (exact "
                            "rationals); epsilon_total is the sum of each column's epsilon_spent, an upper bound "
@@ -117,5 +97,5 @@ def sidecar_record(request, validated, mechanisms, rows_per_size, randomness, ou
     }
 
 
-__all__ = ["FORMAT", "UNIT_OF_PRIVACY", "column_epsilon", "exact_text", "guarantee", "sidecar_record",
+__all__ = ["FORMAT", "UNIT_OF_PRIVACY", "column_epsilon", "guarantee", "sidecar_record",
            "weights_sha256"]

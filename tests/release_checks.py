@@ -1,0 +1,302 @@
+"""Independent checks of what a table release left behind, shared by the release tests.
+
+``countdp release ... --out O`` promises that after any end of a release (success, an error,
+SIGKILL at any moment, a full disk) either ``O`` and its sidecar ``O.release.json`` are both in
+place and complete, or neither exists, and that no other file holding counts remains, in the
+output folder or in ``$TMPDIR``.  It also promises that no released column is a copy of a true
+count column.  The functions here judge those promises from the files alone (and from ``/proc``
+for a running release), reading nothing of countdp's own code, so a defect in the release
+cannot hide itself from its checks.  Each judge returns the problems it found as sentences; the
+tests show every judge reporting a planted broken state, so none of them can pass vacuously.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+SIDECAR_SUFFIX = ".release.json"
+INTEGER_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
+"""A count written as text, as the release documentation accepts it (blanks around allowed)."""
+
+
+def sidecar_of(out: Path) -> Path:
+    """The documented sidecar name: ``noisy.csv`` -> ``noisy.csv.release.json``."""
+    return out.with_name(out.name + SIDECAR_SUFFIX)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def entries(folder: Path) -> set[str]:
+    """Every entry under ``folder`` (files, folders, links; hidden ones too), as relative paths."""
+    found = set()
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            found.add(os.path.relpath(os.path.join(root, name), folder))
+    return found
+
+
+def table_rows(path: Path) -> int:
+    """Rows of a released table, read back (CSV parsed by the standard library, not pyarrow)."""
+    if path.suffix == ".parquet":
+        return pq.ParquetFile(path).metadata.num_rows
+    with open(path, newline="", encoding="utf-8") as stream:
+        return sum(1 for _ in csv.reader(stream)) - 1
+
+
+def outcome(folder: Path, out: Path, input_path: Path, before: set[str], tmpdir: Path | None) -> tuple[str, list[str]]:
+    """Judge what a finished (or killed) release left: ``("pair" | "nothing" | "broken", problems)``.
+
+    ``before`` is the listing of ``folder`` before the release started (``entries``); a release
+    may add exactly ``out`` and its sidecar, both or neither.  A pair must be complete: the
+    sidecar parses, names ``out``, and its ``output.sha256`` and ``input.sha256`` are the SHA-256
+    of the table's and of the input's bytes, and the table has the rows the sidecar reports.
+    ``tmpdir`` (the release's ``$TMPDIR``) must be empty.
+    """
+    problems: list[str] = []
+    sidecar = sidecar_of(out)
+    added = entries(folder) - before
+    for name in sorted(added - {out.name, sidecar.name}):
+        problems.append(f"{folder / name}: left in the output folder by the release")
+    if tmpdir is not None:
+        for name in sorted(entries(tmpdir)):
+            problems.append(f"{tmpdir / name}: left in TMPDIR by the release")
+    has_table, has_sidecar = out.name in added, sidecar.name in added
+    if has_table and not has_sidecar:
+        problems.append(f"{out}: a table without its sidecar")
+    if has_sidecar and not has_table:
+        problems.append(f"{sidecar}: a sidecar without its table")
+    if has_table and has_sidecar:
+        problems += pair_problems(out, input_path)
+    if problems:
+        return "broken", problems
+    return ("pair" if has_table else "nothing"), []
+
+
+def pair_problems(out: Path, input_path: Path) -> list[str]:
+    """Why ``out`` and its sidecar are not a complete pair for ``input_path`` (empty if they are)."""
+    sidecar = sidecar_of(out)
+    try:
+        record = json.loads(sidecar.read_text(encoding="utf-8"))
+        output, given = record["output"], record["input"]
+        written, read, rows = output["sha256"], given["sha256"], given["rows"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"{sidecar}: not a complete sidecar ({type(exc).__name__}: {exc})"]
+    problems = []
+    if Path(output.get("path", "")).resolve() != out.resolve():
+        problems.append(f"{sidecar}: names the output {output.get('path')!r}, not {out}")
+    if written != sha256_file(out):
+        problems.append(f"{sidecar}: output.sha256 {written} is not the SHA-256 of {out}")
+    if read != sha256_file(input_path):
+        problems.append(f"{sidecar}: input.sha256 {read} is not the SHA-256 of {input_path}")
+    try:
+        found = table_rows(out)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        problems.append(f"{out}: not readable ({exc})")
+    else:
+        if found != rows:
+            problems.append(f"{out}: {found} rows, the sidecar says {rows}")
+    return problems
+
+
+def as_count(value) -> int | None:
+    """A cell read as an integer count, as a person would read it: ``3``, ``"03"``, ``" +3"``, ``3.0``.
+
+    ``None`` for anything that is not an integer (text, fractions, missing values, booleans).
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value == int(value) else None
+    if isinstance(value, str):
+        if INTEGER_TEXT.fullmatch(value):
+            return int(value)
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        return as_count(number) if math.isfinite(number) else None
+    try:  # decimals
+        return as_count(float(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def copies_of_counts(columns: dict[str, list], counts: dict[str, list[int]]) -> list[str]:
+    """The released columns that equal a true count column on every row, read as integers.
+
+    ``columns``: released column name -> values; ``counts``: true count column -> its counts.
+    """
+    found = []
+    for name, values in columns.items():
+        read = [as_count(v) for v in values]
+        for count, truth in counts.items():
+            if len(read) == len(truth) and all(r is not None and r == t for r, t in zip(read, truth, strict=True)):
+                found.append(f"released column {name!r} equals the true count column {count!r} on every row")
+    return found
+
+
+def read_csv_columns(path: Path) -> tuple[list[str], list[list[str]]]:
+    """A CSV's header and its rows, parsed by the standard library."""
+    with open(path, newline="", encoding="utf-8") as stream:
+        rows = list(csv.reader(stream))
+    return rows[0], rows[1:]
+
+
+# ---------------------------------------------------------------------------------- processes
+def command(args: list[str]) -> list[str]:
+    """``python -m countdp.cli ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "countdp.cli", *args]
+
+
+def environment(tmpdir: Path) -> dict[str, str]:
+    """This environment with ``TMPDIR`` pointed at ``tmpdir``."""
+    return {**os.environ, "TMPDIR": str(tmpdir)}
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc/*/stat)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stream:
+                stat = stream.read()
+        except OSError:
+            continue
+        if int(stat.rsplit(b")", 1)[1].split()[1]) == pid:
+            found.append(int(name))
+    return found
+
+
+def mentioning(text: str) -> list[int]:
+    """The processes whose command line contains ``text`` (a lingering guardian names the sidecar)."""
+    found = []
+    needle = text.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as stream:
+                if needle in stream.read():
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def unnamed_files(pid: int, folder: Path) -> dict[int, int]:
+    """The unnamed (O_TMPFILE) files ``pid`` holds open in ``folder``: fd -> bytes written so far."""
+    found = {}
+    prefix = f"{folder}/#"
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith(prefix) and target.endswith("(deleted)"):
+                found[int(fd)] = os.stat(f"/proc/{pid}/fd/{fd}").st_size
+        except OSError:
+            continue
+    return found
+
+
+def phase(pid: int, out: Path) -> str:
+    """Where a running release is, seen from outside: ``starting`` (nothing written yet),
+    ``writing`` (unnamed files open), ``commit`` (its guardian is running), ``linked`` (a name is in place).
+    """
+    if out.exists() or sidecar_of(out).exists():
+        return "linked"
+    if children(pid):
+        return "commit"
+    if unnamed_files(pid, out.parent):
+        return "writing"
+    return "starting"
+
+
+def collect(proc: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
+    """Wait for a release and for every process holding its stderr (its guardian inherits it)."""
+    out, err = proc.communicate(timeout=timeout)
+    return out, err
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The ``countdp: error:`` lines of a run's stderr."""
+    return [line for line in stderr.splitlines() if line.startswith("countdp: error:")]
+
+
+def one_line_error(stderr: str) -> list[str]:
+    """Why ``stderr`` is not one ``countdp: error: ...`` line (plus ``#`` notes and the progress bar)."""
+    problems = []
+    errors = error_lines(stderr)
+    if len(errors) != 1:
+        problems.append(f"{len(errors)} 'countdp: error:' lines, not one: {stderr!r}")
+    if "Traceback" in stderr:
+        problems.append(f"a traceback: {stderr!r}")
+    for line in stderr.splitlines():
+        if line in errors or line.startswith("#") or line.startswith("\r") or line.startswith("[") or not line:
+            continue
+        problems.append(f"an unexpected stderr line {line!r}")
+    return problems
+
+
+@contextlib.contextmanager
+def environment_variable(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name] = value`` for the block (for in-process runs; the guardian inherits it)."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = saved
+
+
+def run_in_process(argv: list[str]) -> tuple[int, str, str]:
+    """``countdp.cli.main(argv)`` with stdout and stderr captured: ``(status, stdout, stderr)``."""
+    from countdp.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # argparse's own usage errors
+            status = exc.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def wait_until(condition, timeout: float, step: float = 0.002) -> bool:
+    """Poll ``condition()`` until it holds (True) or ``timeout`` seconds pass (False)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return False
