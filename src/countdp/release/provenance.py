@@ -6,33 +6,23 @@ every count column its exact alpha, the epsilon asked for and the epsilon guaran
 total by sequential composition (alphas multiply, epsilons add, exact rationals); the unit of
 privacy in words; where the randomness came from (a seeded release says it is for experiments
 only); and for every column and group size the mechanism and the SHA-256 of the integer weights
-that were sampled.
+that were sampled (the same digest a mechanism file records, so an entry names its file).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from datetime import UTC, datetime
 from fractions import Fraction
 
-import numpy as np
-
+from countdp.mechanisms.arrays import weights_digest
 from countdp.privacy.alpha import alpha_text, epsilon_upper_bound, rational_text
-from countdp.privacy.exact import IntegerMechanism
 
 FORMAT = "countdp-release/1"
 UNIT_OF_PRIVACY = (
     "one person's bit in one group's count: each row is a group of people, the groups are disjoint, and a person "
     "adds 0 or 1 to their own group's count in each count column. Rows compose in parallel (disjoint groups); the "
     "count columns compose sequentially (the same people appear in every column).")
-
-
-def weights_sha256(released: IntegerMechanism) -> str:
-    """SHA-256 of the sampled weights: K, the shape, then W as little-endian int64 in row-major order."""
-    W = np.ascontiguousarray(released.weights, dtype="<i8")
-    header = f"countdp-weights K={released.K} shape={W.shape[0]}x{W.shape[1]}\n".encode()
-    return hashlib.sha256(header + W.tobytes()).hexdigest()
 
 
 def column_epsilon(alpha: Fraction, requested: Fraction | None) -> Fraction:
@@ -70,7 +60,7 @@ def mechanism_rows(request, sizes, mechanisms, rows_per_size) -> list[dict]:
             out.append({"count_column": column.count_column, "n": int(n), "rows": int(rows_per_size[s]),
                         "mechanism": design.mechanism, "objective": design.objective,
                         "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
-                        "release_weights_sha256": weights_sha256(released),
+                        "release_weights_sha256": weights_digest(released.weights),
                         "exact_certificate": released.certificate.to_dict()})
     return out
 
@@ -97,5 +87,4 @@ def sidecar_record(request, validated, mechanisms, rows_per_size, randomness, ou
     }
 
 
-__all__ = ["FORMAT", "UNIT_OF_PRIVACY", "column_epsilon", "guarantee", "sidecar_record",
-           "weights_sha256"]
+__all__ = ["FORMAT", "UNIT_OF_PRIVACY", "column_epsilon", "guarantee", "sidecar_record"]
