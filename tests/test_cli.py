@@ -292,3 +292,15 @@ def test_design_reports_its_stages_on_stderr_only_when_slow(monkeypatch, tmp_pat
     err = capsys.readouterr().err.splitlines()
     assert err and all(re.fullmatch(r"countdp: \[ *\d+\.\d s\] \S.*", line) for line in err)
     assert any("the reduced LP" in line for line in err) and "certifying alpha-DP" in err[-1]
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["design", "GM", "--n", "3", "--n", "4", "--alpha", "1/2"], "--n"),
+    (["design", "GM", "--n", "3", "--alpha", "1/2", "--alpha", "1/3"], "--alpha"),
+    (["check", "x.json", "--tol", "1", "--tol", "2"], "--tol"),
+    (["budget", "init", "x.json", "--epsilon", "1", "--epsilon", "2"], "--epsilon"),
+    (["release", "--input", "t.csv", "--count-column", "c", "--count-column", "d"], "--count-column"),
+])
+def test_an_option_given_twice_is_refused_not_silently_overridden(argv, flag, capsys):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"countdp: error: {flag} is given more than once\n"

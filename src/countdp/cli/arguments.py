@@ -16,22 +16,29 @@ class UsageError(Exception):
     """A bad argument or input file: reported in one line, exit status 2."""
 
 
-class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one :class:`UsageError` line, not a usage dump."""
-
-    def error(self, message: str) -> None:
-        raise UsageError(message)
-
-
 class Once(argparse.Action):
     """Store an option's value, refusing the option a second time (no silent "last one wins")."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        seen = namespace.__dict__.setdefault("_given_once", set())
-        if self.dest in seen:
-            raise UsageError(f"{option_string} is given more than once")
-        seen.add(self.dest)
+        if option_string is not None:
+            seen = namespace.__dict__.setdefault("_given_once", set())
+            if self.dest in seen:
+                raise UsageError(f"{option_string} is given more than once")
+            seen.add(self.dest)
         setattr(namespace, self.dest, values)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one :class:`UsageError` line, not a usage dump, and
+    whose value options refuse to be given twice (:class:`Once` is every option's default action)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, Once)
+        self.register("action", "store", Once)
+
+    def error(self, message: str) -> None:
+        raise UsageError(message)
 
 
 def positive_int(text: str) -> int:
