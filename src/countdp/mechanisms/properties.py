@@ -35,8 +35,10 @@ class Check:
 
 def check_property(P: np.ndarray, name: str, tol: float = DEFAULT_TOL) -> Check:
     """Check one of RH, RM, CH, CM, F, WH, S on ``P``."""
-    (prop,) = parse_properties([name]) or (name,)
-    return check_all(P, tol)[prop]
+    found = parse_properties([name])
+    if len(found) != 1:
+        raise ValueError(f"unknown property {name!r}; allowed: {', '.join(PROPERTIES)}")
+    return check_all(P, tol)[found[0]]
 
 
 def check_all(P: np.ndarray, tol: float = DEFAULT_TOL) -> dict[str, Check]:
