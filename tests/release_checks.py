@@ -192,6 +192,15 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stream:
+            return stream.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
 def mentioning(text: str) -> list[int]:
     """The processes whose command line contains ``text`` (a lingering guardian names the sidecar)."""
     found = []
@@ -201,10 +210,23 @@ def mentioning(text: str) -> list[int]:
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as stream:
-                if needle in stream.read():
+                if needle in stream.read() and alive(int(name)):
                     found.append(int(name))
         except OSError:
             continue
+    return found
+
+
+def open_files(pid: int) -> set[str]:
+    """The paths process ``pid`` holds open."""
+    found = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return found
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
     return found
 
 

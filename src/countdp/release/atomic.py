@@ -39,19 +39,29 @@ _PARTIAL = re.compile(r"^\..+\.countdp-partial-(\d+)$")
 
 _GUARDIAN = r"""
 import os, sys
-sidecar, table, dev, ino = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-sys.stdout.write("ready\n"); sys.stdout.flush()
-said = sys.stdin.read()
-if "done" not in said:
-    def ours(path):
-        try:
-            st = os.stat(path)
-        except OSError:
-            return False
-        return (st.st_dev, st.st_ino) == (dev, ino)
-    if not os.path.exists(table) and ours(sidecar):
+sidecar, table = sys.argv[1], sys.argv[2]
+ours_table, ours_sidecar, old_sidecar = (tuple(map(int, a.split(":"))) if a != "-" else None for a in sys.argv[3:6])
+def identity(path):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+try:
+    os.write(1, b"ready\n")
+except OSError:
+    sys.exit(0)
+said = b""
+while chunk := os.read(0, 64):
+    said += chunk
+if b"done" not in said and identity(table) != ours_table:
+    found = identity(sidecar)
+    if found is not None and (found == ours_sidecar or (found == old_sidecar and identity(table) is None)):
         os.unlink(sidecar)
 """
+"""The guardian, run with ``python -I -S``: it says ``ready``, then waits for the release to say
+``done`` or to die (its pipe closes).  If the release died before the table was named, it removes
+the sidecar this release linked, or the old sidecar an ``--overwrite`` left without its table."""
 
 
 def _linkat(fd: int, target: Path) -> None:
@@ -158,34 +168,51 @@ class AtomicPair:
             self.sidecar.discard()
 
     def commit(self) -> None:
-        """Flush both files to disk, then name them: sidecar, then table, under the guardian."""
-        self.table.finish()
-        sidecar_stat = self.sidecar.finish()
-        if self.replace:
-            self.table_path.unlink(missing_ok=True)
-            self.sidecar_path.unlink(missing_ok=True)
+        """Flush both files to disk, then name them — sidecar, then table — under the guardian.
+
+        With ``replace``, the old table is removed before the old sidecar, so a table is never
+        left without its sidecar; a release that dies during the replacement leaves neither.
+        """
+        table_stat, sidecar_stat = self.table.finish(), self.sidecar.finish()
+        old_sidecar = _identity(self.sidecar_path) if self.replace else None
         guardian = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _GUARDIAN, str(self.sidecar_path), str(self.table_path),
-             str(sidecar_stat.st_dev), str(sidecar_stat.st_ino)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+             _text(table_stat), _text(sidecar_stat), _text(old_sidecar)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
-            if guardian.stdout.readline().strip() != "ready":
+            if guardian.stdout.readline() != b"ready\n":
                 raise OSError("the commit guardian did not start")
+            if self.replace:
+                self.table_path.unlink(missing_ok=True)
+                self.sidecar_path.unlink(missing_ok=True)
             self.sidecar.name()
             try:
                 self.table.name()
             except BaseException:
                 self.sidecar_path.unlink(missing_ok=True)
                 raise
-            guardian.stdin.write("done\n")
+            guardian.stdin.write(b"done\n")
             self.committed = True
         finally:
             guardian.stdin.close()
             guardian.wait()
+            guardian.stdout.close()
         for pending in (self.table, self.sidecar):
             pending.stream.close()
             os.close(pending.fd)
         fsync_folder(self.table_path.parent)
+
+
+def _identity(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _text(stat: os.stat_result | None) -> str:
+    """A file's identity (device and inode) for the guardian's command line, ``-`` for none."""
+    return "-" if stat is None else f"{stat.st_dev}:{stat.st_ino}"
 
 
 def fsync_folder(folder: Path) -> None:

@@ -147,18 +147,28 @@ class _Pass:
                 raise ValueError(f"row {first + row}, column {name!r}: count {counts[row]} is outside 0..{limit}{what}")
         for kept, count in self.equal:
             if self.equal[(kept, count)]:
-                self.equal[(kept, count)] = same_text(batch.column(kept), batch.column(count))
+                self.equal[(kept, count)] = same_values(batch.column(kept), batch.column(count))
         self.rows += batch.num_rows
 
 
-def same_text(a: pa.Array, b: pa.Array) -> bool:
-    """Whether two columns read the same on every row of the batch (compared as text, blanks trimmed)."""
+def same_values(kept: pa.Array, counts: pa.Array) -> bool:
+    """Whether a kept column reads as the counts on every row of the batch: the same text (blanks
+    trimmed), or the same numbers (``03``, ``+3``, ``3.0``, a Parquet decimal 3.00 are all 3)."""
+    if kept.null_count:
+        return False
+    expected = pc.cast(counts, pa.float64()) if pa.types.is_integer(counts.type) else None
     try:
-        left, right = pc.cast(a, pa.string()), pc.cast(b, pa.string())
+        numbers = pc.cast(pc.utf8_trim_whitespace(kept) if pa.types.is_string(kept.type) else kept, pa.float64())
+        if expected is None:
+            expected = pc.cast(pc.utf8_trim_whitespace(counts), pa.float64())
+        return bool(pc.all(pc.equal(numbers, expected)).as_py())
+    except pa.ArrowException:  # not numbers: compare the text
+        pass
+    try:
+        left, right = pc.cast(kept, pa.string()), pc.cast(counts, pa.string())
     except pa.ArrowException:
         return False
-    same = pc.equal(pc.utf8_trim_whitespace(left), pc.utf8_trim_whitespace(right))
-    return bool(pc.all(pc.fill_null(same, False)).as_py())
+    return bool(pc.all(pc.equal(pc.utf8_trim_whitespace(left), pc.utf8_trim_whitespace(right))).as_py())
 
 
 def _copies(source: TableSource, kept: list[str], counts: list[str]) -> set[tuple[str, str]]:
@@ -168,7 +178,7 @@ def _copies(source: TableSource, kept: list[str], counts: list[str]) -> set[tupl
     head = next(source.batches(list(dict.fromkeys(kept + counts)), head=True), None)
     if head is None:
         return set()
-    return {(k, c) for k in kept for c in counts if same_text(head.column(k), head.column(c))}
+    return {(k, c) for k in kept for c in counts if same_values(head.column(k), head.column(c))}
 
 
 def validate(request: ReleaseRequest, progress=None) -> Validated:

@@ -108,7 +108,8 @@ class TableSource:
     def _schema(self) -> pa.Schema:
         if self.format == "parquet":
             return pq.ParquetFile(self.path).schema_arrow
-        with pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=1 << 16)) as reader:
+        with pacsv.open_csv(self.path, read_options=pacsv.ReadOptions(block_size=1 << 16),
+                            parse_options=pacsv.ParseOptions(newlines_in_values=True)) as reader:
             return pa.schema([pa.field(name, pa.string()) for name in reader.schema.names])
 
     def batches(self, columns: list[str], seen: dict | None = None, head: bool = False) -> Iterator[pa.RecordBatch]:
@@ -143,6 +144,7 @@ class TableSource:
                                            quoted_strings_can_be_null=False)
             block = HEAD_ROWS * 64 if head else CSV_BLOCK_BYTES
             with pacsv.open_csv(stream, read_options=pacsv.ReadOptions(block_size=block),
+                                parse_options=pacsv.ParseOptions(newlines_in_values=True),
                                 convert_options=options) as reader:
                 for batch in reader:
                     yield batch
