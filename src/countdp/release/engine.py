@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,14 +132,21 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
     def counts_of(batch, name, what):
         return integer_values(batch.column(name), name, what, row[0])
 
-    with AtomicPair(request.out, sidecar_path(request.out), replace=request.overwrite) as pair:
+    with AtomicPair(request.out, sidecar_path(request.out), replace=request.overwrite) as pair, \
+            ThreadPoolExecutor(1) as writer:
         sink = TableSink(pair.table.stream, schema, source.format, validated.csv_quoted)
         seen: dict = {}
+        written = None  # one batch is written (pyarrow, without the GIL) while the next is drawn
         for batch in source.batches(wanted, seen):
-            sink.write(_released_batch(prepared, batch, randomness, schema, counts_of))
+            released = _released_batch(prepared, batch, randomness, schema, counts_of)
+            if written is not None:
+                written.result()
+            written = writer.submit(sink.write, released)
             row[0] += batch.num_rows
             if progress is not None:
                 progress(batch.num_rows)
+        if written is not None:
+            written.result()
         output_sha256 = sink.close()
         if seen.get("sha256") != validated.input_sha256 or row[0] - 1 != validated.rows:
             raise ValueError(f"{request.input}: the table changed while it was being released; nothing was written")
