@@ -9,6 +9,9 @@ import threading
 import time
 from typing import TextIO
 
+REDRAW_SECONDS = 0.25
+"""Shortest time between two redraws of a progress bar (many quick steps would flood a log)."""
+
 
 class Progress:
     """``advance()`` after each of ``total`` steps; ``close()`` at the end (prints nothing for quick work)."""
@@ -17,11 +20,14 @@ class Progress:
         self.total, self.unit, self.done = total, unit, 0
         self.stream = stream if stream is not None else sys.stderr
         self.start, self.delay, self.shown = time.perf_counter(), delay, False
+        self.drawn = float("-inf")
 
     def advance(self, steps: int = 1) -> None:
         self.done += steps
-        elapsed = time.perf_counter() - self.start
-        if elapsed >= self.delay:
+        now = time.perf_counter()
+        elapsed = now - self.start
+        if elapsed >= self.delay and (now - self.drawn >= REDRAW_SECONDS or self.done >= self.total):
+            self.drawn = now
             width = 30
             filled = width * self.done // max(self.total, 1)
             self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {self.unit}"
