@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from countdp.privacy.exact import IntegerMechanism
-from countdp.privacy.sampling import outputs_for_draws
+from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
 
 EXPERIMENT_ONLY = "experiment only, not a privacy release"
 
@@ -54,27 +54,57 @@ class Randomness:
                              "one 64-bit word per row in row order"}
 
 
-def noisy_counts(counts: np.ndarray, size_index: np.ndarray | None, mechanisms: list[IntegerMechanism],
-                 words: np.ndarray) -> np.ndarray:
-    """Each row's noisy count: ``counts[r]`` released by ``mechanisms[size_index[r]]`` with word ``words[r]``.
+COMBINED_TABLE_BYTES = 1 << 26
+"""Largest padded table that one count column's mechanisms are merged into (many small sizes)."""
 
-    ``size_index=None`` means one mechanism for every row.  Rows are grouped by mechanism with
-    one stable sort, so the cost does not grow with the number of distinct sizes.
+
+class ColumnSampler:
+    """One count column's mechanisms, one per group size, drawing each row's noisy count.
+
+    Many small mechanisms (the usual table: sizes in the tens) are merged into one table of
+    cumulative weights, padded on the right with ``D`` (no draw reaches past a row's last real
+    entry, which is ``D``), so a batch takes one vectorised search whatever its number of sizes.
+    Otherwise rows are grouped by size with one stable sort.  Both give exactly
+    ``outputs_for_draws`` of each row's own mechanism.
     """
-    if size_index is None:
-        released = mechanisms[0]
-        draws = (words >> np.uint64(64 - released.K)).astype(np.int64)
-        return outputs_for_draws(released.cumulative, released.K, counts, draws, released.guide)
-    out = np.empty(counts.shape, dtype=np.int64)
-    keys = size_index.astype(np.uint16) if len(mechanisms) <= 1 << 16 else size_index
-    order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(size_index, minlength=len(mechanisms)))])
-    for k in np.flatnonzero(np.diff(bounds)):
-        rows = order[bounds[k]:bounds[k + 1]]
-        released = mechanisms[k]
-        draws = (words[rows] >> np.uint64(64 - released.K)).astype(np.int64)
-        out[rows] = outputs_for_draws(released.cumulative, released.K, counts[rows], draws, released.guide)
-    return out
+
+    def __init__(self, mechanisms: list[IntegerMechanism]) -> None:
+        self.mechanisms = mechanisms
+        widths = np.array([m.n + 1 for m in mechanisms], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(widths)[:-1]])
+        self.merged = None
+        if len(mechanisms) > 1 and len({m.K for m in mechanisms}) == 1 and \
+                int(widths.sum()) * int(widths.max()) * 8 <= COMBINED_TABLE_BYTES:
+            K = mechanisms[0].K
+            table = np.full((int(widths.sum()), int(widths.max())), 1 << K, dtype=np.int64)
+            for mechanism, offset in zip(mechanisms, self.offsets.tolist(), strict=True):
+                table[offset:offset + mechanism.n + 1, :mechanism.n + 1] = mechanism.cumulative
+            self.merged = (table, K, guide_table(table, K))
+
+    def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: np.ndarray) -> np.ndarray:
+        """Each row's noisy count: ``counts[r]`` released by its size's mechanism with word ``words[r]``.
+
+        ``size_index=None`` means the first mechanism for every row.
+        """
+        if size_index is None:
+            return _sampled(self.mechanisms[0], counts, words)
+        if self.merged is not None:
+            table, K, guide = self.merged
+            draws = (words >> np.uint64(64 - K)).astype(np.int64)
+            return outputs_for_draws(table, K, self.offsets[size_index] + counts, draws, guide)
+        out = np.empty(counts.shape, dtype=np.int64)
+        keys = size_index.astype(np.uint16) if len(self.mechanisms) <= 1 << 16 else size_index
+        order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(size_index, minlength=len(self.mechanisms)))])
+        for k in np.flatnonzero(np.diff(bounds)):
+            rows = order[bounds[k]:bounds[k + 1]]
+            out[rows] = _sampled(self.mechanisms[k], counts[rows], words[rows])
+        return out
 
 
-__all__ = ["EXPERIMENT_ONLY", "Randomness", "noisy_counts"]
+def _sampled(released: IntegerMechanism, counts: np.ndarray, words: np.ndarray) -> np.ndarray:
+    draws = (words >> np.uint64(64 - released.K)).astype(np.int64)
+    return outputs_for_draws(released.cumulative, released.K, counts, draws, released.guide)
+
+
+__all__ = ["COMBINED_TABLE_BYTES", "EXPERIMENT_ONLY", "ColumnSampler", "Randomness"]

@@ -20,13 +20,14 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from countdp.release.atomic import AtomicPair
-from countdp.release.draws import Randomness, noisy_counts
+from countdp.release.draws import ColumnSampler, Randomness
 from countdp.release.provenance import column_epsilon, sidecar_record
 from countdp.release.request import ReleaseRequest, Validated, validate
 from countdp.release.tables import TableSink, TableSource, integer_values
@@ -54,6 +55,11 @@ class Prepared:
         """The mechanism column's value for count column k and size index s (its alpha is in the sidecar)."""
         design = self.mechanisms[k][s]
         return f"{design.mechanism} n={design.n}"
+
+    @cached_property
+    def samplers(self) -> list[ColumnSampler]:
+        """Each count column's sampler over its mechanisms, built once for the release."""
+        return [ColumnSampler([design.released for design in designs]) for designs in self.mechanisms]
 
     def size_index(self, sizes: np.ndarray) -> np.ndarray:
         """Each row's index into the validated group sizes (a lookup table while the sizes are small)."""
@@ -110,10 +116,9 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
     labels = []
     index = pa.array(np.zeros(batch.num_rows, dtype=np.int32) if size_index is None else size_index, pa.int32())
     for k, column in enumerate(request.columns):
-        released = [design.released for design in prepared.mechanisms[k]]
         counts = counts_of(batch, column.count_column, "count")
         words = randomness.words(k, batch.num_rows)
-        arrays.append(pa.array(noisy_counts(counts, size_index, released, words), type=pa.int64()))
+        arrays.append(pa.array(prepared.samplers[k].sample(counts, size_index, words), type=pa.int64()))
         names = pa.array([prepared.label(k, s) for s in range(len(sizes))], type=pa.string())
         labels.append(pa.DictionaryArray.from_arrays(index, names))
     return pa.RecordBatch.from_arrays(arrays + labels, schema=schema)
