@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -322,3 +323,18 @@ def wait_until(condition, timeout: float, step: float = 0.002) -> bool:
             return True
         time.sleep(step)
     return False
+
+
+def debian_tool(binary: str, package: str) -> str | None:
+    """The path of ``binary``, installing Debian's ``package`` with apt-get when it is missing (root only).
+
+    Returns ``None`` if it cannot be had; the caller skips with that reason.
+    """
+    path = shutil.which(binary)
+    if path is None:
+        done = subprocess.run(["apt-get", "install", "-y", package], capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            subprocess.run(["apt-get", "update"], capture_output=True, timeout=900)
+            subprocess.run(["apt-get", "install", "-y", package], capture_output=True, text=True, timeout=900)
+        path = shutil.which(binary)
+    return path

@@ -44,6 +44,7 @@ from release_checks import (
     collect,
     command,
     copies_of_counts,
+    debian_tool,
     entries,
     environment,
     environment_variable,
@@ -275,16 +276,9 @@ def test_sigkill_at_any_moment_leaves_the_complete_pair_or_nothing(material, tmp
 @pytest.fixture(scope="session")
 def strace() -> str:
     """The ``strace`` binary (installed from Debian when missing); skips if it cannot be installed or cannot trace."""
-    path = shutil.which("strace")
+    path = debian_tool("strace", "strace")
     if path is None:
-        install = subprocess.run(["apt-get", "install", "-y", "strace"], capture_output=True, text=True, timeout=900)
-        if install.returncode != 0:
-            subprocess.run(["apt-get", "update"], capture_output=True, timeout=900)
-            install = subprocess.run(["apt-get", "install", "-y", "strace"], capture_output=True, text=True,
-                                     timeout=900)
-        path = shutil.which("strace")
-        if path is None:
-            pytest.skip(f"strace is not installed and apt-get could not install it: {install.stderr.strip()[-300:]}")
+        pytest.skip("strace is not installed and apt-get could not install it")
     probe = subprocess.run([path, "-o", "/dev/null", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         pytest.skip(f"strace cannot trace here: {probe.stderr.strip()[-300:]}")
