@@ -175,7 +175,7 @@ def _request(args: argparse.Namespace):
 def _mechanisms(request, design, dry_run: bool):
     """``mechanism_for(k, n)``: the file's design, or the cache's (a dry run designs without storing)."""
     if design is not None:
-        return (lambda k, n: design), None
+        return lambda k, n: design
     from countdp.design.designer import design_named
     from countdp.privacy.mechanism_cache import MechanismCache
 
@@ -187,7 +187,7 @@ def _mechanisms(request, design, dry_run: bool):
             return design_named(request.mechanism, n, alpha, objective=request.objective)
         return cache.get(request.mechanism, n, alpha, request.objective)
 
-    return mechanism_for, cache
+    return mechanism_for
 
 
 def _release_table(args: argparse.Namespace) -> int:
@@ -197,9 +197,10 @@ def _release_table(args: argparse.Namespace) -> int:
     from countdp.release.ledger import BudgetExceeded, Ledger
 
     request, design = _request(args)
-    mechanism_for, _ = _mechanisms(request, design, args.dry_run)
-    prepared = prepare(request, mechanism_for)
     ledger = Ledger(request.budget) if request.budget else None
+    if ledger is not None:
+        ledger.state()  # a missing or malformed ledger is refused before any work
+    prepared = prepare(request, _mechanisms(request, design, args.dry_run))
     if args.dry_run:
         from countdp.release.preview import preview
 
