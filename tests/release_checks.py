@@ -262,10 +262,13 @@ def phase(pid: int, out: Path) -> str:
     return "starting"
 
 
-def collect(proc: subprocess.Popen, timeout: float = 120) -> tuple[str, str]:
-    """Wait for a release and for every process holding its stderr (its guardian inherits it)."""
-    out, err = proc.communicate(timeout=timeout)
-    return out, err
+def collect(proc: subprocess.Popen, timeout: float = 120, out: Path | None = None) -> tuple[str, str]:
+    """Wait for a release; with ``out``, also (up to 10 s) for its commit guardian, which outlives a
+    killed release by the moment it takes to tidy up, so that what is judged next is the end state."""
+    stdout, stderr = proc.communicate(timeout=timeout)
+    if out is not None:
+        wait_until(lambda: not mentioning(str(sidecar_of(out))), timeout=10)
+    return stdout, stderr
 
 
 def error_lines(stderr: str) -> list[str]:

@@ -189,7 +189,7 @@ class Releases:
         elapsed = time.monotonic() - started
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
-        _, err = collect(proc)  # returns once the guardian, which holds the release's stderr, is gone too
+        _, err = collect(proc, out=self.out)
         killed = proc.returncode == -signal.SIGKILL
         state, problems = outcome(self.folder, self.out, self.input, before, self.tmpdir)
         if state == "pair" and sha256_file(self.out) != self.reference:
@@ -198,7 +198,7 @@ class Releases:
             problems.append(f"the release ended with status {proc.returncode}: {err[-500:]}")
         lingering = mentioning(str(sidecar_of(self.out)))
         if lingering:
-            problems.append(f"processes still running after the release ended: {lingering}")
+            problems.append(f"processes still running 10 s after the release ended: {lingering}")
         self.clear(before)
         return Kill(label, round(elapsed, 3), seen, killed, state, problems, err)
 
@@ -308,7 +308,7 @@ def test_guardian_removes_the_lone_sidecar_when_the_release_dies_between_the_lin
     guardians = children(release)
     assert len(guardians) == 1
     os.kill(release, signal.SIGKILL)
-    _, err = collect(proc)
+    _, err = collect(proc, out=releases.out)
     assert outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir) == ("nothing", [])
     assert wait_until(lambda: not any(alive(pid) for pid in guardians), timeout=30)  # it exits once it has looked
     assert "Traceback" not in err, err
@@ -343,7 +343,7 @@ def test_overwrite_killed_between_removing_the_old_table_and_its_sidecar_leaves_
     if proc.poll() is None:  # held just after removing the old table: kill it there
         (release,) = children(proc.pid)
         os.kill(release, signal.SIGKILL)
-    collect(proc)  # (a release that never removes the old table first simply finishes)
+    collect(proc, out=releases.out)  # (a release that never removes the old table first simply finishes)
     state, problems = outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir)
     assert (state, problems) in (("pair", []), ("nothing", [])), problems
 
@@ -373,7 +373,7 @@ def test_a_release_killed_while_its_guardian_starts_prints_no_traceback(material
     else:
         pytest.fail("the release finished three times before its held guardian was seen")
     os.kill(release[0], signal.SIGKILL)
-    _, err = collect(proc)
+    _, err = collect(proc, out=releases.out)
     assert outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir) == ("nothing", [])
     assert "Traceback" not in err and "Exception ignored" not in err, err
 
