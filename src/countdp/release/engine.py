@@ -51,10 +51,11 @@ class Prepared:
     epsilon: object
     _lookup: np.ndarray | None = None
 
-    def label(self, k: int, s: int) -> str:
-        """The mechanism column's value for count column k and size index s (its alpha is in the sidecar)."""
-        design = self.mechanisms[k][s]
-        return f"{design.mechanism} n={design.n}"
+    @cached_property
+    def labels(self) -> list[pa.Array]:
+        """Per count column, the mechanism column's value for each size index (``EM n=12``; alpha is in
+        the sidecar), built once for the release."""
+        return [pa.array([f"{d.mechanism} n={d.n}" for d in designs], type=pa.string()) for designs in self.mechanisms]
 
     @cached_property
     def samplers(self) -> list[ColumnSampler]:
@@ -108,7 +109,7 @@ def _output_schema(prepared: Prepared, schema: pa.Schema) -> pa.Schema:
 
 def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Randomness, schema: pa.Schema,
                     counts_of) -> pa.RecordBatch:
-    request, sizes = prepared.request, prepared.validated.sizes
+    request = prepared.request
     size_index = None
     if request.size_column:
         size_index = prepared.size_index(counts_of(batch, request.size_column, "group size"))
@@ -119,8 +120,7 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
         counts = counts_of(batch, column.count_column, "count")
         words = randomness.words(k, batch.num_rows)
         arrays.append(pa.array(prepared.samplers[k].sample(counts, size_index, words), type=pa.int64()))
-        names = pa.array([prepared.label(k, s) for s in range(len(sizes))], type=pa.string())
-        labels.append(pa.DictionaryArray.from_arrays(index, names))
+        labels.append(pa.DictionaryArray.from_arrays(index, prepared.labels[k]))
     return pa.RecordBatch.from_arrays(arrays + labels, schema=schema)
 
 
@@ -155,9 +155,8 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         output_sha256 = sink.close()
         if seen.get("sha256") != validated.input_sha256 or row[0] - 1 != validated.rows:
             raise ValueError(f"{request.input}: the table changed while it was being released; nothing was written")
-        record = sidecar_record(request, validated, prepared.mechanisms, validated.rows_per_size, randomness,
-                                output_sha256,
-                                schema.names, pair.method, debit, version)
+        record = sidecar_record(request, validated, prepared.mechanisms, randomness, output_sha256, schema.names,
+                                pair.method, debit, version)
         pair.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
         pair.commit()
     return record

@@ -50,11 +50,12 @@ def guarantee(columns) -> dict:
                            "of -ln(alpha_total)"}
 
 
-def mechanism_rows(request, sizes, mechanisms, rows_per_size) -> list[dict]:
+def mechanism_rows(request, validated, mechanisms) -> list[dict]:
     """One entry per count column and group size: the mechanism, how many rows used it, its weights' digest."""
     out = []
+    rows_per_size = validated.rows_per_size
     for k, column in enumerate(request.columns):
-        for s, n in enumerate(sizes.tolist()):
+        for s, n in enumerate(validated.sizes.tolist()):
             design = mechanisms[k][s]
             released = design.released
             out.append({"count_column": column.count_column, "n": int(n), "rows": int(rows_per_size[s]),
@@ -65,7 +66,7 @@ def mechanism_rows(request, sizes, mechanisms, rows_per_size) -> list[dict]:
     return out
 
 
-def sidecar_record(request, validated, mechanisms, rows_per_size, randomness, output_sha256: str,
+def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str,
                    output_columns: list[str], commit: str, debit: dict | None, version: str) -> dict:
     """The whole sidecar of a committed release."""
     return {
@@ -81,7 +82,7 @@ def sidecar_record(request, validated, mechanisms, rows_per_size, randomness, ou
         "mechanisms_from": str(request.mechanism_file) if request.mechanism_file else
                            {"mechanism": request.mechanism, "objective": request.objective,
                             "size_column": request.size_column, "cache": str(request.cache)},
-        "mechanisms": mechanism_rows(request, validated.sizes, mechanisms, rows_per_size),
+        "mechanisms": mechanism_rows(request, validated, mechanisms),
         "budget": debit,
         "commit": commit,
     }

@@ -14,7 +14,7 @@ rows, the distinct group sizes, the input's SHA-256, and whether CSV text needs 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -76,7 +76,6 @@ class Validated:
     input_sha256: str
     csv_quoted: bool
     schema: pa.Schema
-    notes: list[str] = field(default_factory=list)
 
 
 def _names(source: TableSource, request: ReleaseRequest) -> list[str]:

@@ -237,7 +237,6 @@ class TableSink:
 
     def __init__(self, stream, schema: pa.Schema, kind: str, quote_text: bool = True) -> None:
         self._hashing = _HashingWriter(stream)
-        self.rows = 0
         sink = pa.PythonFile(self._hashing, mode="w")
         if kind == "parquet":  # dictionary pages for text only: numbers rarely repeat enough to pay for them
             text = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
@@ -251,7 +250,6 @@ class TableSink:
 
     def write(self, batch: pa.RecordBatch) -> None:
         self._writer.write_batch(batch)
-        self.rows += batch.num_rows
 
     def close(self) -> str:
         """Finish the file; returns the SHA-256 of every byte written."""
