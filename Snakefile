@@ -17,6 +17,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/figures_extrinsic.smk"
 include: "workflow/rules/extensions.smk"
+include: "workflow/rules/companions.smk"
 include: "workflow/rules/claims.smk"
 
 
@@ -25,5 +26,6 @@ rule all:
         intrinsic_targets(),
         extrinsic_targets(),
         extensions_targets(),
+        companion_targets(),
         claims_targets(),
     default_target: True

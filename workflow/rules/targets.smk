@@ -301,11 +301,42 @@ def extensions_targets():
     ]
 
 
+# ---------------------------------------------------------------- companions (companions.smk)
+# Read only config["companions"] (the `companions:` block) and the Adult table (ADULT_TABLE, above).
+COMP = config["companions"]
+COMPANION_CATEGORY = "Companion papers"
+COMPANION_STUDIES = ["levels", "universal", "gs_table1", "gm_section3", "congenial"]
+COMPANION_FIGURES = ["levels", "universal", "gm_figure1", "gm_figure2", "gm_figure3", "congenial"]
+
+
+def companion_figure(name, caption=None):
+    """PDF + PNG of one companion figure, attached to the report with its caption."""
+    caption = f"../report/{caption or name}.rst"
+    paths = [f"results/figures/{name}.{ext}" for ext in ("pdf", "png")]
+    return [report(p, caption=caption, category=COMPANION_CATEGORY, subcategory=name) for p in paths]
+
+
+def companion_check_path(study):
+    return f"results/tables/checks/companion_{study}.csv"
+
+
+def companion_log(name):
+    return f"results/logs/companions/{name}.log"
+
+
+def companion_targets():
+    """Every artifact of the companion studies (for rule all)."""
+    return ["results/tables/companion_checks.csv"] + [
+        f"results/figures/companion_{name}.{ext}" for name in COMPANION_FIGURES for ext in ("pdf", "png")
+    ]
+
+
 # ---------------------------------------------------------------- claims (claims.smk)
 CHECK_TABLES = [
     "results/tables/intrinsic_checks.csv",
     "results/tables/extrinsic_findings.csv",
     "results/tables/ext_checks.csv",
+    "results/tables/companion_checks.csv",
 ]
 
 

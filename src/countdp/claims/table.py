@@ -350,7 +350,8 @@ def theory_claims(settings: TheorySettings) -> list[Claim]:
     return out
 
 
-CHECK_TABLE_PREFIXES = {"intrinsic_checks": "fig", "extrinsic_findings": "data", "ext_checks": "beyond"}
+CHECK_TABLE_PREFIXES = {"intrinsic_checks": "fig", "extrinsic_findings": "data", "ext_checks": "beyond",
+                        "companion_checks": "companion"}
 """Claim-id prefix for each study's check table (by file stem)."""
 
 FINDING_COLUMNS = ("figure", "finding", "scope", "criterion", "value", "holds")

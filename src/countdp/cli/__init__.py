@@ -1,9 +1,11 @@
-"""The ``countdp`` command line: design, check and release.
+"""The ``countdp`` command line: design, check, release, budget and interpret.
 
 ``countdp design MECH --n N --alpha A`` (or ``--epsilon E``) prints a certified mechanism as
 JSON (or CSV), with its integer release weights; ``countdp check FILE`` reports its
 properties and its exact DP verdict; ``countdp release FILE`` draws noisy counts, exactly
-from the release weights, with bits from the OS's secure source.  Bad arguments or files exit
+from the release weights, with bits from the OS's secure source; ``countdp budget`` keeps a
+dataset's privacy budget; ``countdp interpret FILE --loss L1`` gives a data user the optimal
+remap of a released mechanism for their loss (post-processing: no budget).  Bad arguments or files exit
 with status 2 and one line naming the problem.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from countdp.cli import budget_command, design_command, release_command
+from countdp.cli import budget_command, design_command, interpret_command, release_command
 from countdp.cli.arguments import Parser, UsageError
 from countdp.design.designer import DesignError
 
@@ -24,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     design_command.register(sub)
     release_command.register(sub)
     budget_command.register(sub)
+    interpret_command.register(sub)
     return parser
 
 

@@ -31,6 +31,10 @@ from countdp.privacy.sampling import release
 from countdp.progress import Progress
 from countdp.release.draws import EXPERIMENT_ONLY
 
+LEVEL_MECHANISMS = ("GM", "EM", "WM", "WH")
+"""Mechanisms ``--levels`` can chain (:data:`countdp.multilevel.CHAIN_MECHANISMS`, kept here so that the
+command line does not import the chain's solver stack until a levels release is asked for)."""
+
 
 def register(sub) -> None:
     """Add the ``release`` command to the ``countdp`` subparsers ``sub``."""
@@ -56,6 +60,18 @@ def register(sub) -> None:
     sizes.add_argument("--alpha", action=Once, help="exact alpha, one for every count column or one each")
     sizes.add_argument("--epsilon", action=Once, help="epsilon, one for every count column or one each")
     sizes.add_argument("--total-epsilon", action=Once, help="one epsilon split evenly over the count columns")
+    sizes.add_argument("--levels", action=Once,
+                       help="a multi-level release: increasing exact alphas, e.g. 1/2,2/3,9/10; one noisy column per "
+                            "level, and any set of levels reveals no more than its smallest alpha (--mechanism GM, the "
+                            "default, or EM, WM, WH where each level is a post-processing of the one before)")
+    sizes.add_argument("--invariant", choices=["total"], action=Once,
+                       help="condition the noisy counts on summing exactly to the true total (published exactly; "
+                            "Gong-Meng congenial release); the guarantee is computed and recorded")
+    sizes.add_argument("--invariant-by", action=Once, metavar="COLUMN",
+                       help="with --invariant: one total per value of this (public) column")
+    sizes.add_argument("--target-alpha", action=Once,
+                       help="with --invariant and --mechanism GM or EM: choose the per-group alpha so that the "
+                            "conditioned release is at least this alpha-DP (instead of --alpha or --epsilon)")
     sizes.add_argument("--cache", type=Path, action=Once,
                        help="folder of designed mechanisms (default ~/.cache/countdp/mechanisms)")
     r.add_argument("--budget", type=Path, action=Once,
@@ -122,11 +138,51 @@ def _per_column(values: list, columns: int, flag: str) -> list:
     return values
 
 
+def _levels(text: str) -> tuple[Fraction, ...]:
+    """``--levels``: two or more exact alphas, strictly increasing (the first is the least private)."""
+    try:
+        levels = tuple(alpha_argument(a) for a in _split(text, "--levels"))
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--levels: {exc}") from None
+    if len(levels) < 2:
+        raise UsageError(f"--levels needs at least two alphas, got {text!r}; for one level use --alpha")
+    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
+        raise UsageError(f"--levels must increase strictly (least private first), got {text!r}")
+    return levels
+
+
+def _target(args: argparse.Namespace) -> Fraction:
+    """``--target-alpha``: only for a conditioned release of GM or EM (whose alpha can be chosen in closed form)."""
+    if not args.invariant:
+        raise UsageError("--target-alpha goes with --invariant total")
+    if args.mechanism not in ("GM", "EM"):
+        raise UsageError("--target-alpha chooses the alpha of GM or EM; give --mechanism GM or EM")
+    try:
+        return alpha_argument(args.target_alpha)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--target-alpha: {exc}") from None
+
+
+def _invariant(args: argparse.Namespace, levels: tuple) -> dict:
+    """The request's invariant fields from ``--invariant``, ``--invariant-by`` and ``--target-alpha``."""
+    if args.invariant_by is not None and args.invariant is None:
+        raise UsageError("--invariant-by goes with --invariant total")
+    if args.invariant and levels:
+        raise UsageError("--invariant and --levels cannot be combined")
+    target = None if args.target_alpha is None else _target(args)
+    return {"invariant": bool(args.invariant), "invariant_by": args.invariant_by, "target_alpha": target}
+
+
 def _privacy(args: argparse.Namespace, columns: int) -> list[tuple[Fraction, Fraction | None]]:
     """``(alpha, epsilon requested or None)`` for each count column."""
-    given = [flag for flag in ("alpha", "epsilon", "total_epsilon") if getattr(args, flag) is not None]
+    given = [flag for flag in ("alpha", "epsilon", "total_epsilon", "levels", "target_alpha")
+             if getattr(args, flag) is not None]
     if len(given) != 1:
-        raise UsageError("give exactly one of --alpha, --epsilon and --total-epsilon")
+        raise UsageError("give exactly one of --alpha, --epsilon, --total-epsilon, --levels and --target-alpha")
+    if args.levels is not None:
+        return [(_levels(args.levels)[0], None)] * columns
+    if args.target_alpha is not None:
+        return [(_target(args), None)] * columns
     try:
         if args.alpha is not None:
             return [(alpha_argument(a), None) for a in _per_column(args.alpha.split(","), columns, "--alpha")]
@@ -156,20 +212,30 @@ def _request(args: argparse.Namespace):
     if args.size_column is None:
         if args.file is None:
             raise UsageError("a table release needs a mechanism FILE, or --size-column with --mechanism")
-        if args.mechanism or args.alpha or args.epsilon or args.total_epsilon or args.cache:
-            raise UsageError("--mechanism, --alpha, --epsilon, --total-epsilon and --cache go with --size-column")
+        if args.mechanism or args.alpha or args.epsilon or args.total_epsilon or args.cache or args.levels or \
+                args.target_alpha:
+            raise UsageError("--mechanism, --alpha, --epsilon, --total-epsilon, --levels, --target-alpha and --cache "
+                             "go with --size-column")
         design = _load(args.file)
         alpha = exact_alpha(design.alpha_exact)
         columns = tuple(ColumnPrivacy(c, alpha, None, name) for c, name in zip(counts, noisy, strict=True))
-        return ReleaseRequest(columns=columns, mechanism_file=args.file, n=design.n, **common), design
+        return ReleaseRequest(columns=columns, mechanism_file=args.file, n=design.n, **common,
+                              **_invariant(args, ())), design
     if args.file is not None or args.counts:
         raise UsageError("with --size-column the mechanisms are designed per size: drop FILE and COUNTS")
-    if args.mechanism is None:
+    levels = () if args.levels is None else _levels(args.levels)
+    if levels and args.mechanism not in (None, *LEVEL_MECHANISMS):
+        raise UsageError(f"--levels chains {', '.join(LEVEL_MECHANISMS)}; --mechanism {args.mechanism} cannot be "
+                         "released at several levels")
+    if levels and args.cache:
+        raise UsageError("--levels builds each size's chain of GM mechanisms in memory; drop --cache")
+    if args.mechanism is None and not levels:
         raise UsageError("--size-column needs --mechanism")
     privacy = _privacy(args, len(counts))
-    columns = tuple(ColumnPrivacy(c, a, e, name) for c, (a, e), name in zip(counts, privacy, noisy, strict=True))
-    return ReleaseRequest(columns=columns, size_column=args.size_column, mechanism=args.mechanism,
-                          objective=args.objective, cache=args.cache, **common), None
+    columns = tuple(ColumnPrivacy(c, a, e, name, levels)
+                    for c, (a, e), name in zip(counts, privacy, noisy, strict=True))
+    return ReleaseRequest(columns=columns, size_column=args.size_column, mechanism=args.mechanism or "GM",
+                          objective=args.objective, cache=args.cache, **common, **_invariant(args, levels)), None
 
 
 def _mechanisms(request, design, dry_run: bool):
@@ -179,10 +245,14 @@ def _mechanisms(request, design, dry_run: bool):
     from countdp.design.designer import design_named
     from countdp.privacy.mechanism_cache import MechanismCache
 
+    if request.columns[0].levels:
+        from countdp.release.levels import level_design
+
+        return lambda k, n: level_design(n, request.columns[k].levels, request.mechanism)
     cache = MechanismCache(request.cache)
 
-    def mechanism_for(k: int, n: int):
-        alpha = request.columns[k].alpha
+    def mechanism_for(k: int, n: int, columns=None):
+        alpha = (columns or request.columns)[k].alpha
         if dry_run and not cache.path(request.mechanism, n, alpha, request.objective).is_file():
             return design_named(request.mechanism, n, alpha, objective=request.objective)
         return cache.get(request.mechanism, n, alpha, request.objective)
@@ -201,6 +271,7 @@ def _release_table(args: argparse.Namespace) -> int:
     if ledger is not None:
         ledger.state()  # a missing or malformed ledger is refused before any work
     prepared = prepare(request, _mechanisms(request, design, args.dry_run))
+    request = prepared.request  # with --target-alpha, it now holds the alpha chosen
     if args.dry_run:
         from countdp.release.preview import preview
 
@@ -215,14 +286,16 @@ def _release_table(args: argparse.Namespace) -> int:
         what = {"input": str(request.input), "input_sha256": prepared.validated.input_sha256,
                 "out": str(request.out), "columns": request.count_names,
                 "alphas": [alpha_text(c.alpha) for c in request.columns]}
+        if request.columns[0].levels:
+            what["levels"] = [alpha_text(a) for a in request.columns[0].levels]
         receipt = ledger.debit(prepared.epsilon, what)
         debit = {"ledger": str(request.budget), "entry": receipt.entry_id, "epsilon": rational_text(receipt.epsilon),
                  "remaining_after": rational_text(receipt.remaining_after)}
     _randomness_note(request.seed)
     progress = Progress(prepared.validated.rows, "rows released")
     try:
-        record = write_release(prepared, Randomness(request.seed, len(request.columns)), __version__, debit,
-                               progress.advance)
+        randomness = Randomness(request.seed, sum(len(c.noisy_columns) for c in request.columns))
+        record = write_release(prepared, randomness, __version__, debit, progress.advance)
     except OSError as exc:
         raise UsageError(f"{request.out}: {exc.strerror or exc}; nothing was written") from None
     finally:

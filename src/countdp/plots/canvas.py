@@ -12,6 +12,7 @@ applies the figure's style as an ``rc_context`` for the whole draw-and-save.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,17 @@ def drawing(rc: Mapping | None = None) -> Iterator[None]:
 
     with PLOT_LOCK, matplotlib.rc_context(dict(rc or {})):
         yield
+
+
+def drawn(plot):
+    """Decorate a plotting function to run inside :func:`drawing` (matplotlib's default style)."""
+
+    @functools.wraps(plot)
+    def locked(*args, **kwargs):
+        with drawing():
+            return plot(*args, **kwargs)
+
+    return locked
 
 
 def new_figure(figsize: tuple[float, float]):
@@ -64,3 +76,8 @@ def save_figure(fig, paths: Sequence[str | Path], **savefig) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format=kind, **kwargs)
+
+
+def save_tight(fig, paths: Sequence[str | Path]) -> None:
+    """:func:`save_figure` at 150 dpi, cropped to the drawing (the studies' figures)."""
+    save_figure(fig, paths, dpi=150, bbox_inches="tight")

@@ -6,14 +6,12 @@ draws through :mod:`countdp.plots.canvas` (its own figure, the drawing lock, ato
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from countdp.plots.canvas import drawing, save_figure, subplots
+from countdp.plots.canvas import drawn, save_tight, subplots
 from countdp.studies.prior import PRIOR_COUNTERPART
 from countdp.studies.subsets import FIG5_REFERENCES
 
@@ -29,22 +27,7 @@ def _colour(key: str) -> str:
     return MECHANISM_COLORS.get(SET_COLOURS.get(key, BEHAVIOUR_COLOURS.get(key, key)), "#000000")
 
 
-def _save(fig, paths: Sequence[str | Path]) -> None:
-    save_figure(fig, paths, dpi=150, bbox_inches="tight")
-
-
-def _drawn(plot):
-    """Run ``plot`` inside :func:`countdp.plots.canvas.drawing` (default matplotlib style)."""
-
-    @functools.wraps(plot)
-    def locked(*args, **kwargs):
-        with drawing():
-            return plot(*args, **kwargs)
-
-    return locked
-
-
-@_drawn
+@drawn
 def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Top: uniform-prior L0 vs n per alpha; bottom: achieved alpha / alpha of EXP and naive CGM."""
     from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
@@ -79,10 +62,10 @@ def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     fig.suptitle("Baselines: error at equal privacy, and the privacy they really achieve (>1: more private)",
                  fontsize=10)
     fig.tight_layout()
-    _save(fig, paths)
+    save_tight(fig, paths)
 
 
-@_drawn
+@drawn
 def plot_subsets(detail: pd.DataFrame, summary: pd.DataFrame, paths: Sequence[str], label_y: float,
                  y_max: float) -> None:
     """Stacked bars: how many of the 128 subsets show each behaviour, per (n, alpha).
@@ -110,10 +93,10 @@ def plot_subsets(detail: pd.DataFrame, summary: pd.DataFrame, paths: Sequence[st
                  fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    _save(fig, paths)
+    save_tight(fig, paths)
 
 
-@_drawn
+@drawn
 def plot_minimax(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Worst-column and average L0 of minimax (solid) and Bayesian (dashed) designs vs n."""
     alphas = sorted(table.alpha.unique())
@@ -143,10 +126,10 @@ def plot_minimax(table: pd.DataFrame, paths: Sequence[str]) -> None:
     fig.suptitle("Minimax (solid) vs Bayesian (dashed) L0 designs; ALL = all seven properties" + note,
                  fontsize=10)
     fig.tight_layout()
-    _save(fig, paths)
+    save_tight(fig, paths)
 
 
-@_drawn
+@drawn
 def plot_prior(table: pd.DataFrame, paths: Sequence[str], objective: str = "L0") -> None:
     """Per distribution: expected error of uniform-prior vs prior-aware designs, and diag spread."""
     dists = list(dict.fromkeys(table.distribution))
@@ -175,13 +158,13 @@ def plot_prior(table: pd.DataFrame, paths: Sequence[str], objective: str = "L0")
     fig.suptitle(f"Prior-aware {objective} designs vs uniform-prior GM/WH/WM/EM (same input distribution)",
                  fontsize=10)
     fig.tight_layout()
-    _save(fig, paths)
+    save_tight(fig, paths)
 
 
 OBJECTIVE_MARKERS = {"L0": ("o", "#444444"), "L1": ("s", "#e377c2"), "L2": ("^", "#bcbd22")}
 
 
-@_drawn
+@drawn
 def plot_objectives(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Expected RMSE under Binomial(n, p) of L0/L1/L2 designs across property sets."""
     ps = sorted(table.p.unique())
@@ -201,10 +184,10 @@ def plot_objectives(table: pd.DataFrame, paths: Sequence[str]) -> None:
             ax.set_ylabel("expected RMSE of the released count")
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
-    _save(fig, paths)
+    save_tight(fig, paths)
 
 
-@_drawn
+@drawn
 def plot_objective_heatmaps(frame: pd.DataFrame, paths: Sequence[str], sets: Sequence[str] | None = None) -> None:
     """Heatmaps of the designed matrices: rows = property sets, columns = objectives."""
     sets = list(dict.fromkeys(frame.properties)) if sets is None else list(sets)
@@ -230,10 +213,10 @@ def plot_objective_heatmaps(frame: pd.DataFrame, paths: Sequence[str], sets: Seq
             ax.set_ylabel("output i", fontsize=7)
             ax.tick_params(labelsize=6)
     fig.colorbar(image, ax=axes, shrink=0.6, label="Pr[output i | input j]")
-    _save(fig, paths)
+    save_tight(fig, paths)
 
 
-@_drawn
+@drawn
 def plot_derivability(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Gupte-Sundararajan violation per mechanism and (n, alpha); derivable cells marked."""
     mechs = list(dict.fromkeys(table.mechanism))
@@ -257,4 +240,4 @@ def plot_derivability(table: pd.DataFrame, paths: Sequence[str]) -> None:
     ax.set_title("Derivable from GM by post-processing? (Gupte-Sundararajan test)\n"
                  "green: yes; red: no, with the worst violation", fontsize=9)
     fig.tight_layout()
-    _save(fig, paths)
+    save_tight(fig, paths)

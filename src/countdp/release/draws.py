@@ -3,7 +3,8 @@
 Where the words come from:
 
 * the OS's cryptographically secure source (``os.urandom``), for every release of real data;
-* a seed, for experiments only: count column ``k`` draws from its own PCG64 stream,
+* a seed, for experiments only: noisy column ``k`` (in output order; one per count column, or
+  one per level of a multi-level column) draws from its own PCG64 stream,
   ``SeedSequence(seed).spawn(columns)[k]``, one word per row in row order.  So a seeded release
   is the same whatever the batch size it was streamed in.
 
@@ -28,6 +29,7 @@ class Randomness:
     """The source of a release's random words: ``seed=None`` for the OS's secure source."""
 
     def __init__(self, seed: int | None, columns: int) -> None:
+        """``columns``: the number of independent streams (noisy columns) the release draws."""
         self.seed = seed
         self.generators = None
         if seed is not None:
@@ -39,10 +41,15 @@ class Randomness:
         return self.seed is None
 
     def words(self, column: int, size: int) -> np.ndarray:
-        """``size`` independent uniform 64-bit words for count column ``column``."""
+        """``size`` independent uniform 64-bit words for stream (noisy column) ``column``."""
         if self.generators is None:
             return np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
         return self.generators[column].bit_generator.random_raw(size)
+
+    def generator(self, column: int) -> np.random.Generator | None:
+        """Stream ``column``'s seeded generator, or ``None`` for the OS's secure source (for samplers that
+        draw their own bits, such as the conditioned release)."""
+        return None if self.generators is None else self.generators[column]
 
     def describe(self) -> dict:
         """How the noise was made, for the sidecar."""
@@ -50,7 +57,7 @@ class Randomness:
             return {"source": "os.urandom", "privacy_release": True,
                     "note": "the operating system's cryptographically secure source; nobody can regenerate the noise"}
         return {"source": "seeded", "seed": self.seed, "privacy_release": False, "note": EXPERIMENT_ONLY,
-                "generator": "numpy PCG64; count column k draws from SeedSequence(seed).spawn(columns)[k], "
+                "generator": "numpy PCG64; noisy column k draws from SeedSequence(seed).spawn(columns)[k], "
                              "one 64-bit word per row in row order"}
 
 

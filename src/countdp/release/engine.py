@@ -19,15 +19,18 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from countdp.privacy.alpha import alpha_text
 from countdp.release.atomic import AtomicPair
 from countdp.release.draws import ColumnSampler, Randomness
+from countdp.release.invariant import ColumnInvariant, choose_alpha, column_invariant, conditioned_draw, read_columns
+from countdp.release.levels import LevelsSampler
 from countdp.release.provenance import column_epsilon, sidecar_record
 from countdp.release.request import ReleaseRequest, Validated, validate
 from countdp.release.tables import TableSink, TableSource, integer_values
@@ -50,6 +53,9 @@ class Prepared:
     mechanisms: list[list]
     epsilon: object
     _lookup: np.ndarray | None = None
+    invariants: list[ColumnInvariant] | None = None
+    conditioned: list[np.ndarray] | None = None
+    counts_index: tuple | None = None
 
     @cached_property
     def labels(self) -> list[pa.Array]:
@@ -58,9 +64,15 @@ class Prepared:
         return [pa.array([f"{d.mechanism} n={d.n}" for d in designs], type=pa.string()) for designs in self.mechanisms]
 
     @cached_property
-    def samplers(self) -> list[ColumnSampler]:
-        """Each count column's sampler over its mechanisms, built once for the release."""
-        return [ColumnSampler([design.released for design in designs]) for designs in self.mechanisms]
+    def samplers(self) -> list[ColumnSampler | LevelsSampler]:
+        """Each count column's sampler over its mechanisms (or level chains), built once for the release."""
+        return [LevelsSampler(designs) if column.levels else ColumnSampler([design.released for design in designs])
+                for column, designs in zip(self.request.columns, self.mechanisms, strict=True)]
+
+    @cached_property
+    def streams(self) -> list[list[int]]:
+        """Per count column, the random streams of its noisy columns (one per level): see :func:`streams`."""
+        return streams(self.request)
 
     def size_index(self, sizes: np.ndarray) -> np.ndarray:
         """Each row's index into the validated group sizes (a lookup table while the sizes are small)."""
@@ -71,6 +83,15 @@ class Prepared:
                 self._lookup[known] = np.arange(len(known), dtype=np.int32)
             return self._lookup[sizes]
         return np.searchsorted(known, sizes).astype(np.int32)
+
+
+def streams(request: ReleaseRequest) -> list[list[int]]:
+    """Per count column, the indices of its random streams: one per noisy column, numbered in output order."""
+    out, start = [], 0
+    for column in request.columns:
+        out.append(list(range(start, start + len(column.noisy_columns))))
+        start += len(column.noisy_columns)
+    return out
 
 
 def check_paths(request: ReleaseRequest) -> None:
@@ -90,25 +111,69 @@ def check_paths(request: ReleaseRequest) -> None:
 
 
 def prepare(request: ReleaseRequest, mechanism_for, progress=None) -> Prepared:
-    """Validate every row, then get each column's mechanism for each group size (nothing drawn)."""
+    """Validate every row, then get each column's mechanism for each group size (nothing drawn).
+
+    With an invariant, the table's counts are read once more and every partition's guarantee is
+    computed on the weights that will be sampled; the column then spends that guarantee's epsilon.
+    """
     check_paths(request)
     validated = validate(request, progress)
+    if request.invariant:
+        return _prepare_invariant(request, validated, mechanism_for)
     mechanisms = [[mechanism_for(k, int(n)) for n in validated.sizes.tolist()] for k in range(len(request.columns))]
     epsilon = sum((column_epsilon(c.alpha, c.epsilon_requested) for c in request.columns), start=0)
     return Prepared(request, validated, mechanisms, epsilon)
 
 
+def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_for) -> Prepared:
+    try:
+        columns, sizes, labels = read_columns(TableSource(request.input), request.count_names, request.size_column,
+                                              request.invariant_by)
+    except ValueError as exc:
+        raise ValueError(f"{request.input}: {exc}") from None
+    if request.target_alpha is not None:
+        alpha = max(choose_alpha(sizes, columns[name], labels, request.mechanism, request.target_alpha)
+                    for name in request.count_names)
+        request = replace(request, columns=tuple(replace(c, alpha=alpha, epsilon_requested=None)
+                                                 for c in request.columns))
+    mechanisms = [[mechanism_for(k, int(n), request.columns) if request.target_alpha is not None else
+                   mechanism_for(k, int(n)) for n in validated.sizes.tolist()] for k in range(len(request.columns))]
+    prepared = Prepared(request, validated, mechanisms, 0)
+    index = None if sizes is None else prepared.size_index(sizes)
+    prepared.invariants = [column_invariant([d.released for d in designs], index, columns[c.count_column], labels)
+                           for c, designs in zip(request.columns, mechanisms, strict=True)]
+    if request.target_alpha is not None:
+        for column, invariant in zip(request.columns, prepared.invariants, strict=True):
+            if invariant.worst.alpha < request.target_alpha:
+                raise ValueError(f"{column.count_column}: the conditioned release is only "
+                                 f"{alpha_text(invariant.worst.alpha)}-DP on the weights sampled, short of "
+                                 f"--target-alpha {alpha_text(request.target_alpha)}")
+    prepared.epsilon = sum((inv.worst.epsilon_bound for inv in prepared.invariants), start=0)
+    prepared.counts_index = (columns, index)
+    return prepared
+
+
 def _output_schema(prepared: Prepared, schema: pa.Schema) -> pa.Schema:
     request = prepared.request
     fields = [schema.field(name) for name in prepared.validated.kept]
-    fields += [pa.field(c.noisy_column, pa.int64(), nullable=False) for c in request.columns]
+    fields += [pa.field(name, pa.int64(), nullable=False) for c in request.columns for name in c.noisy_columns]
     fields += [pa.field(name, pa.dictionary(pa.int32(), pa.string()), nullable=False)
                for name in request.mechanism_columns()]
     return pa.schema(fields)
 
 
+def draw_conditioned(prepared: Prepared, randomness: Randomness) -> None:
+    """Every invariant column's noisy counts, drawn before the table is streamed (a partition needs all its rows)."""
+    columns, index = prepared.counts_index
+    prepared.conditioned = [
+        conditioned_draw([d.released for d in designs], index, columns[c.count_column], invariant,
+                         randomness.generator(prepared.streams[k][0]))
+        for k, (c, designs, invariant) in enumerate(zip(prepared.request.columns, prepared.mechanisms,
+                                                        prepared.invariants, strict=True))]
+
+
 def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Randomness, schema: pa.Schema,
-                    counts_of) -> pa.RecordBatch:
+                    counts_of, first: int) -> pa.RecordBatch:
     request = prepared.request
     size_index = None
     if request.size_column:
@@ -118,8 +183,16 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
     index = pa.array(np.zeros(batch.num_rows, dtype=np.int32) if size_index is None else size_index, pa.int32())
     for k, column in enumerate(request.columns):
         counts = counts_of(batch, column.count_column, "count")
-        words = randomness.words(k, batch.num_rows)
-        arrays.append(pa.array(prepared.samplers[k].sample(counts, size_index, words), type=pa.int64()))
+        if prepared.conditioned is not None:
+            arrays.append(pa.array(prepared.conditioned[k][first:first + batch.num_rows], type=pa.int64()))
+            labels.append(pa.DictionaryArray.from_arrays(index, prepared.labels[k]))
+            continue
+        words = [randomness.words(stream, batch.num_rows) for stream in prepared.streams[k]]
+        if column.levels:
+            noisy = prepared.samplers[k].sample(counts, size_index, words)
+        else:
+            noisy = [prepared.samplers[k].sample(counts, size_index, words[0])]
+        arrays += [pa.array(values, type=pa.int64()) for values in noisy]
         labels.append(pa.DictionaryArray.from_arrays(index, prepared.labels[k]))
     return pa.RecordBatch.from_arrays(arrays + labels, schema=schema)
 
@@ -142,8 +215,10 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         sink = TableSink(pair.table.stream, schema, source.format, validated.csv_quoted)
         seen: dict = {}
         written = None  # one batch is written (pyarrow, without the GIL) while the next is drawn
+        if prepared.invariants is not None:
+            draw_conditioned(prepared, randomness)
         for batch in source.batches(wanted, seen):
-            released = _released_batch(prepared, batch, randomness, schema, counts_of)
+            released = _released_batch(prepared, batch, randomness, schema, counts_of, row[0] - 1)
             if written is not None:
                 written.result()
             written = writer.submit(sink.write, released)
@@ -156,10 +231,10 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         if seen.get("sha256") != validated.input_sha256 or row[0] - 1 != validated.rows:
             raise ValueError(f"{request.input}: the table changed while it was being released; nothing was written")
         record = sidecar_record(request, validated, prepared.mechanisms, randomness, output_sha256, schema.names,
-                                pair.method, debit, version)
+                                pair.method, debit, version, prepared.invariants)
         pair.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
         pair.commit()
     return record
 
 
-__all__ = ["Prepared", "check_paths", "prepare", "sidecar_path", "write_release"]
+__all__ = ["Prepared", "check_paths", "draw_conditioned", "prepare", "sidecar_path", "streams", "write_release"]

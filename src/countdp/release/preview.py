@@ -25,6 +25,12 @@ def _row(column: str, n: int, rows: int, design) -> str:
             f"{errors.rmse_uniform:>9.4f} {errors.rmse_worst:>10.4f}")
 
 
+def _short(alpha: Fraction) -> str:
+    """``alpha`` exactly when it is short, else its value to 8 digits (the sidecar keeps it exactly)."""
+    text = alpha_text(alpha)
+    return text if len(text) <= 24 else f"{float(alpha):.8f} (exactly a fraction of {len(text)} characters)"
+
+
 def preview(prepared, remaining: Fraction | str | None) -> str:
     """The dry run's report for a prepared (validated, mechanisms found) release; nothing is drawn.
 
@@ -38,11 +44,20 @@ def preview(prepared, remaining: Fraction | str | None) -> str:
     for k, column in enumerate(request.columns):
         for s, n in enumerate(validated.sizes.tolist()):
             lines.append(_row(column.count_column, int(n), int(validated.rows_per_size[s]), prepared.mechanisms[k][s]))
+        if prepared.invariants is not None:
+            worst = prepared.invariants[k].worst
+            lines.append(f"# {column.count_column}: conditioned on its total ({len(prepared.invariants[k].partitions)} "
+                         f"partition(s)); per-group alpha {alpha_text(column.alpha)}, the conditioned release is "
+                         f"{_short(worst.alpha)}-DP for invariant neighbours "
+                         f"({'exact' if worst.kind == 'exact' else 'proven bound'}; the rows above are unconditioned)")
+        if column.levels:
+            lines.append(f"# {column.count_column}: levels at alpha {', '.join(alpha_text(a) for a in column.levels)}; "
+                         "the rows above are level 1 (the least private), each later level is GM at its own alpha")
     alpha_total = Fraction(1)
-    for column in request.columns:
-        alpha_total *= column.alpha
+    for k, column in enumerate(request.columns):
+        alpha_total *= column.alpha if prepared.invariants is None else prepared.invariants[k].worst.alpha
     spent = prepared.epsilon
-    lines.append(f"# privacy: alpha_total = {alpha_text(alpha_total)}, epsilon spent = {rational_text(spent)} "
+    lines.append(f"# privacy: alpha_total = {_short(alpha_total)}, epsilon spent = {rational_text(spent)} "
                  f"({float(spent):.6g}) over {len(request.columns)} count column(s)")
     if isinstance(remaining, str):
         lines.append(f"# budget {remaining}")

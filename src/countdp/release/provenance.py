@@ -25,26 +25,58 @@ UNIT_OF_PRIVACY = (
     "count columns compose sequentially (the same people appear in every column).")
 
 
+INVARIANT_UNIT = (
+    "invariant neighbours: tables with the same group sizes and published totals that differ in two people's records, "
+    "one person of one group losing the counted attribute and one of another group (same partition) gaining it. Each "
+    "row is a group of people, the totals of the count columns (within each partition) are released exactly, and the "
+    "count columns compose sequentially (the same people appear in every column).")
+
+
 def column_epsilon(alpha: Fraction, requested: Fraction | None) -> Fraction:
     """The epsilon a column spends, exactly: the epsilon asked for, or a rational bound >= ln(1/alpha)."""
     return requested if requested is not None else epsilon_upper_bound(alpha)
 
 
-def guarantee(columns) -> dict:
-    """Per-column and total privacy, by sequential composition over the count columns."""
-    rows, alpha_total, epsilon_total = [], Fraction(1), Fraction(0)
-    for column in columns:
-        spent = column_epsilon(column.alpha, column.epsilon_requested)
-        alpha_total *= column.alpha
+def levels_guarantee(column) -> dict:
+    """A multi-level column: each level's alpha, and what any set of levels reveals together."""
+    return {"levels": [{"noisy_column": name, "alpha_exact": alpha_text(alpha), "epsilon_guaranteed": -math.log(alpha)}
+                       for name, alpha in zip(column.noisy_columns, column.levels, strict=True)],
+            "collusion": "levels are drawn as a Markov chain (Gupte-Sundararajan): level 1 from GM(n, alpha_1), each "
+                         "next level from a certified transition of the one before, so any set of levels together "
+                         "is alpha-DP for the smallest alpha in the set, and all of them together for alpha_1; the "
+                         "column is charged alpha_1's epsilon once",
+            "certified": "each level's marginal and the collusion bound are checked exactly on the integer weights "
+                         "sampled (mechanisms[].levels_certificate)"}
+
+
+def guarantee(columns, invariants=None, invariant_by: str | None = None) -> dict:
+    """Per-column and total privacy, by sequential composition over the count columns.
+
+    An invariant column's alpha is the one computed for the conditioned release
+    (:mod:`countdp.release.invariant`), not the per-group mechanisms' alpha.
+    """
+    rows, alpha_total, epsilon_total, guaranteed = [], Fraction(1), Fraction(0), 0.0
+    for k, column in enumerate(columns):
+        alpha, spent = column.alpha, column_epsilon(column.alpha, column.epsilon_requested)
+        if invariants is not None:
+            alpha, spent = invariants[k].worst.alpha, invariants[k].worst.epsilon_bound
+        alpha_total *= alpha
         epsilon_total += spent
+        guaranteed += -math.log(alpha)
         rows.append({"count_column": column.count_column, "noisy_column": column.noisy_column,
-                     "alpha_exact": alpha_text(column.alpha),
+                     "alpha_exact": alpha_text(alpha),
                      "epsilon_requested": None if column.epsilon_requested is None
                      else rational_text(column.epsilon_requested),
-                     "epsilon_guaranteed": -math.log(column.alpha), "epsilon_spent": rational_text(spent)})
-    return {"unit_of_privacy": UNIT_OF_PRIVACY, "columns": rows,
+                     "epsilon_guaranteed": -math.log(alpha), "epsilon_spent": rational_text(spent)})
+        if column.levels:
+            rows[-1]["levels"] = levels_guarantee(column)
+        if invariants is not None:
+            rows[-1]["per_group_alpha"] = alpha_text(column.alpha)
+            rows[-1]["invariant"] = invariants[k].to_dict(invariant_by)
+    unit = UNIT_OF_PRIVACY if invariants is None else INVARIANT_UNIT
+    return {"unit_of_privacy": unit, "columns": rows,
             "alpha_total": alpha_text(alpha_total), "epsilon_total": rational_text(epsilon_total),
-            "epsilon_total_guaranteed": sum(-math.log(c.alpha) for c in columns),
+            "epsilon_total_guaranteed": guaranteed,
             "composition": "sequential over count columns: the alphas multiply and the epsilons add (exact "
                            "rationals); epsilon_total is the sum of each column's epsilon_spent, an upper bound "
                            "of -ln(alpha_total)"}
@@ -58,23 +90,28 @@ def mechanism_rows(request, validated, mechanisms) -> list[dict]:
         for s, n in enumerate(validated.sizes.tolist()):
             design = mechanisms[k][s]
             released = design.released
-            out.append({"count_column": column.count_column, "n": int(n), "rows": int(rows_per_size[s]),
-                        "mechanism": design.mechanism, "objective": design.objective,
-                        "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
-                        "release_weights_sha256": weights_digest(released.weights),
-                        "exact_certificate": released.certificate.to_dict()})
+            entry = {"count_column": column.count_column, "n": int(n), "rows": int(rows_per_size[s]),
+                     "mechanism": design.mechanism, "objective": design.objective,
+                     "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
+                     "release_weights_sha256": weights_digest(released.weights),
+                     "exact_certificate": released.certificate.to_dict()}
+            if column.levels:
+                entry.update(representation="matrix chain (level 1, then one transition per level)",
+                             release_weights_sha256=design.chain.digest(),
+                             levels_certificate=design.chain.certificate().to_dict())
+            out.append(entry)
     return out
 
 
-def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str,
-                   output_columns: list[str], commit: str, debit: dict | None, version: str) -> dict:
+def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str, output_columns: list[str],
+                   commit: str, debit: dict | None, version: str, invariants=None) -> dict:
     """The whole sidecar of a committed release."""
     return {
         "format": FORMAT,
         "countdp_version": version,
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": list(request.command),
-        "guarantee": guarantee(request.columns),
+        "guarantee": guarantee(request.columns, invariants, request.invariant_by),
         "randomness": randomness.describe(),
         "input": {"path": str(request.input), "sha256": validated.input_sha256, "rows": validated.rows},
         "output": {"path": str(request.out), "sha256": output_sha256, "columns": output_columns,
@@ -88,4 +125,5 @@ def sidecar_record(request, validated, mechanisms, randomness, output_sha256: st
     }
 
 
-__all__ = ["FORMAT", "UNIT_OF_PRIVACY", "column_epsilon", "guarantee", "sidecar_record"]
+__all__ = ["FORMAT", "INVARIANT_UNIT", "UNIT_OF_PRIVACY", "column_epsilon", "guarantee", "levels_guarantee",
+           "sidecar_record"]

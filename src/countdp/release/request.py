@@ -27,17 +27,34 @@ from countdp.release.tables import TableSource, integer_values, table_format
 
 @dataclass(frozen=True)
 class ColumnPrivacy:
-    """One count column: its exact alpha, the epsilon asked for (if given as epsilon), the noisy column's name."""
+    """One count column: its exact alpha, the epsilon asked for (if given as epsilon), the noisy column's name.
+
+    ``levels`` (increasing alphas, the first equal to ``alpha``) asks for a multi-level release:
+    one noisy column per level (:mod:`countdp.release.levels`).
+    """
 
     count_column: str
     alpha: Fraction
     epsilon_requested: Fraction | None
     noisy_column: str
+    levels: tuple[Fraction, ...] = ()
+
+    @property
+    def noisy_columns(self) -> list[str]:
+        """``noisy_<c>``, or ``noisy_<c>_level1`` ... ``noisy_<c>_levelL`` for a multi-level column."""
+        if not self.levels:
+            return [self.noisy_column]
+        return [f"{self.noisy_column}_level{k}" for k in range(1, len(self.levels) + 1)]
 
 
 @dataclass(frozen=True)
 class ReleaseRequest:
-    """A table release.  Exactly one of ``mechanism_file`` and ``mechanism`` (with ``size_column``) is set."""
+    """A table release.  Exactly one of ``mechanism_file`` and ``mechanism`` (with ``size_column``) is set.
+
+    ``invariant``: condition each count column's noisy counts on its true total (within each value
+    of ``invariant_by``, if set); ``target_alpha``: choose the per-group alpha so that the conditioned
+    release meets it (:mod:`countdp.release.invariant`).
+    """
 
     input: Path
     out: Path
@@ -53,6 +70,9 @@ class ReleaseRequest:
     budget: Path | None = None
     overwrite: bool = False
     command: tuple[str, ...] = ()
+    invariant: bool = False
+    invariant_by: str | None = None
+    target_alpha: Fraction | None = None
 
     @property
     def count_names(self) -> list[str]:
@@ -82,13 +102,15 @@ def _names(source: TableSource, request: ReleaseRequest) -> list[str]:
     """The kept columns, after checking every named column and the output names."""
     where = f"{request.input}"
     counts = request.count_names
-    for name in counts + ([request.size_column] if request.size_column else []):
+    for name in counts + [c for c in (request.size_column, request.invariant_by) if c]:
         if name not in source.columns:
             raise ValueError(f"{where}: no column {name!r}; the table has {', '.join(map(repr, source.columns))}")
     if len(set(counts)) != len(counts):
         raise ValueError(f"a count column is named twice in --count-column: {','.join(counts)}")
     if request.size_column in counts:
         raise ValueError(f"{request.size_column!r} cannot be both the size column and a count column")
+    if request.invariant_by in counts:
+        raise ValueError(f"--invariant-by {request.invariant_by!r} is a count column: partitions must be public")
     if request.keep is None:
         kept = [name for name in source.columns if name not in counts]
     else:
@@ -100,7 +122,7 @@ def _names(source: TableSource, request: ReleaseRequest) -> list[str]:
                 raise ValueError(f"{where}: --keep names no column {name!r}")
         if len(set(kept)) != len(kept):
             raise ValueError(f"--keep names a column twice: {','.join(kept)}")
-    added = [c.noisy_column for c in request.columns] + request.mechanism_columns()
+    added = [name for c in request.columns for name in c.noisy_columns] + request.mechanism_columns()
     for name in added:
         if name in kept or added.count(name) > 1:
             raise ValueError(f"the output would have two columns named {name!r}; rename with --noisy-column "

@@ -1,0 +1,184 @@
+"""Congenial release of a table: every group's noisy count, conditioned on the published total.
+
+``countdp release ... --invariant total`` releases each row's count through its group size's
+certified mechanism, conditioned on the noisy counts summing exactly to the true total of the
+column (Gong and Meng's congenial privacy); ``--invariant-by COLUMN`` keeps one total per value
+of ``COLUMN`` instead.  The totals themselves are published exactly, so the guarantee is about
+*invariant neighbours*: two tables with the same group sizes and totals that differ in two people's
+records, one person of one group losing the counted attribute and one of another group gaining it.
+
+The noise is drawn exactly from the conditional distribution of the integer weights
+(:class:`countdp.invariants.group_total.GroupTotalSampler`: no MCMC, no float in a decision, work
+fixed by the public group sizes and totals).  The guarantee is computed on those weights, never
+assumed: :func:`countdp.invariants.guarantee.proven_bound` for each partition, or the exact worst
+ratio by enumeration when the partition is small enough.  The column is charged the worst
+partition's epsilon (partitions hold disjoint groups, so they compose in parallel).
+
+The draw of each partition is padded to a deadline set by the same draw on public counts
+(:func:`run_padded`), so its running time does not depend on the confidential counts beyond the
+sizes and total, which are public.
+
+The counts of an invariant column are held in memory (8 bytes a row) between the two passes,
+since a partition's draw needs all its rows at once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from countdp.invariants.group_total import GroupTotalSampler, RandomBits
+from countdp.invariants.guarantee import InvariantGuarantee, exact_worst_ratio, proven_bound, target_alpha
+from countdp.release.tables import TableSource, integer_values
+
+EXACT_GROUPS = 6
+"""Partitions of at most this many groups get the exact worst ratio (enumeration) when it is small enough."""
+NEIGHBOURS = ("invariant neighbours: two tables with the same group sizes and the same published totals that differ "
+              "in two people's records, one person of one group losing the counted attribute and one person of "
+              "another group of the same partition gaining it (one count down by one, another up by one): the "
+              "nearest tables that keep the totals; the totals themselves are released exactly")
+
+
+@dataclass(frozen=True)
+class ColumnInvariant:
+    """One count column's partitions (row indices, in order) and each partition's proven guarantee."""
+
+    partitions: list[np.ndarray]
+    guarantees: list[InvariantGuarantee]
+    totals: list[int]
+
+    @property
+    def worst(self) -> InvariantGuarantee:
+        """The guarantee of the whole column: its weakest partition."""
+        return max(self.guarantees, key=lambda g: g.ratio)
+
+    def to_dict(self, by: str | None) -> dict:
+        worst = self.worst
+        return {"invariant": "total" if by is None else f"total within each value of {by!r}",
+                "partitions": len(self.partitions), "neighbours": NEIGHBOURS,
+                "guarantee": worst.to_dict(), "guarantee_kind": "exact worst ratio (enumerated)"
+                if worst.kind == "exact" else "proven upper bound on the worst ratio",
+                "exact_partitions": sum(g.kind == "exact" for g in self.guarantees),
+                "sampler": "exact conditional distribution of the integer weights (divide and conquer over the "
+                           "groups; no MCMC, no float in a decision); its work is fixed by the public group sizes "
+                           "and totals"}
+
+
+def read_columns(source: TableSource, counts: list[str], size: str | None,
+                 by: str | None) -> tuple[dict[str, np.ndarray], np.ndarray | None, np.ndarray | None]:
+    """Whole columns of the table: each count column and the group sizes as int64, the partition
+    column's values as text (the first pass has checked every row already)."""
+    values: dict[str, list] = {name: [] for name in counts}
+    sizes: list = []
+    labels: list = []
+    row = 1
+    for batch in source.batches(list(dict.fromkeys(counts + [c for c in (size, by) if c]))):
+        for name in counts:
+            values[name].append(integer_values(batch.column(name), name, "count", row))
+        if size:
+            sizes.append(integer_values(batch.column(size), size, "group size", row))
+        if by:
+            text = batch.column(by).cast("string").to_pylist()
+            blank = [k for k, v in enumerate(text) if v is None or not v.strip()]
+            if blank:
+                raise ValueError(f"row {row + blank[0]}, column {by!r}: no value to partition by")
+            labels.append(np.asarray(text, dtype=object))
+        row += batch.num_rows
+    joined = {name: np.concatenate(parts) for name, parts in values.items()}
+    return joined, np.concatenate(sizes) if size else None, np.concatenate(labels) if by else None
+
+
+def _guarantee(mechanisms: list, total: int) -> InvariantGuarantee:
+    """The exact worst ratio for a small partition, else the proven bound."""
+    bound = proven_bound(mechanisms, total)
+    if len(mechanisms) > EXACT_GROUPS:
+        return bound
+    try:
+        return exact_worst_ratio(mechanisms, [m.n for m in mechanisms], total)
+    except ValueError:  # too many datasets to enumerate: the bound stands
+        return bound
+
+
+def column_invariant(released: list, size_index: np.ndarray | None, counts: np.ndarray,
+                     labels: np.ndarray | None) -> ColumnInvariant:
+    """Partitions of one count column and their guarantees; ``released[s]``: the weights of size index s."""
+    rows = np.arange(len(counts))
+    if labels is None:
+        partitions = [rows]
+    else:
+        _, inverse = np.unique(labels.astype(str), return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        partitions = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
+    guarantees, totals = [], []
+    for members in partitions:
+        mechanisms = [released[0 if size_index is None else int(size_index[r])] for r in members]
+        totals.append(int(counts[members].sum()))
+        guarantees.append(_guarantee(mechanisms, totals[-1]))
+    return ColumnInvariant(partitions, guarantees, totals)
+
+
+@dataclass(frozen=True)
+class TimingSettings:
+    """How a conditioned draw hides its running time: ``pad_factor`` times the time of the same draw on
+    public counts (the same group sizes and total), measured just before."""
+
+    pad_factor: float = 3.0
+
+
+def public_counts(sizes: np.ndarray, total: int) -> np.ndarray:
+    """Counts fixed by public facts only: ``total`` spread over the groups in proportion to their sizes
+    (largest remainder), each within ``0..size``."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    share = sizes * total // int(sizes.sum())
+    rest = total - int(share.sum())
+    order = np.argsort(-(sizes * total % int(sizes.sum())), kind="stable")
+    share[order[:rest]] += 1
+    return share
+
+
+def run_padded(work, calibrate, factor: float):
+    """``work()``, returning only once ``factor`` times the duration of ``calibrate()`` (run first) has passed.
+
+    The draw's work is fixed by public quantities except for the speed of single big-number
+    operations on the counts' values; padding the draw to a deadline set by the same draw on
+    public counts hides that, unless the real draw overruns the deadline.
+    """
+    start = time.perf_counter()
+    calibrate()
+    deadline = start + factor * (time.perf_counter() - start)
+    result = work()
+    time.sleep(max(0.0, deadline - time.perf_counter()))
+    return result
+
+
+def conditioned_draw(released: list, size_index: np.ndarray | None, counts: np.ndarray, invariant: ColumnInvariant,
+                     rng: object, timing: TimingSettings = TimingSettings()) -> np.ndarray:
+    """Every row's noisy count: each partition drawn from its conditional distribution, keeping its total,
+    and returned no sooner than its padded deadline (:func:`run_padded`)."""
+    source = RandomBits(rng)
+    out = np.empty(len(counts), dtype=np.int64)
+    for members in invariant.partitions:
+        mechanisms = [released[0 if size_index is None else int(size_index[r])] for r in members]
+        sizes, total = np.array([m.n for m in mechanisms]), int(counts[members].sum())
+        out[members] = run_padded(lambda: GroupTotalSampler(mechanisms, counts[members]).draw(source),  # noqa: B023
+                                  lambda: GroupTotalSampler(mechanisms, public_counts(sizes, total)).draw(),  # noqa: B023
+                                  timing.pad_factor)
+    return out
+
+
+def choose_alpha(sizes: np.ndarray, counts: np.ndarray, labels: np.ndarray | None, mechanism: str,
+                 target) -> Fraction:
+    """The per-group alpha whose conditioned release meets ``target`` in every partition (the largest
+    any partition needs; :func:`countdp.invariants.guarantee.target_alpha`, GM or EM)."""
+    rows = np.arange(len(counts))
+    partitions = [rows] if labels is None else [rows[labels == value] for value in np.unique(labels.astype(str))]
+    chosen = [target_alpha(sizes[members].tolist(), mechanism, target, int(counts[members].sum())).alpha
+              for members in partitions]
+    return max(chosen)
+
+
+__all__ = ["EXACT_GROUPS", "NEIGHBOURS", "ColumnInvariant", "TimingSettings", "choose_alpha", "column_invariant",
+           "conditioned_draw", "public_counts", "read_columns", "run_padded"]

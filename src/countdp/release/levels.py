@@ -1,0 +1,71 @@
+"""Multi-level columns of a table release: one count released at several privacy levels.
+
+``countdp release ... --levels 1/2,2/3,9/10`` gives every count column one noisy column per
+level, ``noisy_<c>_level1`` (alpha 1/2, the least private) to ``noisy_<c>_level3`` (alpha 9/10).
+Each group size gets its own Gupte-Sundararajan chain (:func:`countdp.multilevel.chain.build_level_chain`):
+level 1 is drawn from M(n, alpha_1) and level k+1 from the certified transition applied to
+level k, so a consumer who holds any set of levels learns no more than the least private level
+among them.  The whole column is charged alpha_1's epsilon, once.  M is GM (Gupte and
+Sundararajan's case: every pair of levels works) or EM, WM, WH where each level is a
+post-processing of the one before (otherwise the release is refused, naming the size and pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from countdp.multilevel.chain import LevelChain, build_level_chain
+
+
+@dataclass(frozen=True)
+class LevelDesign:
+    """A group size's chain, shaped like a designed mechanism where the release reads one
+    (``mechanism``, ``objective``, ``n``, ``released``: level 1's weights)."""
+
+    chain: LevelChain
+    objective: str = "L0"
+
+    @property
+    def mechanism(self) -> str:
+        return self.chain.mechanism
+
+    @property
+    def n(self) -> int:
+        return self.chain.n
+
+    @property
+    def released(self):
+        return self.chain.first
+
+
+def level_design(n: int, levels, mechanism: str = "GM") -> LevelDesign:
+    """The certified chain of ``mechanism`` (GM, EM, WM or WH) for group size ``n`` at ``levels``
+    (increasing alphas); ``ValueError`` (one line) where a level is not a post-processing of the one before."""
+    return LevelDesign(build_level_chain(n, levels, mechanism=mechanism))
+
+
+class LevelsSampler:
+    """One count column's chains, one per group size: every row's noisy count at every level."""
+
+    def __init__(self, designs: list[LevelDesign]) -> None:
+        self.chains = [design.chain for design in designs]
+
+    def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: list[np.ndarray]) -> list[np.ndarray]:
+        """Per level, each row's noisy count; ``words[l]`` holds one uniform 64-bit word per row for level ``l``."""
+        K = self.chains[0].K
+        draws = [(w >> np.uint64(64 - K)).astype(np.int64) for w in words]
+        if size_index is None or len(self.chains) == 1:
+            return self.chains[0].sample(counts, draws)
+        out = [np.empty(counts.shape, dtype=np.int64) for _ in words]
+        order = np.argsort(size_index, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(size_index, minlength=len(self.chains)))])
+        for s in np.flatnonzero(np.diff(bounds)):
+            rows = order[bounds[s]:bounds[s + 1]]
+            for level, values in enumerate(self.chains[s].sample(counts[rows], [d[rows] for d in draws])):
+                out[level][rows] = values
+        return out
+
+
+__all__ = ["LevelDesign", "LevelsSampler", "level_design"]
