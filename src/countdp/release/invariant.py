@@ -125,7 +125,7 @@ class TimingSettings:
     """How a conditioned draw hides its running time: ``pad_factor`` times the time of the same draw on
     public counts (the same group sizes and total), measured just before."""
 
-    pad_factor: float = 3.0
+    pad_factor: float = 2.0
 
 
 def public_counts(sizes: np.ndarray, total: int) -> np.ndarray:
