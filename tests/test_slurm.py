@@ -116,5 +116,5 @@ def test_jobs_reach_slurm_grouped(slurm_run):
     alone = {name for _, kind, name in submitted if kind == "rule"}
     groups = {name for _, kind, name in submitted if kind == "group"}
     assert alone <= {"adult", "claims"}, alone
-    assert {"designs", "evaluations", "intrinsic", "extrinsic", "extensions"} == groups, groups
+    assert {"designs", "evaluations", "intrinsic", "extrinsic", "extensions", "companions"} == groups, groups
     assert 5 <= slurm_run["submissions"] <= int(jobs.group(1)) // 5, (slurm_run["submissions"], jobs.group(1))

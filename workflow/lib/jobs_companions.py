@@ -73,9 +73,14 @@ GM_SECTION3_TABLES = ("table1", "figure1", "figure1_medians", "figure2", "figure
 """The tables :func:`countdp.studies.gm_section3.gm_section3_study` returns, in the rule's output order."""
 
 
-def gm_section3(settings: dict, tables: Sequence[str], distances: Sequence[str], acceptance: Sequence[str],
-                traces: Sequence[str], log: str) -> None:
-    """Gong-Meng Section 3: their Table 1 and Figures 1-3, and MIS against the exact sampler."""
+def gm_section3(settings: dict, outputs: Sequence[str], log: str) -> None:
+    """Gong-Meng Section 3: their Table 1 and Figures 1-3, and MIS against the exact sampler.
+
+    ``outputs``: the rule's outputs in order: one CSV per :data:`GM_SECTION3_TABLES`, then the PDF
+    and PNG of Figures 1, 2 and 3."""
+    count = len(GM_SECTION3_TABLES)
+    tables = outputs[:count]
+    distances, acceptance, traces = (outputs[count + 2 * k:count + 2 * k + 2] for k in range(3))
     from countdp.plots.congenial import plot_acceptance, plot_distances, plot_traces
     from countdp.studies.gm_section3 import GMSection3Settings, gm_section3_study
 

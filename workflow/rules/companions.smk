@@ -96,8 +96,7 @@ rule companion_gm_section3:
     run:
         from jobs_companions import gm_section3
 
-        in_worker(gm_section3, dict(params.settings), list(output.tables), list(output.distances),
-                               list(output.acceptance), list(output.traces), log[0])
+        in_worker(gm_section3, dict(params.settings), list(output), log[0])
 
 
 rule companion_congenial:
