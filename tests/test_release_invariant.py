@@ -194,4 +194,6 @@ def test_a_padded_draw_takes_its_deadline_whatever_the_work_takes():
         start = time.perf_counter()
         assert run_padded(lambda w=work: time.sleep(w) or "done", lambda: time.sleep(0.1), 3.0) == "done"
         elapsed.append(time.perf_counter() - start)
-    assert all(0.3 <= e < 0.45 for e in elapsed), elapsed  # without padding: 0.12 and 0.3
+    # both end at the deadline, 3 x the calibration (at least 0.3 s, later on a loaded machine): without the
+    # padding they would take 0.12 and 0.3 s
+    assert min(elapsed) >= 0.3 and max(elapsed) / min(elapsed) < 1.25, elapsed
