@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from countdp.consumers.losses import loss_matrix
+from countdp.multilevel.exact_forms import gm_exact
 from countdp.studies.gs_table1 import (
     PRINTED,
     TABLE_COLUMNS,
     convergents,
-    exact_geometric,
     mismatches,
     table1_checks,
     table1_table,
@@ -27,7 +27,7 @@ def values():
 
 
 def test_exact_geometric_is_definition_4():
-    G = exact_geometric(3, Fraction(1, 4))
+    G = gm_exact(3, Fraction(1, 4))
     # input 0: 1/(1+a) at 0, (1-a)/(1+a) a^z inside, a^3/(1+a) at 3; input 1: a/(1+a), (1-a)/(1+a), ...
     assert G[:, 0].tolist() == [Fraction(4, 5), Fraction(3, 20), Fraction(3, 80), Fraction(1, 80)]
     assert G[:, 1].tolist() == [Fraction(1, 5), Fraction(3, 5), Fraction(3, 20), Fraction(1, 20)]

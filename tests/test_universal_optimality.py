@@ -14,7 +14,7 @@ from countdp.consumers.certificates import exact_private_certificate, exact_rema
 from countdp.consumers.losses import is_monotone
 from countdp.consumers.remap import optimal_private_mechanism, optimal_remap
 from countdp.mechanisms.closed_forms import geometric
-from countdp.studies.gs_table1 import exact_geometric
+from countdp.multilevel.exact_forms import gm_exact
 from countdp.studies.universal import (
     COLUMNS,
     KINDS,
@@ -57,7 +57,7 @@ def test_parity_consumer_breaks_theorem_1_with_the_hand_derived_values():
     (1 + a^2) x2 >= a (x1 + x3): 5/12 < 8/12."""
     alpha, n = Fraction(1, 2), 2
     assert not is_monotone(PARITY)
-    G = exact_geometric(n, alpha)
+    G = gm_exact(n, alpha)
     assert G[:, 1].tolist() == [Fraction(1, 3)] * 3
     remap = optimal_remap(G.astype(float), PARITY)
     G_int, den = integer_matrix(G)

@@ -55,7 +55,7 @@ class Prepared:
     _lookup: np.ndarray | None = None
     invariants: list[ColumnInvariant] | None = None
     conditioned: list[np.ndarray] | None = None
-    counts_index: tuple | None = None
+    counts: dict[str, np.ndarray] | None = None
 
     @cached_property
     def labels(self) -> list[pa.Array]:
@@ -149,7 +149,7 @@ def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_
                                  f"{alpha_text(invariant.worst.alpha)}-DP on the weights sampled, short of "
                                  f"--target-alpha {alpha_text(request.target_alpha)}")
     prepared.epsilon = sum((inv.worst.epsilon_bound for inv in prepared.invariants), start=0)
-    prepared.counts_index = (columns, index)
+    prepared.counts = columns
     return prepared
 
 
@@ -164,12 +164,9 @@ def _output_schema(prepared: Prepared, schema: pa.Schema) -> pa.Schema:
 
 def draw_conditioned(prepared: Prepared, randomness: Randomness) -> None:
     """Every invariant column's noisy counts, drawn before the table is streamed (a partition needs all its rows)."""
-    columns, index = prepared.counts_index
-    prepared.conditioned = [
-        conditioned_draw([d.released for d in designs], index, columns[c.count_column], invariant,
-                         randomness.generator(prepared.streams[k][0]))
-        for k, (c, designs, invariant) in enumerate(zip(prepared.request.columns, prepared.mechanisms,
-                                                        prepared.invariants, strict=True))]
+    columns = zip(prepared.request.columns, prepared.invariants, prepared.streams, strict=True)
+    prepared.conditioned = [conditioned_draw(prepared.counts[c.count_column], invariant,
+                                             randomness.generator(streams[0])) for c, invariant, streams in columns]
 
 
 def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Randomness, schema: pa.Schema,

@@ -44,9 +44,11 @@ NEIGHBOURS = ("invariant neighbours: two tables with the same group sizes and th
 
 @dataclass(frozen=True)
 class ColumnInvariant:
-    """One count column's partitions (row indices, in order) and each partition's proven guarantee."""
+    """One count column's partitions (row indices, in order), each partition's mechanisms (one per row)
+    and its proven guarantee."""
 
     partitions: list[np.ndarray]
+    mechanisms: list[list]
     guarantees: list[InvariantGuarantee]
     totals: list[int]
 
@@ -93,13 +95,12 @@ def read_columns(source: TableSource, counts: list[str], size: str | None,
 
 def _guarantee(mechanisms: list, total: int) -> InvariantGuarantee:
     """The exact worst ratio for a small partition, else the proven bound."""
-    bound = proven_bound(mechanisms, total)
-    if len(mechanisms) > EXACT_GROUPS:
-        return bound
-    try:
-        return exact_worst_ratio(mechanisms, [m.n for m in mechanisms], total)
-    except ValueError:  # too many datasets to enumerate: the bound stands
-        return bound
+    if len(mechanisms) <= EXACT_GROUPS:
+        try:
+            return exact_worst_ratio(mechanisms, [m.n for m in mechanisms], total)
+        except ValueError:  # too many datasets to enumerate: the bound stands
+            pass
+    return proven_bound(mechanisms, total)
 
 
 def column_invariant(released: list, size_index: np.ndarray | None, counts: np.ndarray,
@@ -112,12 +113,11 @@ def column_invariant(released: list, size_index: np.ndarray | None, counts: np.n
         _, inverse = np.unique(labels.astype(str), return_inverse=True)
         order = np.argsort(inverse, kind="stable")
         partitions = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
-    guarantees, totals = [], []
-    for members in partitions:
-        mechanisms = [released[0 if size_index is None else int(size_index[r])] for r in members]
-        totals.append(int(counts[members].sum()))
-        guarantees.append(_guarantee(mechanisms, totals[-1]))
-    return ColumnInvariant(partitions, guarantees, totals)
+    mechanisms = [[released[0 if size_index is None else int(size_index[r])] for r in members]
+                  for members in partitions]
+    totals = [int(counts[members].sum()) for members in partitions]
+    guarantees = [_guarantee(chosen, total) for chosen, total in zip(mechanisms, totals, strict=True)]
+    return ColumnInvariant(partitions, mechanisms, guarantees, totals)
 
 
 @dataclass(frozen=True)
@@ -154,15 +154,14 @@ def run_padded(work, calibrate, factor: float):
     return result
 
 
-def conditioned_draw(released: list, size_index: np.ndarray | None, counts: np.ndarray, invariant: ColumnInvariant,
-                     rng: object, timing: TimingSettings = TimingSettings()) -> np.ndarray:
+def conditioned_draw(counts: np.ndarray, invariant: ColumnInvariant, rng: object,
+                     timing: TimingSettings = TimingSettings()) -> np.ndarray:
     """Every row's noisy count: each partition drawn from its conditional distribution, keeping its total,
     and returned no sooner than its padded deadline (:func:`run_padded`)."""
     source = RandomBits(rng)
     out = np.empty(len(counts), dtype=np.int64)
-    for members in invariant.partitions:
-        mechanisms = [released[0 if size_index is None else int(size_index[r])] for r in members]
-        sizes, total = np.array([m.n for m in mechanisms]), int(counts[members].sum())
+    for members, mechanisms, total in zip(invariant.partitions, invariant.mechanisms, invariant.totals, strict=True):
+        sizes = np.array([m.n for m in mechanisms])
         out[members] = run_padded(lambda: GroupTotalSampler(mechanisms, counts[members]).draw(source),  # noqa: B023
                                   lambda: GroupTotalSampler(mechanisms, public_counts(sizes, total)).draw(),  # noqa: B023
                                   timing.pad_factor)

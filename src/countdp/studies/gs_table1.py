@@ -28,6 +28,7 @@ from countdp.consumers.certificates import exact_private_certificate, exact_rema
 from countdp.consumers.losses import loss_matrix
 from countdp.consumers.remap import optimal_face_ranges, optimal_private_mechanism, optimal_remap
 from countdp.mechanisms.closed_forms import geometric
+from countdp.multilevel.exact_forms import gm_exact
 from countdp.studies.checks import CHECK_COLUMNS, check_row
 
 N_PAPER, ALPHA_PAPER, LOSS_PAPER = 3, Fraction(1, 4), "L1"
@@ -55,14 +56,6 @@ TITLES = {"(a)": "optimal mechanism", "(b)": "G_{3,1/4}", "(c)": "consumer inter
 TABLE_COLUMNS = ("matrix", "row", "column", "paper_value", "our_value", "match", "kind", "evidence")
 
 
-def exact_geometric(n: int, alpha: Fraction) -> np.ndarray:
-    """G-S Definition 4 in Fractions, countdp's orientation ``G[output z, input k]``."""
-    z, k = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
-    power = np.vectorize(lambda e: alpha**int(e), otypes=[object])(np.abs(z - k))
-    edge = (z == 0) | (z == n)
-    return np.where(edge, power / (1 + alpha), power * (1 - alpha) / (1 + alpha))
-
-
 def convergents(x: Fraction) -> list[Fraction]:
     """The continued-fraction convergents of ``x`` (the best rational approximations of each size)."""
     out, (h0, h1, k0, k1) = [], (0, 1, 1, 0)
@@ -79,7 +72,7 @@ def table1_values() -> dict:
     """The exact objects behind Table 1: GM, the optimal mechanism and remap, their certificates."""
     n, alpha = N_PAPER, ALPHA_PAPER
     L = loss_matrix(LOSS_PAPER, n)
-    G = exact_geometric(n, alpha)
+    G = gm_exact(n, alpha)  # G-S Definition 4, in Fractions
     float_error = float(np.max(np.abs(G.astype(float) - geometric(n, float(alpha)))))
     own = optimal_private_mechanism(n, alpha, L)
     own_exact, X = exact_private_certificate(alpha, L, np.arange(n + 1), own.matrix, own.prior, own.up, own.down,
@@ -202,5 +195,5 @@ def gs_table1_study() -> tuple[pd.DataFrame, pd.DataFrame]:
     return table1_table(values), table1_checks(values)
 
 
-__all__ = ["ALPHA_PAPER", "LOSS_PAPER", "N_PAPER", "PRINTED", "TABLE_COLUMNS", "convergents", "exact_geometric",
+__all__ = ["ALPHA_PAPER", "LOSS_PAPER", "N_PAPER", "PRINTED", "TABLE_COLUMNS", "convergents",
            "gs_table1_study", "mismatches", "table1_checks", "table1_table", "table1_values"]
