@@ -23,6 +23,7 @@ include: "workflow/rules/claims.smk"
 
 rule all:
     input:
+        design_targets(),  # every design sweep's manifest: a deleted artifact reruns its sweep
         intrinsic_targets(),
         extrinsic_targets(),
         extensions_targets(),

@@ -24,12 +24,12 @@ import multiprocessing
 import os
 import time
 
-from countdp.design.backends import INTERIOR_GUIDE
-from countdp.design.cm_relaxation import FACE, RELAXATION
 from countdp.design.constraints import PROPERTIES
 from countdp.design.designer import DesignError, design_named
-from countdp.design.mirror import SYMMETRIZED
 from countdp.design.reduce import implied_drops
+from countdp.design.reductions.fold_symmetry import SYMMETRIZED
+from countdp.design.reductions.relax_cm import FACE, RELAXATION
+from countdp.design.solvers.solved import INTERIOR_GUIDE
 from countdp.privacy.exact import exact_dp_check
 
 CASES = (("WM", ()), ("WH", ()), ("LP", ()), ("LP", ("F",)), ("LP", ("CH", "RM")))

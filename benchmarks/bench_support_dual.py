@@ -1,7 +1,7 @@
 """The large-n support dual (L0d, L1, L2) against the general path: one fresh process per point.
 
-``before`` switches the support dual off (``large_n.SUPPORT_WIDTHS = ()``), so L0d, L1 and L2
-go to the general LP as on the commit before it; ``after`` is the default.  The two runs of a
+``before`` switches the support dual off (``SolverSettings(support_widths=())``), so L0d, L1 and L2
+go to the general LP as on the commit before it; ``after`` is the default settings.  The two runs of a
 point are made back to back (A/B on the same machine load).  One JSON line per run.
 
     .venv/bin/python benchmarks/bench_support_dual.py
@@ -16,17 +16,16 @@ import subprocess
 import sys
 import time
 
+from countdp.design.designer import design_named
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+
 
 def point(mode: str, mech: str, n: int, alpha: float, objective: str) -> dict:
     """One design in this process (the child)."""
-    from countdp.design import large_n
-    from countdp.design.designer import design_named
-
-    if mode == "before":
-        large_n.SUPPORT_WIDTHS = ()
+    settings = SolverSettings(support_widths=()) if mode == "before" else DEFAULT_SETTINGS
     props = {"properties": ("CH", "RM")} if mech == "LP" else {}
     start = time.perf_counter()
-    d = design_named(mech, n, alpha, objective=objective, **props)
+    d = design_named(mech, n, alpha, objective=objective, settings=settings, **props)
     opt = d.extra["optimality"]
     return {"mode": mode, "mech": mech if mech != "LP" else "LP+(CH,RM)", "n": n, "alpha": alpha,
             "objective": objective, "seconds": round(time.perf_counter() - start, 2),

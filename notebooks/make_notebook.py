@@ -1,7 +1,7 @@
 """Write notebooks/explore_results.ipynb (outputs cleared).  Run: python notebooks/make_notebook.py
 
 The notebook is generated so that its code stays reviewable here, as plain Python; edit this
-file, rerun it, and commit both.  tests/test_notebook.py executes the notebook against the
+file, rerun it, and commit both.  tests/workflow/test_notebook.py executes the notebook against the
 results of the quick workflow (COUNTDP_RESULTS points at them).
 """
 
@@ -45,7 +45,7 @@ from countdp.mechanisms.artifact import load_certified
 RESULTS = Path(os.environ.get("COUNTDP_RESULTS", "../results")).resolve()
 assert RESULTS.is_dir(), f"no results directory at {RESULTS}: run the workflow or set COUNTDP_RESULTS"
 print("results:", RESULTS)
-print("mechanism artifacts:", sum(1 for _ in (RESULTS / "mechanisms").rglob("*.json")))
+print("mechanism artifacts:", sum(1 for _ in (RESULTS / "mechanisms").glob("*/*/n=*/alpha=*.json")))
 print("tables:", ", ".join(sorted(p.stem for p in (RESULTS / "tables").glob("*.csv"))))"""),
     ("md", """\
 ## 1. A designed mechanism

@@ -94,7 +94,7 @@ def repo() -> Path:
 
 # ---------------------------------------------------------------------------- workflow runs
 # The quick workflow (config/quick.yaml) is run once per session in a temporary copy of the
-# repository and shared by every workflow test (tests/test_workflow.py, test_extrinsic_workflow.py,
+# repository and shared by every workflow test (tests/workflow/test_workflow.py, test_extrinsic_workflow.py,
 # test_resume.py, the notebook test): results/ of the checkout is never touched.
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -185,8 +185,8 @@ def quick_results_resumed(tmp_path_factory) -> dict:
     lock.  Then a stray atomic-write temporary is planted (what a SIGKILL inside
     countdp.mechanisms.artifact.atomic_path leaves), ``snakemake --unlock`` is run as a user would, and the
     third start must finish the workflow (and remove the temporary).
-    Shared by tests/test_resume.py (resume leaves no partial file and equals an uninterrupted
-    run) and tests/test_extrinsic_workflow.py (--cores 1 equals --cores 2): one single-core
+    Shared by tests/workflow/test_resume.py (resume leaves no partial file and equals an uninterrupted
+    run) and tests/workflow/test_extrinsic_workflow.py (--cores 1 equals --cores 2): one single-core
     run serves both comparisons with ``quick_results``.
     Returns ``{"path", "killed_at", "left_after_kill", "locked", "resumed"}``.
     """

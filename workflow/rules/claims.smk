@@ -1,15 +1,16 @@
 # The claims table: every statement of the paper, what we measured, and a verdict.
 # Theory rows are recomputed from the library: closed forms over the grids of the config's
 # `claims:` block, and the LP optima and named mechanisms at the fixed (n, alpha) of
-# countdp.claims.designs, which the design sweeps make and this job loads (re-certified), so no
-# LP is solved here.  The library's code version is a param, so a library change reruns it.
+# countdp.claims.designs, which the design sweeps make (their manifests are inputs) and this job
+# loads (re-certified), so no LP is solved here.  The library's code version is a param, so a
+# library change reruns it.
 # Figure rows come from the studies' check tables (CHECK_TABLES, claims_targets: targets.smk).
 
 
 rule claims:
     input:
         checks=CHECK_TABLES,
-        designs=designed(claims_mechanism_paths()),
+        designs=design_manifests(claims_mechanism_paths()),
     output:
         table=report(
             "results/tables/claims.csv",
@@ -32,6 +33,7 @@ rule claims:
             "method": config["solver"]["method"],
         },
         designs=[design[:4] for design in claims_designs()],
+        design_paths=claims_mechanism_paths(),
         code=CODE_VERSION,
     threads: 1
     resources:
@@ -42,4 +44,4 @@ rule claims:
     run:
         from jobs_claims import claims
 
-        in_worker(claims, input.checks, params.designs, input.designs, params.theory, *output, log[0])
+        in_worker(claims, input.checks, params.designs, params.design_paths, params.theory, *output, log[0])

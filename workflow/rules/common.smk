@@ -1,4 +1,4 @@
-# Config validation, path conventions and their helpers, the design sweeps and the code version.
+# Config validation, path conventions and their helpers, the design sweeps and the code versions.
 # Target lists and the other helpers of the rule files are in targets.smk (Snakemake's linter wants
 # functions apart from rules: the other .smk files hold only rules, wildcard constraints and a
 # few constants).
@@ -12,10 +12,13 @@
 #   - objective: L0, L1, L2, or L0d{d} (the file-name-safe spelling of "L0d:d").
 #   - alpha: Python's shortest repr of the float; the config may give "p/q" fractions.  The
 #     artifact records the exact value the config gave ("10/11"; a decimal 0.91 is 91/100).
+#   results/mechanisms/{mechanism}/{objective}/alpha={alpha}.sweep.json: the manifest of the design
+#   sweep that writes every n of that (mechanism, objective, alpha) (design.smk, SWEEP_MANIFEST).
 
 import functools
-import hashlib
+import json
 import math
+import os
 import pathlib
 import re
 import sys
@@ -28,9 +31,11 @@ sys.path.insert(0, str(pathlib.Path(workflow.basedir) / "workflow" / "lib"))
 # Parsing the Snakefile imports only light modules (standard library, yaml): a no-op rerun stays fast.
 from config_cache import checked as checked_config
 from config_check import ConfigError
+import countdp
 from countdp.claims.designs import theory_designs
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
+import code_version
 import worker_pool
 
 
@@ -66,9 +71,10 @@ except ValueError as error:
 # leaves its temporary file (".{name}.XXXXXXXX{suffix}", next to the output) behind; a design's
 # save leaves up to two, its JSON's and its npz's (".alpha=0.91.npz.XXXXXXXX.npz").  They are
 # never taken for outputs, and the run that starts next removes them (the lock on the working
-# directory means no other run is writing there, unless it was started with --nolock).  A kill
-# between the npz's rename and the JSON's leaves the npz without its JSON: both are outputs of
-# the sweep, so the incomplete job is rerun and rewrites both.
+# directory means no other run is writing there, unless it was started with --nolock).  A sweep
+# killed part-way has no manifest (its only output, written after every artifact; Snakemake
+# removes it before the job starts), so the next run reruns the whole sweep and rewrites every
+# artifact, including one whose npz was renamed into place without its JSON.
 ATOMIC_TEMP_RE = r"\.(?P<name>.+)\.[a-z0-9_]{8}(?P<suffix>\.[^./]*)?"
 
 
@@ -153,10 +159,15 @@ def mechanism_arrays_path(mechanism, objective, n, alpha):
 
 
 # ---------------------------------------------------------------- design sweeps (design.smk)
-# Every mechanism artifact the config needs, batched into sweeps: one job per (mechanism,
-# objective, alpha) over every n the studies ask for at that triple.  Each artifact keeps its
-# own file (mechanism_path), and each file belongs to exactly one sweep.
-_ARTIFACT_RE = r"results/mechanisms/(?P<mechanism>[^/]+)/(?P<objective>[^/]+)/n=(?P<n>\d+)/alpha=(?P<alpha>[^/]+)\.json"
+# Every mechanism artifact the config needs, batched into sweeps: one job of rule design_sweep per
+# (mechanism, objective, alpha) over every n the studies ask for at that triple.  Each artifact
+# keeps its own file (mechanism_path), each file belongs to exactly one sweep, and the sweep's
+# output is its manifest (SWEEP_MANIFEST), written after every artifact: rules that read artifacts
+# name the manifests as inputs (design_manifests) and pass the artifacts' paths in their params.
+_ARTIFACT_RE = re.compile(
+    r"results/mechanisms/(?P<mechanism>[^/]+)/(?P<objective>[^/]+)/n=(?P<n>\d+)/alpha=(?P<alpha>[^/]+)\.json"
+)
+SWEEP_MANIFEST = "results/mechanisms/{mechanism}/{objective}/alpha={alpha}.sweep.json"
 
 
 def needed_mechanism_paths():
@@ -173,33 +184,122 @@ def needed_mechanism_paths():
     return sorted(set(intrinsic + extrinsic + claims_mechanism_paths()))
 
 
+def artifact_sweep(path):
+    """(mechanism, objective slug, alpha spelling) and n of an artifact path (mechanism_path)."""
+    m = _ARTIFACT_RE.fullmatch(path)
+    if m is None:
+        raise WorkflowError(f"{path}: not a mechanism artifact path (mechanism_path)")
+    return (m["mechanism"], m["objective"], m["alpha"]), int(m["n"])
+
+
+@functools.cache
 def design_sweeps():
-    """{(mechanism, objective slug, alpha spelling): sorted n} over needed_mechanism_paths()."""
+    """{(mechanism, objective slug, alpha spelling): sorted n} over needed_mechanism_paths() (cached:
+    the config does not change during a run; targets.smk must be included first)."""
     sweeps = {}
     for path in needed_mechanism_paths():
-        m = re.fullmatch(_ARTIFACT_RE, path)
-        sweeps.setdefault((m["mechanism"], m["objective"], m["alpha"]), set()).add(int(m["n"]))
+        key, n = artifact_sweep(path)
+        sweeps.setdefault(key, set()).add(n)
     return {key: sorted(ns) for key, ns in sorted(sweeps.items())}
 
 
-# Rules that read artifacts list them through designed(): given as their sweep rule's output
-# files (rules.<sweep>.output), unnamed inputs are linked straight to their producer when the
-# DAG is built, instead of being matched against the rules' outputs (a regex compiled per
-# artifact path: the largest part of building the DAG on a no-op rerun).  Snakemake keeps no
-# such link for named input lists (claims, fig01_tables, the figure rules) or input functions
-# (evaluate.smk): those paths are still matched, as before.
-DESIGNED = {}  # artifact path -> output file of its sweep rule (design.smk fills it in)
+def sweep_manifest(mechanism, objective, alpha):
+    """Path of a sweep's manifest; ``objective`` and ``alpha`` as the artifact paths spell them."""
+    return SWEEP_MANIFEST.format(mechanism=mechanism, objective=objective, alpha=alpha)
 
 
-def designed(paths):
-    """``paths`` with every artifact replaced by its sweep rule's output file (design.smk must come first)."""
-    return [DESIGNED.get(path, path) for path in paths]
+def design_manifests(paths):
+    """The manifests of the sweeps that write the artifacts ``paths`` (each once, sorted): the input
+    of a rule that reads artifacts, which takes ``paths`` themselves as a param."""
+    return sorted({sweep_manifest(*artifact_sweep(path)[0]) for path in paths})
 
 
-def design_sweep_rule(mechanism, objective, alpha):
-    """Rule name of one sweep, e.g. design_WM_L0_alpha_0_91 (rule names are identifiers)."""
-    slug = re.sub(r"\W", "_", f"{mechanism}_{objective}_alpha_{alpha}")
-    return f"design_{slug}"
+def design_targets():
+    """Every sweep's manifest, for rule all.  Snakemake makes a missing file that is not a target
+    only for a job that has to run anyway: as targets, a sweep whose manifest is missing (never
+    run, or removed by remove_incomplete_manifests) runs even when what reads it is up to date,
+    and then what reads it runs again."""
+    return [sweep_manifest(*key) for key in design_sweeps()]
+
+
+def _alternatives(values):
+    """A regex matching exactly the strings ``values`` (longest first; never matches when empty)."""
+    return "|".join(re.escape(v) for v in sorted(set(values), key=lambda v: (-len(v), v))) or "(?!)"
+
+
+def sweep_constraint(part):
+    """Wildcard constraint of design_sweep: the mechanisms (part 0) or alphas (part 2) of the sweeps."""
+    return _alternatives(key[part] for key in design_sweeps())
+
+
+def sweep_ns(wildcards):
+    """The n of one sweep (a param of design_sweep: a changed set reruns it); a clear error for a
+    (mechanism, objective, alpha) that no study of the config reads."""
+    key = (wildcards.mechanism, wildcards.objective, wildcards.alpha)
+    ns = design_sweeps().get(key)
+    if ns is None:
+        examples = ", ".join("/".join(k) for k in list(design_sweeps())[:3])
+        raise WorkflowError(
+            f"no design sweep {key[0]}/{key[1]}/alpha={key[2]} in this config: the sweeps are the "
+            f"(mechanism, objective, alpha) triples its studies read, e.g. {examples} "
+            f"(design_sweeps: workflow/rules/common.smk)")
+    return ns
+
+
+def sweep_artifacts(wildcards):
+    """The JSON path of every design of one sweep, in the order of sweep_ns."""
+    return [mechanism_path(wildcards.mechanism, wildcards.objective, n, wildcards.alpha) for n in sweep_ns(wildcards)]
+
+
+def sweep_solver(wildcards):
+    return design_solver(wildcards.mechanism)
+
+
+def sweep_alpha_exact(wildcards):
+    return alpha_exact(wildcards.alpha)
+
+
+def sweep_mem_mb(wildcards):
+    return design_mem_mb(wildcards.mechanism, max(sweep_ns(wildcards)))
+
+
+def sweep_runtime(wildcards):
+    return design_runtime(wildcards.mechanism, sweep_ns(wildcards))
+
+
+def remove_incomplete_manifests():
+    """Remove the manifest of every sweep of the config that names a design (JSON or npz) that is
+    missing, or cannot be read, and return their paths.
+
+    A sweep's only output is its manifest, so Snakemake alone would not notice a deleted artifact;
+    without its manifest the sweep is rerun (design_targets: rule all asks for every manifest) and
+    rewrites every design, and the rules that read them run again.  Only the files the manifest
+    names are checked (the designs of the sweep's last run): a sweep whose n set changed in the
+    config is rerun by its params, and a dry run with another config removes nothing that is
+    still complete.  Called
+    while the Snakefile is parsed (before the DAG is built), dry runs included: such a manifest no
+    longer describes files that exist.  Only in the Snakemake the user started: not in a cluster
+    job or a job's subprocess, which parse the workflow again while other jobs run.
+    """
+    if getattr(workflow, "remote_exec", False) or getattr(workflow, "subprocess_exec", False):
+        return []
+    removed = []
+    for key in design_sweeps():
+        manifest = pathlib.Path(sweep_manifest(*key))
+        try:
+            designs = json.loads(manifest.read_text())["designs"]
+            complete = all(os.path.exists(d[f]) for d in designs for f in ("json", "npz"))
+        except FileNotFoundError:
+            continue
+        except (ValueError, KeyError, TypeError):
+            complete = False
+        if not complete:
+            manifest.unlink()
+            removed.append(str(manifest))
+    if removed:
+        print(f"design sweeps with a missing artifact, rerun: removed their manifests {removed[:5]}"
+              + (f" and {len(removed) - 5} more" if len(removed) > 5 else ""), file=sys.stderr)
+    return removed
 
 
 def design_solver(mechanism):
@@ -227,19 +327,13 @@ def design_runtime(mechanism, ns):
     return 5 + math.ceil(10 * sum(0.75 * (n / 128) ** 3 for n in ns) / 60)
 
 
-# ---------------------------------------------------------------- code version
-def code_version():
-    """SHA-256 of the library's sources (src/countdp/**/*.py) and of its templates (the claims
-    pages, **/*.j2): a param of the design and claims jobs, so a library change reruns them
-    (Snakemake's rerun triggers see only params, inputs and the `run:` block itself).  Hashing
-    ~60 small files takes a few milliseconds."""
-    root = pathlib.Path(workflow.basedir) / "src" / "countdp"
-    digest = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".j2") and p.is_file()):
-        digest.update(path.relative_to(root).as_posix().encode())
-        digest.update(b"\0")
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-CODE_VERSION = code_version()
+# ---------------------------------------------------------------- code versions
+# Params of the jobs whose results come from the library (workflow/lib/code_version.py): a library
+# change reruns them (Snakemake's rerun triggers see only params, inputs and the `run:` block
+# itself).  CODE_VERSION hashes the whole library (studies, claims); DESIGN_CODE_VERSION only the
+# packages a design depends on (code_version.DESIGN_SOURCES), so that a change to a study, a
+# plot or the CLI does not rerun the design sweeps.  Hashing takes a few milliseconds.  The
+# library hashed is the one the jobs import (src/countdp of the checkout when installed editable).
+LIBRARY_ROOT = pathlib.Path(countdp.__file__).parent
+CODE_VERSION = code_version.source_version(LIBRARY_ROOT)
+DESIGN_CODE_VERSION = code_version.source_version(LIBRARY_ROOT, code_version.DESIGN_SOURCES)

@@ -1,44 +1,51 @@
-# Designed mechanisms, batched: one job per sweep, i.e. per (mechanism, objective, alpha) over
-# every n the config needs at that triple (design_sweeps: common.smk), instead of one job per
-# mechanism (Snakemake's per-job cost dwarfed the millisecond LPs).  Each design still has its
-# own cached file, results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
-# (mechanism_path) with its arrays in the .npz beside it (mechanism_arrays_path: an output too, so
-# Snakemake reruns a sweep whose npz went missing and removes both when a job fails), so
-# downstream rules read single artifacts (the JSON names its npz), and a config change reruns
-# only the sweeps whose n set (or solver, for LPs) changed.  The jobs' calls run in the run's
-# worker processes (in_worker: common.smk), which import the library once.  Resources grow with
-# the sweep's largest n.
+# Designed mechanisms, batched: one job of design_sweep per sweep, i.e. per (mechanism, objective,
+# alpha) over every n the config needs at that triple (design_sweeps: common.smk), instead of one
+# job per mechanism (Snakemake's per-job cost dwarfed the millisecond LPs).  Each design still has
+# its own certified file, results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
+# (mechanism_path) with its arrays in the .npz beside it, read through countdp.mechanisms.artifact.
+#
+# A rule's outputs cannot depend on its wildcards, so the sweep's output is its manifest
+# (SWEEP_MANIFEST: the sweep, its solver and each design's JSON and npz), written after every
+# design.  Rules that read artifacts name the manifests as inputs (design_manifests) and the
+# artifacts in their params.  The n set and the solver are params looked up from the wildcards, and
+# DESIGN_CODE_VERSION hashes the packages a design depends on: a change to any of them reruns
+# the sweep (Snakemake's params trigger), and only the sweeps whose n set (or solver, for LPs)
+# changed.  A deleted artifact (JSON or npz) reruns its sweep too: when the workflow is parsed,
+# the manifest that names a missing file is removed (remove_incomplete_manifests: common.smk), and
+# rule all asks for every manifest (design_targets), so the sweep runs even if what reads it is
+# up to date (Snakemake remakes a missing file that is not a target only for a job that runs).
+# The wildcard constraints admit only the mechanisms and alphas of the config's sweeps; any other
+# (mechanism, objective, alpha) stops with an error naming it (sweep_ns).  The job
+# (workflow/lib/jobs_design.py: countdp.studies.sweeps.design_sweep, then the manifest) runs in one
+# of the run's worker processes (in_worker: common.smk), which import the library once.  Resources
+# grow with the sweep's largest n.
+
+INCOMPLETE_SWEEPS = remove_incomplete_manifests()
 
 
-for _key, _ns in design_sweeps().items():
-    _mechanism, _objective, _alpha = _key
+rule design_sweep:
+    output:
+        SWEEP_MANIFEST,
+    log:
+        "results/logs/design/{mechanism}/{objective}/alpha={alpha}.log",
+    wildcard_constraints:
+        mechanism=sweep_constraint(0),
+        objective=r"L0|L1|L2|L0d[0-9]+",
+        alpha=sweep_constraint(2),
+    params:
+        ns=sweep_ns,
+        artifacts=sweep_artifacts,
+        solver=sweep_solver,
+        alpha_exact=sweep_alpha_exact,
+        code=DESIGN_CODE_VERSION,
+    threads: 1
+    group:
+        "designs"  # used only by cluster executors (profiles/slurm); local runs ignore groups
+    resources:
+        mem_mb=sweep_mem_mb,
+        runtime=sweep_runtime,
+    run:
+        from jobs_design import sweep
 
-    rule:
-        name:
-            design_sweep_rule(*_key)
-        output:
-            json=[mechanism_path(_mechanism, _objective, n, _alpha) for n in _ns],
-            arrays=[mechanism_arrays_path(_mechanism, _objective, n, _alpha) for n in _ns],
-        log:
-            f"results/logs/design/{_mechanism}/{_objective}/alpha={_alpha}.log",
-        params:
-            mechanism=_mechanism,
-            objective=_objective,
-            alpha=_alpha,
-            alpha_exact=alpha_exact(_alpha),
-            ns=_ns,
-            solver=design_solver(_mechanism),
-            code=CODE_VERSION,
-        threads: 1
-        group:
-            "designs"  # used only by cluster executors (profiles/slurm); local runs ignore groups
-        resources:
-            mem_mb=design_mem_mb(_mechanism, max(_ns)),
-            runtime=design_runtime(_mechanism, _ns),
-        run:
-            from countdp.studies.sweeps import design_sweep
-
-            in_worker(design_sweep, params.mechanism, params.objective, params.alpha, params.ns, params.solver,
-                                    list(output.json), log[0], params.alpha_exact)
-
-    DESIGNED.update((str(f), f) for f in getattr(rules, design_sweep_rule(*_key)).output.json)
+        in_worker(sweep, wildcards.mechanism, wildcards.objective, wildcards.alpha, params.ns, params.solver,
+                         params.artifacts, log[0], params.alpha_exact, output[0])

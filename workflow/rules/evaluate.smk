@@ -5,8 +5,10 @@
 #   results/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}/{summary,raw}.csv  Figure 12 (vs d)
 #   results/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}/{summary,raw}.csv   Figure 13 (vs n)
 #
-# Inputs are the certified L0 mechanism artifacts of design.smk (mechanism_path), re-verified
-# with countdp.mechanisms.artifact.load_certified.  Seeds: countdp.evaluate.experiments.rng_for(config seed, parameters).
+# Inputs are the manifests of the design sweeps (design_manifests: common.smk) that wrote the
+# certified L0 mechanism artifacts (mechanism_path) the jobs read, listed in params.files and
+# re-verified with countdp.mechanisms.artifact.load_certified.
+# Seeds: countdp.evaluate.experiments.rng_for(config seed, parameters).
 # The helpers (mechanism_files, fig10_evaluations, ...) live in targets.smk.
 
 
@@ -20,7 +22,7 @@ rule eval_fig10_adult:
     input:
         table=ADULT_TABLE,
         sidecar=ADULT_SIDECAR,
-        mechanisms=lambda wc: mechanism_file_paths("fig10", n_values(config["fig10"]["n"]), wc.alpha),
+        designs=lambda wc: design_manifests(mechanism_file_paths("fig10", n_values(config["fig10"]["n"]), wc.alpha)),
     output:
         summary="results/evaluations/adult/{target}/L0/alpha={alpha}/summary.csv",
         raw="results/evaluations/adult/{target}/L0/alpha={alpha}/raw.csv",
@@ -44,7 +46,7 @@ rule eval_fig10_adult:
 
 rule eval_fig11_binomial:
     input:
-        mechanisms=lambda wc: mechanism_file_paths("fig11", [int(wc.n)], wc.alpha),
+        designs=lambda wc: design_manifests(mechanism_file_paths("fig11", [int(wc.n)], wc.alpha)),
     output:
         summary="results/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}/summary.csv",
         raw="results/evaluations/binomial/fig11/L0d{d}/n={n}/alpha={alpha}/raw.csv",
@@ -71,7 +73,7 @@ rule eval_fig11_binomial:
 
 rule eval_fig12_binomial:
     input:
-        mechanisms=lambda wc: mechanism_file_paths("fig12", [int(wc.n)], wc.alpha),
+        designs=lambda wc: design_manifests(mechanism_file_paths("fig12", [int(wc.n)], wc.alpha)),
     output:
         summary="results/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}/summary.csv",
         raw="results/evaluations/binomial/fig12/n={n}/alpha={alpha}/p={p}/raw.csv",
@@ -98,7 +100,7 @@ rule eval_fig12_binomial:
 
 rule eval_fig13_binomial:
     input:
-        mechanisms=lambda wc: mechanism_file_paths("fig13", n_values(config["fig13"]["n"]), wc.alpha),
+        designs=lambda wc: design_manifests(mechanism_file_paths("fig13", n_values(config["fig13"]["n"]), wc.alpha)),
     output:
         summary="results/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}/summary.csv",
         raw="results/evaluations/binomial/fig13/RMSE/alpha={alpha}/p={p}/raw.csv",

@@ -1,5 +1,7 @@
 # Intrinsic studies: tables from certified mechanism artifacts, then figures from
-# the tables (and, for heatmaps, from the artifacts).  No rule here designs a mechanism.
+# the tables (and, for heatmaps, from the artifacts).  No rule here designs a mechanism: a rule
+# that reads artifacts takes their sweeps' manifests as inputs (design_manifests: common.smk)
+# and the artifacts' paths as a param.
 # Every rule is a short `run:` block calling a job of workflow/lib/jobs_intrinsic.py with plain
 # values (paths, numbers); the calls run in the run's worker processes (in_worker: common.smk).
 
@@ -7,13 +9,14 @@
 # ------------------------------------------------------------------------- tables
 rule fig01_tables:
     input:
-        panels=designed(fig01_panel_mechanisms()),
-        search=designed(fig01_l2_search()),
+        design_manifests(fig01_panel_mechanisms() + fig01_l2_search()),
     output:
         claims="results/tables/fig01_claims.csv",
         search="results/tables/fig01_l2_search.csv",
         checks=CHECKS.format(study="fig01"),
     params:
+        panels=fig01_panel_mechanisms(),
+        search=fig01_l2_search(),
         alpha=alpha_value(config["fig01"]["alpha"]),
     threads: 1
     resources:
@@ -24,16 +27,18 @@ rule fig01_tables:
     run:
         from jobs_intrinsic import fig01_tables
 
-        in_worker(fig01_tables, list(input.panels), list(input.search), params.alpha, output.claims, output.search,
+        in_worker(fig01_tables, params.panels, params.search, params.alpha, output.claims, output.search,
                                 output.checks, log[0])
 
 
 rule fig02_tables:
     input:
-        designed(fig02_mechanisms()),
+        design_manifests(fig02_mechanisms()),
     output:
         claims="results/tables/fig02_claims.csv",
         checks=CHECKS.format(study="fig02"),
+    params:
+        mechanisms=fig02_mechanisms(),
     threads: 1
     resources:
         mem_mb=1000,
@@ -43,7 +48,7 @@ rule fig02_tables:
     run:
         from jobs_intrinsic import fig02_tables
 
-        in_worker(fig02_tables, list(input), output.claims, output.checks, log[0])
+        in_worker(fig02_tables, params.mechanisms, output.claims, output.checks, log[0])
 
 
 rule fig03_04_tables:
@@ -68,12 +73,13 @@ rule fig03_04_tables:
 
 rule fig06_tables:
     input:
-        designed(fig06_mechanisms()),
+        design_manifests(fig06_mechanisms()),
     output:
         grid="results/tables/fig06_properties_grid.csv",
         summary="results/tables/fig06_properties.csv",
         checks=CHECKS.format(study="fig06"),
     params:
+        artifacts=fig06_mechanisms(),
         mechanisms=config["fig06"]["mechanisms"],
         properties=config["fig06"]["properties"],
         tolerance=config["fig06"]["tolerance"],
@@ -86,17 +92,18 @@ rule fig06_tables:
     run:
         from jobs_intrinsic import fig06_tables
 
-        in_worker(fig06_tables, list(input), params.mechanisms, params.properties, params.tolerance, output.grid,
+        in_worker(fig06_tables, params.artifacts, params.mechanisms, params.properties, params.tolerance, output.grid,
                                 output.summary, output.checks, log[0])
 
 
 rule fig07_tables:
     input:
-        designed(fig07_mechanisms()),
+        design_manifests(fig07_mechanisms()),
     output:
         truthful="results/tables/fig07_truthful.csv",
         checks=CHECKS.format(study="fig07"),
     params:
+        mechanisms=fig07_mechanisms(),
         paper=config["fig07"].get("paper_truthful", {}),
         text_alpha=alpha_value(config["fig07"]["text_alpha"]),
     threads: 1
@@ -108,16 +115,18 @@ rule fig07_tables:
     run:
         from jobs_intrinsic import fig07_tables
 
-        in_worker(fig07_tables, list(input), params.paper, params.text_alpha, output.truthful, output.checks, log[0])
+        in_worker(fig07_tables, params.mechanisms, params.paper, params.text_alpha, output.truthful, output.checks,
+                                log[0])
 
 
 rule fig08_tables:
     input:
-        designed(fig08_mechanisms()),
+        design_manifests(fig08_mechanisms()),
     output:
         table="results/tables/fig08_l0.csv",
         checks=CHECKS.format(study="fig08"),
     params:
+        artifacts=fig08_mechanisms(),
         base=config["fig08"].get("base", ["WH", "S"]),
         combinations=config["fig08"]["combinations"],
         vs_n_alpha=alpha_value(config["fig08"]["vs_n"]["alpha"]),
@@ -131,18 +140,19 @@ rule fig08_tables:
     run:
         from jobs_intrinsic import fig08_tables
 
-        in_worker(fig08_tables, list(input), params.base, params.combinations, params.vs_n_alpha, params.vs_alpha_n,
-                                output.table, output.checks, log[0])
+        in_worker(fig08_tables, params.artifacts, params.base, params.combinations, params.vs_n_alpha,
+                                params.vs_alpha_n, output.table, output.checks, log[0])
 
 
 rule fig09_tables:
     input:
-        designed(fig09_mechanisms()),
+        design_manifests(fig09_mechanisms()),
     output:
         table="results/tables/fig09_l0.csv",
         convergence="results/tables/fig09_convergence.csv",
         checks=CHECKS.format(study="fig09"),
     params:
+        artifacts=fig09_mechanisms(),
         mechanisms=config["fig09"]["mechanisms"],
         alphas=[alpha_value(a) for a in config["fig09"]["alpha"]],
         ns=n_values(config["fig09"]["n"]),
@@ -158,7 +168,7 @@ rule fig09_tables:
     run:
         from jobs_intrinsic import fig09_tables
 
-        in_worker(fig09_tables, list(input), params.mechanisms, params.alphas, params.ns, params.check_alpha,
+        in_worker(fig09_tables, params.artifacts, params.mechanisms, params.alphas, params.ns, params.check_alpha,
                                 params.check_n, params.tolerance, output.table, output.convergence, output.checks, log[0])
 
 
@@ -189,11 +199,12 @@ for _key, (_stem, _plot, _title, _mechanisms, _table) in INTRINSIC_FIGURE_RULES.
         name:
             f"{_key}_figure"
         input:
-            mechanisms=designed(_mechanisms),
+            designs=design_manifests(_mechanisms),
             table=_table or [],
         output:
             figure_outputs(_stem, _key),
         params:
+            mechanisms=_mechanisms,
             plot=_plot,
             title=_title,
             from_table=bool(_table),
@@ -206,5 +217,5 @@ for _key, (_stem, _plot, _title, _mechanisms, _table) in INTRINSIC_FIGURE_RULES.
         run:
             from jobs_intrinsic import intrinsic_figure
 
-            in_worker(intrinsic_figure, params.plot, list(output), log[0], params.title, list(input.mechanisms),
+            in_worker(intrinsic_figure, params.plot, list(output), log[0], params.title, params.mechanisms,
                                         input.table if params.from_table else None)

@@ -6,7 +6,7 @@
 Every key of ``workflow/schemas/config.schema.yaml`` (at any depth) becomes one row: its
 meaning (the schema's ``description``, required for every key), type, default, and allowed
 values (in the words the config checker uses in its error messages,
-``workflow/lib/config_check.py: describe``).  tests/test_config_docs.py checks that the committed
+``workflow/lib/config_check.py: describe``).  tests/workflow/test_config_docs.py checks that the committed
 file equals this script's output, so the two cannot drift.
 """
 

@@ -1,13 +1,13 @@
 """The claims table rendered: ``results/claims.md`` (Markdown) and ``results/claims.html`` (a standalone page).
 
-Both come from Jinja2 templates shipped with the package (``countdp/claims/templates/*.j2``);
-jinja2 is imported only when a page is rendered.
+Both come from Jinja2 templates shipped with the package (``countdp/claims/templates/*.j2``).
 """
 
 from __future__ import annotations
 
 import html
 
+import jinja2
 import pandas as pd
 
 from countdp.claims.table import CHECK_TABLE_PREFIXES, CLAIM_COLUMNS, VERDICTS
@@ -18,8 +18,6 @@ def _escape(value: object) -> str:
 
 
 def _render(template: str, table: pd.DataFrame, **extra) -> str:
-    import jinja2
-
     env = jinja2.Environment(loader=jinja2.PackageLoader("countdp.claims", "templates"), autoescape=False,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              undefined=jinja2.StrictUndefined)

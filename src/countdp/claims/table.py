@@ -33,6 +33,7 @@ from countdp.claims.designs import (
 )
 from countdp.design.designer import Design, design_lp, design_named
 from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.artifact import load_design
 from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric
 from countdp.mechanisms.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 from countdp.privacy.certify import is_alpha_dp
@@ -70,7 +71,6 @@ class TheorySettings:
         path = self.artifacts.get((mechanism, objective_slug(objective), n, float(alpha)))
         if path is None:
             return None
-        from countdp.mechanisms.artifact import load_design
 
         return load_design(path)
 

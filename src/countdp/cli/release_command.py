@@ -23,13 +23,17 @@ from pathlib import Path
 
 import numpy as np
 
+from countdp import __version__
 from countdp.cli.arguments import Once, UsageError, alpha_argument
-from countdp.design.designer import MECHANISMS
+from countdp.design.designer import MECHANISMS, design_named
 from countdp.mechanisms.artifact import load_design
 from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, exact_alpha, rational_text
+from countdp.privacy.mechanism_cache import MechanismCache
 from countdp.privacy.sampling import release
 from countdp.progress import Progress
-from countdp.release.draws import EXPERIMENT_ONLY
+from countdp.release.draws import EXPERIMENT_ONLY, Randomness
+from countdp.release.ledger import BudgetExceeded, Ledger
+from countdp.release.preview import preview
 
 LEVEL_MECHANISMS = ("GM", "EM", "WM", "WH")
 """Mechanisms ``--levels`` can chain (:data:`countdp.multilevel.CHAIN_MECHANISMS`, kept here so that the
@@ -196,6 +200,7 @@ def _privacy(args: argparse.Namespace, columns: int) -> list[tuple[Fraction, Fra
 
 
 def _request(args: argparse.Namespace):
+    # lazy: keeps pyarrow (the table reader) out of the CLI's start-up
     from countdp.release.request import ColumnPrivacy, ReleaseRequest
 
     missing = [flag for flag, value in (("--input", args.input), ("--count-column", args.count_column),
@@ -242,10 +247,8 @@ def _mechanisms(request, design, dry_run: bool):
     """``mechanism_for(k, n)``: the file's design, or the cache's (a dry run designs without storing)."""
     if design is not None:
         return lambda k, n: design
-    from countdp.design.designer import design_named
-    from countdp.privacy.mechanism_cache import MechanismCache
-
     if request.columns[0].levels:
+        # lazy: keeps scipy (the levels chain's solver stack) out of the CLI's start-up
         from countdp.release.levels import level_design
 
         return lambda k, n: level_design(n, request.columns[k].levels, request.mechanism)
@@ -261,10 +264,8 @@ def _mechanisms(request, design, dry_run: bool):
 
 
 def _release_table(args: argparse.Namespace) -> int:
-    from countdp import __version__
-    from countdp.release.draws import Randomness
+    # lazy: keeps scipy and pyarrow (the table release engine) out of the CLI's start-up
     from countdp.release.engine import prepare, sidecar_path, write_release
-    from countdp.release.ledger import BudgetExceeded, Ledger
 
     request, design = _request(args)
     ledger = Ledger(request.budget) if request.budget else None
@@ -273,8 +274,6 @@ def _release_table(args: argparse.Namespace) -> int:
     prepared = prepare(request, _mechanisms(request, design, args.dry_run))
     request = prepared.request  # with --target-alpha, it now holds the alpha chosen
     if args.dry_run:
-        from countdp.release.preview import preview
-
         try:
             budget = ledger.check(prepared.epsilon) if ledger else None
         except BudgetExceeded as exc:

@@ -40,8 +40,8 @@ from countdp.consumers.certificates import (
     remap_certificate,
 )
 from countdp.consumers.losses import check_side
-from countdp.design.backends import highs_lp
 from countdp.design.highspy_loader import load_highspy
+from countdp.design.solvers.highs import highs_lp
 from countdp.privacy.exact import IntegerMechanism
 from countdp.validation import check_alpha, check_matrix, check_n
 

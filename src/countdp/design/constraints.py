@@ -45,12 +45,12 @@ class LinearSystem:
 
     @staticmethod
     def empty(size: int) -> LinearSystem:
-        import scipy.sparse as sp
+        import scipy.sparse as sp  # lazy: keeps scipy out of the property checks and the CLI
 
         return LinearSystem(sp.csr_matrix((0, size)), np.zeros(0), sp.csr_matrix((0, size)), np.zeros(0))
 
     def __add__(self, other: LinearSystem) -> LinearSystem:
-        import scipy.sparse as sp
+        import scipy.sparse as sp  # lazy: keeps scipy out of the property checks and the CLI
 
         return LinearSystem(
             sp.vstack([self.A_ub, other.A_ub], format="csr"),
@@ -71,7 +71,7 @@ class LinearSystem:
 
 def _difference(size: int, plus: np.ndarray, minus: np.ndarray, coef: float = 1.0) -> sp.csr_matrix:
     """Rows ``x[plus[k]] - coef * x[minus[k]]``, one per pair."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # lazy: keeps scipy out of the property checks and the CLI
 
     plus, minus = np.ravel(plus), np.ravel(minus)
     rows = np.arange(plus.size)
@@ -83,7 +83,7 @@ def _difference(size: int, plus: np.ndarray, minus: np.ndarray, coef: float = 1.
 
 def _rows(A: sp.csr_matrix, b: np.ndarray | float, equal: bool) -> LinearSystem:
     """``A x >= b`` (or ``== b`` when ``equal``) as a :class:`LinearSystem`."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # lazy: keeps scipy out of the property checks and the CLI
 
     rhs = np.broadcast_to(np.asarray(b, float), (A.shape[0],)).copy()
     none = sp.csr_matrix((0, A.shape[1]))
@@ -99,7 +99,7 @@ def _grid(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def stochastic(n: int) -> LinearSystem:
     """Entries non-negative and every column summing to one."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # lazy: keeps scipy out of the property checks and the CLI
 
     N = n + 1
     idx, _, j = _grid(n)
@@ -109,7 +109,7 @@ def stochastic(n: int) -> LinearSystem:
 
 def dp(n: int, alpha: float) -> LinearSystem:
     """Row-wise alpha-DP: ``P[i, j] >= alpha P[i, j+1]`` and ``P[i, j+1] >= alpha P[i, j]``."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # lazy: keeps scipy out of the property checks and the CLI
 
     idx, _, _ = _grid(n)
     left, right = idx[:, :-1], idx[:, 1:]
@@ -152,7 +152,7 @@ class PairRows:
 
     def system(self) -> LinearSystem:
         """The rows as a sparse :class:`LinearSystem` (imports scipy.sparse)."""
-        import scipy.sparse as sp
+        import scipy.sparse as sp  # lazy: keeps scipy out of the property checks and the CLI
 
         pair = self.minus >= 0
         if pair.all():

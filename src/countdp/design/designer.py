@@ -13,13 +13,13 @@ closed forms (and ``countdp design GM``) start quickly.
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
 
 from countdp.design.constraints import parse_properties
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
@@ -36,9 +36,9 @@ NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
 """LP designs with a name: the property set each one solves for."""
 
 CLOSED_FORM_BYTES_PER_ENTRY = 250
-"""Peak memory of a closed-form design per matrix entry (measured: 730 MB at n = 2048), for the size check."""
+"""Peak memory of a closed-form design per matrix entry, for the size check (docs/performance.md)."""
 LP_BYTES_PER_ENTRY = 2_000
-"""Peak memory of an LP design per matrix entry (measured: 2.1 GB at n = 1024 with Clarabel), for the size check."""
+"""Peak memory of an LP design per matrix entry (Clarabel's factorisation dominates), for the size check."""
 
 MECHANISMS = ("GM", "EM", "UM", *NAMED_DESIGNS, "LP")
 
@@ -89,24 +89,6 @@ def _label(n: int, alpha: float, properties: tuple[str, ...], objective: object)
     return f"n={n}, alpha={alpha}, properties={props}, objective={objective}"
 
 
-def _solve(problem, solver: str, method: str) -> None:
-    import cvxpy as cp
-
-    from countdp.design.backends import HIGHS_TOL
-
-    if solver == "HIGHS":
-        from countdp.design.highspy_loader import load_highspy
-
-        load_highspy()  # cvxpy's model is not the first of the process: its banner stays off stdout
-        tol = HIGHS_TOL
-        problem.solve(solver=cp.HIGHS, highs_options={"solver": method, "primal_feasibility_tolerance": tol,
-                                                      "dual_feasibility_tolerance": tol})
-    elif solver == "CLARABEL":
-        problem.solve(solver=cp.CLARABEL)
-    else:  # pragma: no cover - guarded by check_solver
-        raise ValueError(solver)
-
-
 def finish_design(raw: np.ndarray, mechanism: str, n: int, alpha: Fraction, objective, properties: tuple[str, ...],
                   weights: np.ndarray | None = None, aggregate: str = "sum",
                   max_repair_lambda: float | None = MAX_REPAIR_LAMBDA, **provenance) -> Design:
@@ -145,19 +127,23 @@ def check_solver(solver: str, method: str | None) -> tuple[str, str]:
 def design_lp(n: int, alpha: object, properties: object = (), objective: object = "L0",
               weights: object = None, solver: str = "HIGHS", method: str | None = None,
               aggregate: str = "sum", mechanism: str = "LP", backend: str = "auto",
-              max_repair_lambda: float | None = MAX_REPAIR_LAMBDA) -> Design:
+              max_repair_lambda: float | None = MAX_REPAIR_LAMBDA,
+              settings: SolverSettings = DEFAULT_SETTINGS) -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
 
     ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.privacy.alpha.exact_alpha`).
 
     ``weights`` is a prior over inputs (default uniform); ``aggregate="max"`` minimises the
     worst input's loss instead of the weighted sum (minimax).  ``backend``: ``"cvxpy"`` the
-    plain dense model; ``"highs"`` the reduced model of :mod:`countdp.design.fast` (same
-    optimal value; solver HIGHS; with ``method=None`` large models go to Clarabel, recorded in
-    ``Design.solver``); ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and
-    ``n >= countdp.design.fast.AUTO_MIN_N``.  ``Design.extra["backend"]`` records which one ran.
-    Raises ``ValueError`` for bad parameters and :class:`DesignError` when the solver does
-    not return an optimum, or returns one whose DP repair needs more than ``max_repair_lambda``.
+    plain dense model; ``"highs"`` the reduced model and the strategies of
+    :mod:`countdp.design.planner` (same optimal value; solver HIGHS; with ``method=None`` the
+    planner chooses, and large models may go to Clarabel, recorded in ``Design.solver``);
+    ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and ``n`` is at least
+    ``settings.auto_min_n``.  ``Design.extra["backend"]`` records which one ran, and
+    ``extra["attempted"]`` every strategy tried.  ``settings``: the engine's tuning
+    (:class:`countdp.design.settings.SolverSettings`).
+    Raises ``ValueError`` for bad parameters and :class:`DesignError` when no strategy returns
+    an answer, or returns one whose DP repair needs more than ``max_repair_lambda``.
     """
     n, alpha_q = check_n(n), check_release_alpha(alpha)
     a = float(alpha_q)
@@ -173,73 +159,22 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
         raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
     if backend == "highs" and solver != "HIGHS":
         raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
-    from countdp.design import fast as fast_design
+    # lazy: the LP stack (scipy, the solvers) loads only when an LP is designed (module docstring)
+    from countdp.design.planner import solve, uses_reduced_model
+    from countdp.design.request import DesignRequest  # lazy: as above (it imports scipy)
 
-    if backend == "highs" or (backend == "auto" and solver == "HIGHS" and n >= fast_design.AUTO_MIN_N):
-        try:
-            fast = fast_design.fast_design(n, a, props, obj, None if weights is None else w, aggregate,
-                                           method=method if method_given else "auto")
-        except RuntimeError as exc:
-            raise DesignError(f"fast design failed for {_label(n, a, props, obj)}: {exc}") from exc
-        return finish_design(fast.matrix, mechanism, n, alpha_q, obj, props, None if weights is None else w,
-                             aggregate, max_repair_lambda, solver=fast.solver, method=fast.method,
-                             status=fast.status, solve_time=fast.solve_time,
-                             solver_objective=fast.solver_objective, extra=fast.extra)
-    import cvxpy as cp
-
-    from countdp.design.model import DesignProblem
-
-    N = n + 1
-    model = DesignProblem(n, a, props, obj, w, aggregate)
-    system = model.system()
-    x = cp.Variable(N * N)
-    constraints = [system.A_ub @ x >= system.b_ub, system.A_eq @ x == system.b_eq]
-    if aggregate == "sum":
-        goal = model.weighted_cost @ x
-    else:
-        t = cp.Variable()
-        constraints.append(model.column_loss @ x <= t)
-        goal = t
-    problem = cp.Problem(cp.Minimize(goal), constraints)
-    start = time.perf_counter()
+    request = DesignRequest(n, a, props, obj, None if weights is None else w, aggregate, solver=solver,
+                            backend=backend, method=method)
+    if uses_reduced_model(request, settings):
+        request = replace(request, method=method if method_given else "auto")
     try:
-        _solve(problem, solver, method)
-    except cp.error.SolverError as exc:
-        raise DesignError(f"{solver} failed for {_label(n, a, props, obj)}: {exc}") from exc
-    elapsed = time.perf_counter() - start
-    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or x.value is None:
-        raise DesignError(f"{solver} returned status {problem.status!r} for {_label(n, a, props, obj)}")
-    design = finish_design(x.value.reshape(N, N), mechanism, n, alpha_q, obj, props,
-                           None if weights is None else w, aggregate, max_repair_lambda, solver=solver,
-                           method=method, status=problem.status, solve_time=elapsed,
-                           solver_objective=float(problem.value), extra={"backend": "cvxpy"})
-    optimality = solver_dual_certificate(model, constraints, design.matrix, solver)
-    if not optimality["certified"]:  # a dual of the reduced model instead (another solve)
-        optimality = fast_design.prove_matrix(n, a, props, obj, None if weights is None else w, aggregate,
-                                              design.matrix)
-    design.extra["optimality"] = optimality
-    if not optimality["certified"]:
-        design.status = "not proven optimal"
-    return design
-
-
-def solver_dual_certificate(model, constraints: list, matrix: np.ndarray, solver: str) -> dict:
-    """The optimality certificate of ``matrix`` with the duals cvxpy's ``solver`` returned for
-    ``constraints`` (``[A_ub x >= b_ub, A_eq x == b_eq]`` of ``model.system()``), checked by the
-    independent routine of :mod:`countdp.design.optimality` on ``model.lp()``.
-
-    ``model.system()`` starts with the rows ``x >= 0`` (bounds in ``model.lp()``: their multipliers
-    are reduced costs, dropped), and cvxpy's multipliers of ``==`` rows have the opposite sign to
-    ``v``'s in ``c - A_ub^T u - A_eq^T v``.  Minimax (one more variable) is not mapped:
-    ``{"certified": False}``, as when the solver gave no duals."""
-    from countdp.design.dual_repair import prove_dual
-
-    ub, eq = (constraint.dual_value for constraint in constraints[:2])
-    if model.aggregate != "sum" or ub is None or eq is None:
-        return {"certified": False, "reason": "no duals to map"}
-    u = np.asarray(ub, float).ravel()[model.size:]
-    return {**prove_dual(model.lp(), model.point(matrix), u, -np.asarray(eq, float).ravel(), repair=False),
-            "dual_from": f"cvxpy ({solver}), the solver's own"}
+        answer = solve(request, settings)
+    except RuntimeError as exc:
+        raise DesignError(f"design failed for {_label(n, a, props, obj)}: {exc}") from exc
+    return finish_design(answer.matrix, mechanism, n, alpha_q, obj, props, None if weights is None else w,
+                         aggregate, max_repair_lambda, solver=answer.solver, method=answer.method,
+                         status=answer.status, solve_time=answer.solve_time,
+                         solver_objective=answer.solver_objective, extra=answer.extra)
 
 
 def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0",

@@ -1,10 +1,9 @@
 """Repair of an interior point's approximate dual by complementary slackness, then the check.
 
 An interior point's multipliers are optimal only to its tolerance.  Where Clarabel ends
-'AlmostSolved', they leave reduced costs of ~1e-11 to 1.5e-10 on the entries that carry the
-mass (LP with RM+CH+F, L0,1, n = 256, alpha = 0.5): the dual is feasible but 2.4e-9 short of
-the optimum, more than :data:`countdp.design.optimality.GAP_REL` allows, although the primal is
-optimal to 1e-10.
+'AlmostSolved', they can leave small reduced costs on the entries that carry the mass: the dual
+is feasible but short of the optimum by more than :data:`countdp.design.optimality.GAP_REL`
+allows, although the primal is optimal to the solver's tolerance.
 
 At an optimum, every entry with ``x_k > 0`` has reduced cost 0, and only rows with zero
 slack carry a multiplier.  So with ``M`` the rows of ``A_ub`` marked active (multiplier above
@@ -13,10 +12,9 @@ says which vanishes in the limit) and all of ``A_eq``, and ``S`` the entries abo
 (entries are probabilities, so ``tau`` is absolute),
 the correction ``delta`` of least norm with ``M[:, S]^T delta = r[S]`` (``r = c - A_ub^T u -
 A_eq^T v``) moves the dual onto that face.  LSQR (``scipy.sparse.linalg.lsqr``, a few hundred
-sparse products: 0.2 to 0.5 s at n = 256) finds it; stopping early keeps it from fitting the
-noise of the point (over the four designs of :data:`REPAIRS` and tau from 1e-5 to 1e-7, 300
-iterations proved 11 of the 12, 1,000 iterations 3).  Entries at
-or below ``tau`` (the decaying tail) keep their reduced costs, which are positive there.
+sparse products) finds it; stopping early keeps it from fitting the noise of the point
+(:attr:`~countdp.design.settings.SolverSettings.dual_repairs`: ``(tau, iterations)`` tiers tried
+in turn).  Entries at or below ``tau`` (the decaying tail) keep their reduced costs, which are positive there.
 
 Nothing here is trusted: the repaired dual is one more candidate for the independent
 weak-duality check of :mod:`countdp.design.optimality`, which decides.
@@ -26,26 +24,16 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import lsqr
 
 from countdp.design.model import DesignLP
-from countdp.design.optimality import check_optimality, lower_column_multipliers
-
-REPAIRS = ((1e-6, 300), (1e-5, 300), (1e-7, 300))
-"""``(tau, LSQR iterations)`` tried in turn.  Measured on the unrefined points of LP with
-RM+CH+F, RM+F+WH and RH+F+WH at alpha = 0.5 and F at 0.62 (L0,1, n = 256; gaps 1.5e-9 to 3.2e-9):
-``tau = 1e-6`` and ``1e-7`` proved all four (gaps 2.6e-11 to 5.5e-10), 1e-5 three, 1e-4 none."""
-
-GAP_LIMIT = 1e-8
-"""A relative gap above this is not a dual's noise: no repair is tried.  The repaired gaps above
-were 1.5e-9 to 3.2e-9; LP with RH, L2, n = 256, alpha = 0.99 ('AlmostSolved', 6.6e-8) was not
-repaired by any of :data:`REPAIRS` (1.9 s spent)."""
+from countdp.design.optimality import OptimalityProof, check_optimality, lower_column_multipliers
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 
 
 def repaired_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, tau: float,
                   iterations: int) -> tuple[np.ndarray, np.ndarray]:
     """``(u, v)`` moved by the least-norm correction of the module docstring (``u`` clipped at 0)."""
-    from scipy.sparse.linalg import lsqr
-
     u = np.maximum(np.asarray(u, float), 0.0)
     v = np.asarray(v, float)
     active = u > lp.A_ub @ x - lp.b_ub
@@ -58,21 +46,23 @@ def repaired_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, tau
     return np.maximum(u_new, 0.0), v + delta[int(active.sum()):]
 
 
-def prove_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, repair: bool = True) -> dict:
+def prove_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, repair: bool = True, *,
+               settings: SolverSettings = DEFAULT_SETTINGS) -> OptimalityProof:
     """:func:`countdp.design.optimality.check_optimality` of ``x`` with ``(u, v)``, column
     multipliers lowered first (:func:`countdp.design.optimality.lower_column_multipliers`).
 
     ``repair``: when that certificate does not close only for its gap (``x`` breaks no row), and
-    the relative gap is at most :data:`GAP_LIMIT`, the repaired duals of :data:`REPAIRS` are
-    checked in turn; the first that closes is returned, with ``dual_repair = {"tau",
-    "iterations"}``; else the first certificate."""
+    the relative gap is at most ``settings.repair_gap_limit`` (above it the dual is far from
+    optimal, not noisy), the repaired duals of ``settings.dual_repairs`` are checked in turn; the
+    first that closes is returned, with ``dual_repair = {"tau", "iterations"}``; else the first
+    certificate."""
     first = check_optimality(lp, x, u, lower_column_multipliers(lp, u, v))
     if first["certified"] or not repair or "gap" not in first:
         return first
     breaks_rows = first["max_primal_violation"] > first["primal_tolerance"]
-    if breaks_rows or first["gap"] > GAP_LIMIT * max(1.0, abs(first["upper_bound"])):
+    if breaks_rows or first["gap"] > settings.repair_gap_limit * max(1.0, abs(first["upper_bound"])):
         return first
-    for tau, iterations in REPAIRS:
+    for tau, iterations in settings.dual_repairs:
         u_new, v_new = repaired_dual(lp, x, u, v, tau, iterations)
         found = check_optimality(lp, x, u_new, lower_column_multipliers(lp, u_new, v_new))
         if found["certified"]:

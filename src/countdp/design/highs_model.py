@@ -10,9 +10,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.design.backends import highs_lp
 from countdp.design.constraints import LinearSystem
+from countdp.design.highspy_loader import load_highspy
 from countdp.design.model import DesignProblem
+from countdp.design.solvers.highs import highs_lp
 from countdp.privacy.certify import certify
 from countdp.validation import check_alpha, check_distribution, check_n
 
@@ -21,7 +22,7 @@ class DesignModel:
     """BasicDP + ``properties`` over ``x = P.ravel()`` (plus ``t`` >= every column loss), in HiGHS.
 
     Built from the plain formulation of :class:`countdp.design.model.DesignProblem` without
-    reductions, so it is an independent route to the optimum from :mod:`countdp.design.fast`.
+    reductions, so it is an independent route to the optimum from :mod:`countdp.design.lp_solve`.
     Supports lexicographic solves (:meth:`bound`) and the minimum-norm point of the current
     feasible set.
     """
@@ -30,8 +31,6 @@ class DesignModel:
                  system: LinearSystem | None = None):
         """``system``: ``constraint_system(n, alpha, properties)`` when the caller has built it already
         (countdp.studies.subsets builds the 128 subsets' systems incrementally); not checked."""
-        from countdp.design.highspy_loader import load_highspy
-
         highspy = load_highspy()
 
         self._hs = highspy
@@ -118,7 +117,7 @@ class DesignModel:
         return self._min_norm_clarabel()
 
     def _min_norm_clarabel(self) -> np.ndarray:
-        import cvxpy as cp
+        import cvxpy as cp  # lazy: cvxpy is heavy and only needed where HiGHS's QP cycles
 
         lp = self.h.getLp()
         A = sp.csc_matrix((np.asarray(lp.a_matrix_.value_), np.asarray(lp.a_matrix_.index_),

@@ -25,7 +25,7 @@ def load_highspy():
     to standard error as well.
     """
     global _BANNER_SHOWN
-    import highspy
+    import highspy  # lazy: the solver modules import this one; HiGHS loads when a model is made
 
     with _LOCK:
         if not _BANNER_SHOWN:

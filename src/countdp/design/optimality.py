@@ -24,6 +24,7 @@ the scalar sums use :func:`math.fsum` (correctly rounded), so only the products'
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numpy as np
 
@@ -36,6 +37,44 @@ PRIMAL_TOL = 1e-9
 """Largest accepted violation of any row of the LP by the mechanism checked."""
 
 UNIT = 2.0**-53
+
+
+class OptimalityProof(TypedDict, total=False):
+    """A certificate of optimality, as every path of the engine records it in
+    ``Design.extra["optimality"]`` (and the artifact stores it verbatim, so it stays a JSON-ready
+    mapping).  :func:`check_optimality` fills the numbers; the engine adds how the dual was found.
+
+    ``certified`` is the verdict: the design's objective is within ``gap_tolerance_rel`` of the
+    weak-duality bound and it breaks no row by more than ``primal_tolerance``.  Without a dual to
+    check, ``reason`` says why (:func:`not_proven`)."""
+
+    certified: bool
+    reason: str
+    primal_objective: float
+    dual_objective: float
+    lower_bound: float
+    upper_bound: float
+    gap: float
+    gap_tolerance_rel: float
+    max_dual_infeasibility: float
+    max_primal_violation: float
+    primal_tolerance: float
+    proof: str  # the theorem behind a closed form, when one stands
+    checked: bool  # whether a closed form's theorem was also confirmed by a dual
+    method: str  # the solver method whose dual it is
+    guide: str  # what guided that solve
+    dual_from: str  # where the dual came from, when not from the answer's own solve
+    dual: str  # how the dual was mapped from another LP
+    dual_repair: dict  # the repair tier that closed it
+    dp_closure: bool  # the DP closure of the point was proven instead of its repair
+    polished: bool  # the vertex was recomputed exactly from its basis
+    tightened: bool  # re-solved with tightened rows
+    attempts: list  # the methods tried before, and why they did not prove
+
+
+def not_proven(reason: str) -> OptimalityProof:
+    """The certificate of an answer with no dual to check: not certified, and why."""
+    return {"certified": False, "reason": reason}
 
 
 def _gamma(k: int | np.ndarray) -> np.ndarray:
@@ -77,8 +116,8 @@ def _fsum_bound(terms: np.ndarray) -> tuple[float, float]:
 
 
 def check_optimality(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray,
-                     gap_rel: float = GAP_REL, primal_tol: float = PRIMAL_TOL) -> dict:
-    """Check the dual ``(u, v)`` against the primal ``x`` (module docstring); a JSON-ready dict.
+                     gap_rel: float = GAP_REL, primal_tol: float = PRIMAL_TOL) -> OptimalityProof:
+    """Check the dual ``(u, v)`` against the primal ``x`` (module docstring): the certificate.
 
     ``certified`` is true iff ``(UB - LB) / max(1, |UB|) <= gap_rel`` and ``x`` breaks no row
     by more than ``primal_tol``.  ``max_dual_infeasibility`` is the largest ``-u_k`` or
@@ -88,7 +127,7 @@ def check_optimality(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray,
     if u.shape != lp.b_ub.shape or v.shape != lp.b_eq.shape or x.shape != lp.c.shape:
         raise ValueError("dual or primal vector of the wrong length")
     if not (np.all(np.isfinite(u)) and np.all(np.isfinite(v)) and np.all(np.isfinite(x))):
-        return {"certified": False, "reason": "non-finite vector"}
+        return not_proven("non-finite vector")
     u_raw_infeasible = float(max(0.0, -u.min())) if u.size else 0.0
     u = np.maximum(u, 0.0)
     AT_ub, AT_eq = lp.A_ub.T.tocsr(), lp.A_eq.T.tocsr()

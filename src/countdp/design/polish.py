@@ -1,4 +1,4 @@
-"""Vertex polishing and dual recovery for the reduced design LP of :mod:`countdp.design.fast`.
+"""Vertex polishing and dual recovery for the reduced design LP of :mod:`countdp.design.reduce`.
 
 A simplex (or crossover) answer is a *basis*: the active rows ``R`` (non-basic row
 activities, at a bound) and the basic columns ``B``, ``|R| = |B|``.  HiGHS accepts a vertex
@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
+from countdp.privacy.certify import certify
 
 
 def basis_vertex(lp, col_basic: np.ndarray, col_at_upper: np.ndarray, row_active: np.ndarray,
@@ -66,20 +68,19 @@ def dp_closure(P: np.ndarray, alpha: float) -> np.ndarray:
     taken off its diagonal entry (never added to it).
 
     Rows are outputs, columns inputs.  A vertex whose exact solve left rounding in an active DP
-    row (measured: 1e-15 on entries near 1/6, LP with F, L2, n = 256, alpha = 0.5) otherwise
-    needs a UM mixture ``lambda ~ 1e-15 N / (1 - alpha)``, which costs ``lambda`` times UM's
-    loss (~n^2/6 for L2): 5e-9.  Raising the entries moves each column by about the violation
-    instead, and no raised pair breaks the other direction (``alpha^2 <= 1``).  Lowering a
-    diagonal entry loosens the rows bounding its neighbours and tightens only its own
-    ``P[i, i] >= alpha P[i, i +/- 1]``, which have slack in these designs (the diagonal is its
-    row's largest entry); the DP test that follows checks it.
+    row otherwise needs a UM mixture ``lambda ~ violation * N / (1 - alpha)``, which costs
+    ``lambda`` times UM's loss (~n^2/6 for L2), often more than the optimality gap allows.
+    Raising the entries moves each column by about the violation instead, and no raised pair
+    breaks the other direction (``alpha^2 <= 1``).  Lowering a diagonal entry loosens the rows
+    bounding its neighbours and tightens only its own ``P[i, i] >= alpha P[i, i +/- 1]``, which
+    have slack in these designs (the diagonal is its row's largest entry); the DP test that
+    follows checks it.
 
-    The column sums come first for interior points: Clarabel's point of LP with CH, F and S,
-    L0,1, n = 256, alpha = 0.62 ('AlmostSolved') has columns summing to 1 +/- 1.7e-11; dividing
-    each by its sum, as :func:`countdp.privacy.certify.certify` does, breaks the tight DP rows
-    between columns of different sums by 3e-12, and UM's repair of that (``lambda = 5e-9``) cost
-    a gap of 2.7e-9.  Set on the diagonal (a raised diagonal entry tightens only its neighbours'
-    rows, which the closure then raises), no repair is needed: gap 1.3e-10."""
+    The column sums come first for interior points, whose columns may sum to ``1 +/- 1e-11``:
+    dividing each by its sum, as :func:`countdp.privacy.certify.certify` does, would break the
+    tight DP rows between columns of different sums, and UM's repair of that would cost the
+    gap.  Set on the diagonal (a raised diagonal entry tightens only its neighbours' rows, which
+    the closure then raises), no repair is needed."""
     out = np.array(P, float)
     N = out.shape[0]
     rows = np.arange(N)
@@ -103,8 +104,6 @@ def certified_and_proven(raw: np.ndarray, alpha: float, prove, closure: bool = T
     loss) keeps that proof from closing and ``closure`` is set, :func:`dp_closure` of ``raw`` is
     certified and proven instead, and kept if it closes: ``matrix`` is then the closure and
     ``optimality["dp_closure"]`` is True.  Otherwise ``matrix`` is ``raw``."""
-    from countdp.privacy.certify import certify
-
     P, certificate = certify(raw, alpha)
     optimality = prove(P)
     if closure and not optimality["certified"] and certificate.repair_lambda > 0:

@@ -7,7 +7,8 @@ feasible set exactly, or is an exact change of variables, so the optimal value i
 
 Reductions (each recorded in ``Design.extra["reductions"]``):
 
-1. **Closed forms** (no LP at all, where a theorem gives the optimum): in :mod:`countdp.design.fast`.
+1. **Closed forms** (no LP at all, where a theorem gives the optimum): in
+   :mod:`countdp.design.strategies.closed_form`.
 
 2. **Implied constraints dropped** (the feasible set is unchanged; ``x >= 0`` is a bound):
 
@@ -41,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.model import DesignProblem
+from countdp.design.polish import full_dual
 
 
 @dataclass
@@ -100,8 +102,9 @@ def implied_drops(properties: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(drops)
 
 
-def _dedup_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``."""
+def dedup_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of every distinct row ``(A[r], lo[r], hi[r])``, in order (sorts
+    ``A``'s indices in place: rows are compared entry by entry)."""
     A.sort_indices()
     nnz = np.diff(A.indptr)
     keep = []
@@ -115,6 +118,8 @@ def _dedup_rows(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         _, first = np.unique(key, axis=0, return_index=True)
         keep.append(rows[np.sort(first)])
     return np.sort(np.concatenate(keep)) if keep else np.zeros(0, int)
+
+
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -141,61 +146,48 @@ def row_hashes(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return _mix64(h + nnz.astype(np.uint64))
 
 
-def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
-                     weights: np.ndarray | None = None, aggregate: str = "sum",
-                     fold_symmetry: bool = True, drop_implied: bool = True) -> ReducedLP:
-    """The design LP of :class:`countdp.design.model.DesignProblem`, reduced (module docstring, 2-4)."""
-    problem = DesignProblem(n, alpha, properties, objective, weights, aggregate)
-    props = problem.properties
+def _kept_rows(problem: DesignProblem, fold: bool, drop_implied: bool) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(kept_ub, kept_eq, reductions)``: the rows of the full model kept (module docstring, 2-3)."""
     full = problem.lp()
-    N = n + 1
-    size = N * N
     reductions: list[str] = []
-
-    drops = implied_drops(props) if drop_implied else ()
+    drops = implied_drops(problem.properties) if drop_implied else ()
     if drops:
         reductions.append("implied:" + ",".join(drops))
-    rm = drop_implied and "RM" in props
+    rm = drop_implied and "RM" in problem.properties
     if rm:
         reductions.append("dp-halved-by-RM")
-    fold = fold_symmetry and "S" in props
     selected = {"ub": np.ones(full.b_ub.size, bool), "eq": np.ones(full.b_eq.size, bool)}
     dp_kind, dp_block = problem.blocks["dp"]
     selected[dp_kind][dp_block] = False
-    selected[dp_kind][dp_block.start + dp_rows_kept(n, rm)] = True
+    selected[dp_kind][dp_block.start + dp_rows_kept(problem.n, rm)] = True
     for name in drops + (("S",) if fold else ()):
         kind, block = problem.blocks[name]
         selected[kind][block] = False
-    kept_ub, kept_eq = np.flatnonzero(selected["ub"]), np.flatnonzero(selected["eq"])
-    origin = np.concatenate([kept_ub, full.b_ub.size + kept_eq])
-    A_ub, b_ub, A_eq, b_eq = full.A_ub[kept_ub], full.b_ub[kept_ub], full.A_eq[kept_eq], full.b_eq[kept_eq]
-    cost = full.c
-    extra_cols = 1 if aggregate == "max" else 0
+    return np.flatnonzero(selected["ub"]), np.flatnonzero(selected["eq"]), reductions
 
+
+def _change_of_variables(size: int, fold: bool, extra_cols: int) -> tuple[sp.csr_matrix, int]:
+    """``(E, m)``: ``x = E y`` with one variable per mirror orbit when ``fold`` (else the identity),
+    the minimax variable appended when ``extra_cols``; ``m`` the entries' variables."""
     if fold:
         flat = np.arange(size)
         rep = np.minimum(flat, size - 1 - flat)
         _, orbit = np.unique(rep, return_inverse=True)
         m = int(orbit.max()) + 1
         E = sp.csr_matrix((np.ones(size), (flat, orbit)), shape=(size, m))
-        reductions.append("symmetry-folded")
     else:
         m = size
         E = sp.identity(size, format="csr")
     if extra_cols:
         E = sp.block_diag([E, sp.identity(1)], format="csr")
-    A = sp.vstack([A_ub, A_eq], format="csr") @ E
-    A = A.tocsr()
-    A.sum_duplicates()
-    A.data[np.abs(A.data) < 1e-15] = 0.0
-    A.eliminate_zeros()
-    lo = np.concatenate([b_ub, b_eq])
-    hi = np.concatenate([np.full(b_ub.size, np.inf), b_eq])
-    cost = E.T @ cost
-    ncol = m + extra_cols
-    col_lo = np.concatenate([np.zeros(m), np.full(extra_cols, -np.inf)])
-    col_hi = np.full(ncol, np.inf)
+    return E, m
 
+
+def _singletons_to_bounds(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray, origin: np.ndarray,
+                          col_lo: np.ndarray, col_hi: np.ndarray) -> tuple[dict, np.ndarray]:
+    """Rows of one non-zero turned into the bounds ``col_lo``, ``col_hi`` (updated in place), after
+    checking the empty rows: ``(singletons, multi)``, the record of the rows turned into bounds and
+    the rows of two or more non-zeros."""
     nnz = np.diff(A.indptr)
     empty = np.flatnonzero(nnz == 0)
     if np.any(lo[empty] > 1e-12) or np.any(hi[empty] < -1e-12):
@@ -208,11 +200,40 @@ def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: o
         low, high = np.where(coef > 0, low, high), np.where(coef > 0, high, low)
         np.maximum.at(col_lo, var, low)
         np.minimum.at(col_hi, var, high)
-        reductions.append("singletons-to-bounds")
     singletons = {"var": var, "coef": coef, "lo": lo[single], "hi": hi[single], "origin": origin[single]}
-    multi = np.flatnonzero(nnz >= 2)
+    return singletons, np.flatnonzero(nnz >= 2)
+
+
+def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: object = "L0",
+                     weights: np.ndarray | None = None, aggregate: str = "sum",
+                     fold_symmetry: bool = True, drop_implied: bool = True) -> ReducedLP:
+    """The design LP of :class:`countdp.design.model.DesignProblem`, reduced (module docstring, 2-4)."""
+    problem = DesignProblem(n, alpha, properties, objective, weights, aggregate)
+    full = problem.lp()
+    size = (n + 1) * (n + 1)
+    fold = fold_symmetry and "S" in problem.properties
+    kept_ub, kept_eq, reductions = _kept_rows(problem, fold, drop_implied)
+    origin = np.concatenate([kept_ub, full.b_ub.size + kept_eq])
+    A_ub, b_ub, A_eq, b_eq = full.A_ub[kept_ub], full.b_ub[kept_ub], full.A_eq[kept_eq], full.b_eq[kept_eq]
+    extra_cols = 1 if aggregate == "max" else 0
+    E, m = _change_of_variables(size, fold, extra_cols)
+    if fold:
+        reductions.append("symmetry-folded")
+    A = sp.vstack([A_ub, A_eq], format="csr") @ E
+    A = A.tocsr()
+    A.sum_duplicates()
+    A.data[np.abs(A.data) < 1e-15] = 0.0
+    A.eliminate_zeros()
+    lo = np.concatenate([b_ub, b_eq])
+    hi = np.concatenate([np.full(b_ub.size, np.inf), b_eq])
+    cost = E.T @ full.c
+    col_lo = np.concatenate([np.zeros(m), np.full(extra_cols, -np.inf)])
+    col_hi = np.full(m + extra_cols, np.inf)
+    singletons, multi = _singletons_to_bounds(A, lo, hi, origin, col_lo, col_hi)
+    if singletons["var"].size:
+        reductions.append("singletons-to-bounds")
     A, lo, hi, origin = A[multi], lo[multi], hi[multi], origin[multi]
-    keep = _dedup_rows(A, lo, hi)
+    keep = dedup_rows(A, lo, hi)
     if keep.size < A.shape[0]:
         reductions.append("duplicate-rows")
     A, lo, hi, origin = A[keep], lo[keep], hi[keep], origin[keep]
@@ -221,3 +242,32 @@ def build_reduced_lp(n: int, alpha: float, properties: object = (), objective: o
                      full_rows=size + full.b_ub.size + full.b_eq.size, full_cols=size + extra_cols,
                      row_origin=origin, singletons=singletons, problem=problem, folded=fold)
 
+
+@dataclass(frozen=True)
+class ReducedInverse:
+    """Maps answers on a :class:`ReducedLP` back to the full model it was reduced from."""
+
+    lp: ReducedLP
+
+    def invert_primal(self, y: np.ndarray) -> np.ndarray:
+        """The matrix ``P`` of a point ``y`` of the reduced model."""
+        N = self.lp.n + 1
+        return (self.lp.expand @ y)[: N * N].reshape(N, N)
+
+    def invert_dual(self, row_dual: np.ndarray, col_dual: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A dual ``(u, v)`` of the full model from the reduced model's row and column duals
+        (:func:`countdp.design.polish.full_dual`)."""
+        return full_dual(self.lp, row_dual, col_dual)
+
+
+class ReduceModel:
+    """The reductions of this module (implied rows dropped, S folded, singletons as bounds,
+    duplicates dropped) as one step: ``apply(problem)`` gives the reduced model and its inverse."""
+
+    def __init__(self, fold_symmetry: bool = True, drop_implied: bool = True):
+        self.fold_symmetry, self.drop_implied = fold_symmetry, drop_implied
+
+    def apply(self, problem: DesignProblem) -> tuple[ReducedLP, ReducedInverse]:
+        lp = build_reduced_lp(problem.n, problem.alpha, problem.properties, problem.objective, problem.weights,
+                              problem.aggregate, self.fold_symmetry, self.drop_implied)
+        return lp, ReducedInverse(lp)

@@ -36,9 +36,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality, design_lp_model, lower_column_multipliers
 from countdp.evaluate.metrics import loss_matrix
 from countdp.mechanisms.closed_forms import geometric
+from countdp.privacy.certify import certify
 
 THEOREM = "Ghosh, Roughgarden and Sundararajan (STOC 2009): GM followed by its best remap"
 """The theorem behind :func:`remapped_geometric`, as recorded in ``optimality["proof"]``."""
@@ -125,9 +127,6 @@ def remap_certificate(n: int, alpha: float, objective: object, weights: np.ndarr
     :func:`countdp.privacy.certify.certify`, which is deterministic), with the dual of
     :func:`remap_dual` and the properties' rows given 0: the LP with them only adds rows, so that
     dual stays feasible, and the check also tests that ``certify(P)`` holds every row."""
-    from countdp.design.model import DesignProblem
-    from countdp.privacy.certify import certify
-
     plain = DesignProblem(n, alpha, (), objective, weights)
     target = DesignProblem(n, alpha, properties, objective, weights)
     u, v = target.dual_from(plain, *remap_dual(n, alpha, objective, weights, plain.lp()))

@@ -28,6 +28,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from ucimlrepo import fetch_ucirepo
+
+from countdp.mechanisms.artifact import atomic_path, write_text_atomic
 
 ADULT_COLUMNS = (
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -186,7 +189,7 @@ def fetch_ucimlrepo(timeout: float, fetch: Callable | None = None) -> pd.DataFra
     is raised and the thread is abandoned.  Any exception of the fetch becomes a DataError.
     """
     if fetch is None:
-        from ucimlrepo import fetch_ucirepo as fetch
+        fetch = fetch_ucirepo
     box: dict = {}
 
     def run() -> None:
@@ -270,8 +273,6 @@ def load_adult(source: str = "auto", snapshot: str | Path = "resources/adult.dat
 
 def write_adult(table: pd.DataFrame, record: dict, csv_path: str | Path, json_path: str | Path) -> dict:
     """Write the tidy table and its JSON sidecar atomically; the sidecar holds the table's SHA-256."""
-    from countdp.mechanisms.artifact import atomic_path, write_text_atomic
-
     data = table.to_csv(index=False, lineterminator="\n").encode()
     with atomic_path(csv_path) as tmp:
         tmp.write_bytes(data)

@@ -29,6 +29,7 @@ import pandas as pd
 
 from countdp.evaluate.data import POPULATION, binomial_groups, empirical_distribution, group_counts
 from countdp.evaluate.metrics import binomial_distribution, empirical_errors, expected_error, expected_errors
+from countdp.mechanisms.artifact import load_certified
 from countdp.privacy.sampling import release_each
 
 NOISE_ONLY_KEYS = ("alpha", "mechanism")
@@ -189,8 +190,6 @@ def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, 
     exact certificate of the release weights are re-verified) and must hold the stated ``n``
     and ``alpha``.
     """
-    from countdp.mechanisms.artifact import load_certified
-
     out = {}
     for mechanism, n, path in files:
         record = load_certified(path)

@@ -150,9 +150,10 @@ def binomial_distribution(n: int, p: float) -> np.ndarray:
     n, p = check_n(n), check_probability(p)
     k = np.arange(n + 1)
     try:
+        # lazy: keeps scipy out of `import countdp` and the CLI (both import this module)
         from scipy.special._ufuncs import _binom_pmf
     except ImportError:  # pragma: no cover - depends on the scipy release
-        from scipy.stats import binom
+        from scipy.stats import binom  # lazy: as above
 
         return binom.pmf(k, n, p)
     return np.clip(_binom_pmf(k.astype(float), float(n), float(p)), 0.0, 1.0)

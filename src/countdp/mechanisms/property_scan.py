@@ -10,7 +10,7 @@ reports.
 The results are bit-for-bit those of the rows, not merely close: every quantity is the same
 IEEE difference of the same two entries (``fl(b - a) = -fl(a - b)``), and a maximum taken
 before subtracting a constant equals the maximum of the differences (rounding is monotone).
-``tests/test_artifacts.py`` checks the equality on designed, random and broken matrices.
+``tests/mechanisms/test_artifacts.py`` checks the equality on designed, random and broken matrices.
 """
 
 from __future__ import annotations

@@ -18,6 +18,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from countdp.mechanisms.artifact import atomic_path
+
 PLOT_LOCK = threading.RLock()
 """Serialises drawing: matplotlib's rcParams and caches are shared by every thread."""
 
@@ -25,8 +31,6 @@ PLOT_LOCK = threading.RLock()
 @contextmanager
 def drawing(rc: Mapping | None = None) -> Iterator[None]:
     """Hold :data:`PLOT_LOCK` with ``rc`` applied to matplotlib's defaults (restored on exit)."""
-    import matplotlib
-
     with PLOT_LOCK, matplotlib.rc_context(dict(rc or {})):
         yield
 
@@ -44,9 +48,6 @@ def drawn(plot):
 
 def new_figure(figsize: tuple[float, float]):
     """A new figure, attached to an Agg canvas and to no pyplot manager."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     fig = Figure(figsize=figsize)
     FigureCanvasAgg(fig)
     return fig
@@ -64,8 +65,6 @@ def save_figure(fig, paths: Sequence[str | Path], **savefig) -> None:
     ``savefig`` keywords go to :meth:`Figure.savefig` (e.g. ``dpi``, ``bbox_inches``);
     ``dpi`` may be a mapping from suffix to dpi (``{"png": 200}``; others use the default).
     """
-    from countdp.mechanisms.artifact import atomic_path
-
     dpi = savefig.pop("dpi", None)
     for path in paths:
         kind = Path(path).suffix.lstrip(".")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import LinearSegmentedColormap
 
 from countdp.plots.canvas import drawn, save_tight, subplots
 
@@ -19,7 +20,6 @@ def plot_levels(table: pd.DataFrame, paths: Sequence[str]) -> None:
     ns = sorted(forward.n.unique())
     counts = forward.groupby(["mechanism", "n"]).derivable.agg(["sum", "count"])
     share = np.array([[counts.loc[(m, n), "sum"] / counts.loc[(m, n), "count"] for n in ns] for m in mechanisms])
-    from matplotlib.colors import LinearSegmentedColormap  # matplotlib stays lazy for the library
 
     fig, ax = subplots(figsize=(1.1 * len(ns) + 2.6, 0.5 * len(mechanisms) + 1.8))
     ax.imshow(share, cmap=LinearSegmentedColormap.from_list("rg", ["#e06666", "#fce5cd", "#d9ead3"]), vmin=0,

@@ -10,8 +10,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import ListedColormap
+from matplotlib.ticker import MaxNLocator
 
 from countdp.plots.canvas import drawn, save_tight, subplots
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
 from countdp.studies.prior import PRIOR_COUNTERPART
 from countdp.studies.subsets import FIG5_REFERENCES
 
@@ -22,16 +25,12 @@ SET_COLOURS = {"BasicDP": "GM", "none": "GM", "WH": "WH", "WM": "WM", "ALL": "EM
 
 
 def _colour(key: str) -> str:
-    from countdp.plots.style import MECHANISM_COLORS
-
     return MECHANISM_COLORS.get(SET_COLOURS.get(key, BEHAVIOUR_COLOURS.get(key, key)), "#000000")
 
 
 @drawn
 def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     """Top: uniform-prior L0 vs n per alpha; bottom: achieved alpha / alpha of EXP and naive CGM."""
-    from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
-
     alphas = sorted(table.alpha.unique())
     fig, axes = subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.2), squeeze=False,
                              sharex=True, gridspec_kw={"height_ratios": [3, 2]})
@@ -53,7 +52,6 @@ def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
         if k == 0:
             ax.set_ylabel("L0 (uniform prior)")
             bx.set_ylabel("achieved alpha / alpha")
-    from matplotlib.ticker import MaxNLocator
 
     for ax in axes.ravel():
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -229,7 +227,6 @@ def plot_derivability(table: pd.DataFrame, paths: Sequence[str]) -> None:
         for c, key in enumerate(keys):
             V[r, c] = idx.loc[(m, *key), "gs_violation"]
             D[r, c] = idx.loc[(m, *key), "derivable"]
-    from matplotlib.colors import ListedColormap
 
     fig, ax = subplots(figsize=(max(6.0, 0.55 * len(keys) + 2.0), 0.42 * len(mechs) + 1.6))
     ax.imshow(D.astype(float), cmap=ListedColormap(["#f4cccc", "#d9ead3"]), vmin=0, vmax=1, aspect="auto")

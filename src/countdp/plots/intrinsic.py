@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from cycler import cycler
 from matplotlib.colors import ListedColormap
 from matplotlib.ticker import MaxNLocator
 
@@ -40,8 +41,6 @@ PROPERTY_ORDER = ("S", "RM", "CM", "F", "WH", "RH", "CH")
 
 def paper_theme() -> dict:
     """The rcParams of ``seaborn.set_theme(context="paper", style="whitegrid", rc=PAPER_RC)``, as a dict."""
-    from cycler import cycler
-
     return {**sns.plotting_context("paper"), **sns.axes_style("whitegrid", rc={"font.family": "sans-serif"}),
             "axes.prop_cycle": cycler("color", sns.color_palette("deep")), **PAPER_RC}
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from countdp.design.designer import design_named
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.mechanisms.properties import check_all, gupte_sundararajan_violation
 from countdp.privacy.certify import certify
@@ -20,8 +21,6 @@ DERIVABILITY_MECHANISMS = ("GM", "EM", "WM", "WH", "UM", "EXP", "CGM", "RR")
 
 def named_matrix(name: str, n: int, alpha: float, solver: str = "HIGHS") -> np.ndarray:
     """Certified matrix of a named mechanism or baseline (WM/WH are LP designs)."""
-    from countdp.design.designer import design_named
-
     if name in ("WM", "WH"):
         return design_named(name, n, alpha, solver=solver).matrix
     if name in ("GM", "EM", "UM"):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from countdp.mechanisms.properties import check_all
 from countdp.studies.checks import CHECK_COLUMNS, check_row
 from countdp.studies.records import EXACT_TOL, constant_output, mass_on, mass_within
 
@@ -73,8 +74,6 @@ def fig01_tables(panel_records: Sequence[dict], l2_records: Sequence[dict],
 # ----------------------------------------------------------------------------- Figure 2
 def fig02_tables(records: Sequence[dict], tol: float = 1e-7) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Figure 2: each constrained panel's Pr[|out - in| <= 1] and property checks."""
-    from countdp.mechanisms.properties import check_all
-
     rows, checks = [], []
     for r in records:
         P = np.asarray(r["matrix"])

@@ -7,14 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from countdp.mechanisms.properties import check_property
 from countdp.studies.checks import CHECK_COLUMNS, check_row
 from countdp.studies.records import wh_threshold
 
 
 def fig06_grid(records: Sequence[dict], properties: Sequence[str], tol: float) -> pd.DataFrame:
     """One row per (mechanism, n, alpha, property): does it hold (within ``tol``)?"""
-    from countdp.mechanisms.properties import check_property
-
     rows = []
     for r in records:
         P = np.asarray(r["matrix"])

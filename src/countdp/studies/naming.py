@@ -3,7 +3,7 @@
 The workflow imports this module while Snakemake parses the Snakefile, so it must stay cheap:
 no numpy, no pandas, no solver.  The heavier library modules agree with it
 (``countdp.design.constraints.PROPERTIES``, ``countdp.evaluate.metrics.parse_objective``;
-tests/test_studies.py checks that they do).
+tests/studies/test_studies.py checks that they do).
 """
 
 from __future__ import annotations

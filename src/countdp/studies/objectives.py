@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from countdp.evaluate.metrics import expected_error, objective_value, parse_objective
+from countdp.design.designer import design_lp
+from countdp.evaluate.metrics import binomial_distribution, expected_error, objective_value, parse_objective
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
 from countdp.studies.naming import PROPERTIES
@@ -44,9 +45,6 @@ def objective_study(n: int, alpha: float, ps: Sequence[float],
     own objective value, its uniform-prior L0/L1/L2 and its expected L0, L1 and RMSE under
     Binomial(n, p); ``matrices[(set, objective)]`` is the certified matrix (for heatmaps).
     """
-    from countdp.design.designer import design_lp
-    from countdp.evaluate.metrics import binomial_distribution
-
     n, a = check_n(n), check_alpha(alpha)
     sets = dict(fig8_property_sets() if property_sets is None else property_sets)
     rows, matrices = [], {}

@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from countdp.design.designer import design_named
 from countdp.design.highs_model import lexicographic_design
-from countdp.evaluate.metrics import expected_error, parse_objective
+from countdp.evaluate.metrics import binomial_distribution, expected_error, parse_objective
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import certify
 from countdp.studies.checks import CHECK_COLUMNS
@@ -54,8 +55,6 @@ def prior_study(n: int, alpha: float, distributions: Mapping[str, Sequence[float
     Returns ``(table, gains)``: ``gains`` pairs each prior-aware design with its uniform
     counterpart (:data:`PRIOR_COUNTERPART`) on the objective it was designed for.
     """
-    from countdp.design.designer import design_named
-
     n, a = check_n(n), check_alpha(alpha)
     sets = dict(PRIOR_SETS if property_sets is None else property_sets)
     named = {}
@@ -105,6 +104,4 @@ def prior_checks(gains: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
 
 def binomial_distributions(n: int, ps: Sequence[float]) -> dict[str, np.ndarray]:
     """``{"Binomial(p=...)": pmf}`` for each ``p``."""
-    from countdp.evaluate.metrics import binomial_distribution
-
     return {f"Binomial(p={p:g})": binomial_distribution(n, p) for p in ps}

@@ -12,20 +12,19 @@ from pathlib import Path
 
 import numpy as np
 
+from countdp.evaluate.metrics import parse_objective
+from countdp.mechanisms.artifact import load_certified
+
 VISUAL_TOL = 1e-3
 """Tolerance for statements read off a plot ("the curves coincide")."""
 EXACT_TOL = 1e-9
 """Tolerance for statements about LP solutions (solver output is exact to ~1e-12)."""
 def objective_from_slug(slug: str) -> str:
     """``L0d1`` (path spelling) -> ``L0d:1``; ``L0``/``L1``/``L2`` unchanged."""
-    from countdp.evaluate.metrics import parse_objective
-
     return str(parse_objective(slug))
 
 def load_matrix_records(paths: Iterable[str | Path]) -> list[dict]:
     """Certified records (DP re-verified on the stored floats), each with its path."""
-    from countdp.mechanisms.artifact import load_certified
-
     records = []
     for path in paths:
         record = load_certified(path)

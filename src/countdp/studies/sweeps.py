@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from countdp.design.designer import design_named
 from countdp.mechanisms.artifact import save_design, write_text_atomic
 from countdp.privacy.alpha import exact_alpha
 from countdp.studies.naming import alpha_spelling, lp_properties, parse_alpha
@@ -26,8 +27,6 @@ def design_artifact(mechanism: str, objective: str, n: int, alpha: str, solver: 
     ``alpha_exact`` is the exact value it stands for (``"10/11"``; default: the decimal
     ``alpha`` itself), and must round to it.  Returns a one-line summary (for the job's log).
     """
-    from countdp.design.designer import design_named
-
     a = parse_alpha(alpha)
     if alpha_spelling(a) != alpha:
         raise ValueError(f"alpha={alpha!r} is not canonical; spell it {alpha_spelling(a)!r}")

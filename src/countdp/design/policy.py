@@ -1,0 +1,104 @@
+"""The predicates that choose how a design is solved, in one place.
+
+Each is a pure function of the request (or the model) and the :class:`SolverSettings`; the
+strategies and the planner consult them, and none of them solves anything.  Conventions:
+``N = n + 1``, ``alpha = e^-eps``.
+
+Far from its corners an optimal design looks like GM (translation invariant along the diagonal,
+decaying by ``alpha`` per step away from it), so a design at a smaller size, spread out, is a good
+guess or even an exact template at large ``n`` — as long as the corners, about
+``log(decay) / log(alpha)`` wide, fit in the template.  Near ``alpha = 1`` they do not, and
+Clarabel's interior point, proven as it is, answers instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from countdp.design.request import is_zero_one, uniform_weights
+from countdp.design.settings import SolverSettings
+
+LARGE_N_OBJECTIVES = ("L0", "L0d", "L1", "L2")
+"""Objectives of the large-n template path: L0 with its copied dual, the others with the support dual."""
+
+
+def guide_width(n: int, alpha: float, settings: SolverSettings) -> int | None:
+    """The corner width ``W`` of the guide template (size ``3 W + 4``), or ``None`` when no guide
+    is built: ``n`` below :attr:`~SolverSettings.template_min_n`, or a template that would be
+    nearly as large as the model (``alpha`` near 1)."""
+    if n < settings.template_min_n or not 0.0 < alpha < 1.0:
+        return None
+    W = max(int(np.ceil(np.log(settings.guide_decay) / np.log(alpha))),
+            int(np.ceil(settings.guide_min_width_fraction * n)))
+    return W if 3 * W + 4 <= settings.guide_max_template_fraction * n else None
+
+
+def too_near_one(n: int, alpha: float, settings: SolverSettings) -> bool:
+    """Whether ``n`` is large enough for a template but ``alpha`` too near 1 for one: Clarabel's
+    point is then the answer, not a simplex's guide."""
+    return n >= settings.template_min_n and 0.0 < alpha < 1.0 and guide_width(n, alpha, settings) is None
+
+
+def guide_applies(problem, settings: SolverSettings) -> bool:
+    """Whether a guide template can be built for the :class:`countdp.design.model.DesignProblem`
+    ``problem`` (``None``: no) and is worth it: the sum aggregate, uniform weights (the template
+    has its own uniform prior), a template width, and not L0,d (``d >= 1``) from
+    :attr:`~SolverSettings.face_alpha` (its optimal face is large; Clarabel's point answers)."""
+    if problem is None:
+        return False
+    objective = problem.objective
+    large_face = objective.name == "L0d" and objective.d >= 1 and problem.alpha >= settings.face_alpha
+    return (problem.aggregate == "sum" and uniform_weights(problem.weights, problem.n) and not large_face
+            and guide_width(problem.n, problem.alpha, settings) is not None)
+
+
+def point_before_template(problem) -> bool:
+    """Whether Clarabel's points are offered to the proof before a guide template is built, and the
+    CM relaxation tried where a template applies: L0,d (``d >= 1``) with F, whose templates rarely
+    guide."""
+    objective = problem.objective
+    return objective.name == "L0d" and objective.d >= 1 and "F" in problem.properties
+
+
+def template_clarabel_tol(problem, settings: SolverSettings) -> float:
+    """Clarabel's tolerances for the guide point of ``problem``'s template solve: looser for L1
+    and L2 (the point only seeds a simplex), else those of a point proven as it is."""
+    if problem.objective.name in ("L1", "L2"):
+        return settings.template_clarabel_tol
+    return settings.guide_clarabel_tol
+
+
+def choose_method(lp, settings: SolverSettings) -> str:
+    """The algorithm ``method="auto"`` runs on the reduced model ``lp``: dual simplex below
+    :attr:`~SolverSettings.ipm_min_nnz` constraint non-zeros, else
+    :attr:`~SolverSettings.large_method` for L0 and ``guided`` for the other objectives (their
+    optima have entries down to ``alpha^n``: unscaled interior points stall and a cold simplex
+    grinds; Clarabel on the scaled model gets close and the simplex from its basis needs few pivots)."""
+    if lp.A.nnz < settings.ipm_min_nnz:
+        return "simplex"
+    return settings.large_method if is_zero_one(lp.problem.objective) else "guided"
+
+
+def large_n_applies(request, settings: SolverSettings) -> str | None:
+    """``None`` when the large-n template path is meant for ``request`` (L0, L0,d, L1 or L2, uniform
+    weights, the sum, CM or CH, no F, ``n`` from :attr:`~SolverSettings.template_min_n`), else why not."""
+    props = set(request.properties)
+    if request.n < settings.template_min_n:
+        return f"n below {settings.template_min_n}"
+    if not (request.objective.name in LARGE_N_OBJECTIVES and request.aggregate == "sum" and request.uniform):
+        return "not a uniform-prior sum of L0, L0d, L1 or L2"
+    if "F" in props or not props & {"CM", "CH"}:
+        return "needs CM or CH, and no F"
+    return None
+
+
+def template_widths(alpha: float, objective, settings: SolverSettings) -> tuple[int, ...]:
+    """The large-n template widths tried in turn: for L0 the narrowest multiple of 4 that holds the
+    corners (:attr:`~SolverSettings.corner_decay`) and one :attr:`~SolverSettings.widening` times
+    wider; for the other objectives :attr:`~SolverSettings.support_widths` where ``alpha^W`` is at
+    most :attr:`~SolverSettings.support_corner_decay`."""
+    if objective.name != "L0":
+        return tuple(W for W in settings.support_widths if alpha ** W <= settings.support_corner_decay)
+    corner = np.log(settings.corner_decay) / np.log(alpha) if 0 < alpha < 1 else 0.0
+    W = max(settings.min_width, 4 * int(np.ceil(corner / 4)))
+    return W, 4 * int(np.ceil(settings.widening * W / 4))

@@ -1,0 +1,122 @@
+"""Every tuning constant of the design engine, in one frozen object that is passed in.
+
+None of these changes what is proven: every answer is checked by the independent weak-duality
+routine of :mod:`countdp.design.optimality` and the exact DP test of the released weights.  They
+choose which path answers and how fast.  Limits on simplex work count iterations (times rows),
+not seconds, so that the path taken is the same on any machine and under any load; the one
+wall-clock bound, :attr:`SolverSettings.simplex_safety_seconds`, only stops a machine many
+times slower than expected.  Why each value is what it is, with the measurements behind it, is
+in ``docs/performance.md`` and ``CHANGELOG.md``.
+
+Tests and benchmarks build their own (``SolverSettings(template_min_n=10_000)``) and pass it to
+:func:`countdp.design.designer.design_lp` or the planner, instead of changing module globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """Tuning of the design engine (see the module docstring); the defaults are the engine's."""
+
+    # --- which path: the method choice and the closed forms
+    auto_min_n: int = 16
+    """``design_lp(backend="auto")`` uses the reduced model from this ``n``; smaller models go to
+    the plain cvxpy model, whose vertex choice the small-n figures were made with."""
+    ipm_min_nnz: int = 8_000
+    """From this many constraint non-zeros ``method="auto"`` leaves dual simplex for an interior
+    point (L0) or the guided simplex (the other objectives)."""
+    large_method: str = "clarabel"
+    """The interior point method ``auto`` uses on large L0 models."""
+    check_closed_form_max_n: int = 128
+    """Up to this ``n`` a closed form is also checked by an LP dual when its explicit dual does
+    not close; above it the theorem alone stands (recorded as unchecked)."""
+    gm_tol: float = 1e-12
+    """Largest property violation of a closed form's matrix accepted as holding the property."""
+
+    # --- Clarabel
+    clarabel_tol: float = 1e-12
+    """Clarabel's gap and feasibility tolerances on the reduced model."""
+    clarabel_direct_method: str = "qdldl"
+    """Clarabel's sparse LDL^T factorisation of the KKT system (faster than its default here)."""
+    guide_clarabel_tol: float = 1e-14
+    """Clarabel's tolerances for a point that may be proven as it is (its duals must be accurate)."""
+    template_clarabel_tol: float = 1e-12
+    """Clarabel's tolerances for the point that only seeds an L1 or L2 template's simplex."""
+    refine_max_residual: float = 1e-11
+    """A stalled ('AlmostSolved') point with at most this relative primal residual is solved again
+    with iterative refinement; above it refinement stalls too and is skipped."""
+
+    # --- HiGHS
+    highs_tol: float = 1e-10
+    """HiGHS primal and dual feasibility tolerances (its smallest allowed)."""
+    tight_row_scales: tuple[float, ...] = (1e3, 1e6)
+    """Row scale factors of the tightened re-solves of a vertex whose DP repair kept its
+    certificate open, tried in turn."""
+    col_scale_floor: float = 1e-3
+    """Smallest column scale (HiGHS's dual tolerance acts on scale times reduced cost)."""
+    warm_edge_weights: int = 1
+    """HiGHS's dual edge weight strategy from a given basis: Devex (steepest edge first computes
+    every row's exact weight, which dominates a warm start)."""
+    guess_tail: float = 1e-8
+    """Entries of an interior point below this (scaled) are completed by structure in the basis guess."""
+    simplex_safety_seconds: float = 60.0
+    """Wall-clock bound on each iteration-limited simplex."""
+    quick_vertex_work: tuple[float, float] = (7.5e7, 3e7)
+    """Work (iterations times rows) of the dual, then the primal simplex from Clarabel's basis
+    before Clarabel's point is offered to the proof, below :attr:`template_min_n`."""
+    guided_simplex_iterations: int = 6000
+    """Iterations of each simplex from Clarabel's basis (a good guess needs a few pivots)."""
+
+    # --- the template guide and the large-n template
+    template_min_n: int = 160
+    """Smallest ``n`` guided by a template or answered by the large-n template path."""
+    guide_decay: float = 1e-2
+    """The guide template's corner width ``W`` is at least ``log(guide_decay) / log(alpha)``."""
+    guide_min_width_fraction: float = 0.2
+    """The guide template's ``W`` is at least this fraction of ``n``."""
+    guide_max_template_fraction: float = 0.7
+    """No guide template when it would exceed this fraction of ``n`` (alpha near 1)."""
+    template_simplex_work: tuple[float, float] = (5e8, 3e7)
+    """Work of the dual, then the primal simplex of the guide template's own solve."""
+    template_simplex_iterations: int = 5000
+    """Iterations of each dual simplex at ``n`` from the guide template's guess."""
+    face_alpha: float = 0.9
+    """L0,d (``d >= 1``) gets no guide template from this alpha (its optimal face is large)."""
+    corner_decay: float = 0.25
+    """L0's large-n template width: the smallest multiple of 4 with ``alpha^W`` at most this."""
+    min_width: int = 16
+    """The narrowest large-n template width."""
+    widening: float = 1.5
+    """When the first large-n width does not close, one this much wider is tried."""
+    support_corner_decay: float = 0.05
+    """:attr:`corner_decay` for the support dual of the other objectives."""
+    support_widths: tuple[int, ...] = (16,)
+    """Large-n template widths tried for the objectives other than L0."""
+    dual_simplex_work: float = 5e8
+    """Work of HiGHS's primal simplex on the large-n restricted dual."""
+    dual_simplex_rows: int = 4000
+    """Restricted duals with more rows than this go to Clarabel first."""
+    support_tol: float = 1e-9
+    """A template multiplier below this fraction of the largest counts as zero."""
+    max_pinned: int = 8
+    """Most surplus support rows the support dual pins by seeded random rows."""
+    support_refinements: int = 3
+    """Steps of iterative refinement of the support dual's sparse solve."""
+    large_n_seconds: float = 120.0
+    """Time budget of the large-n template path (it then gives way to the general LP)."""
+
+    # --- the CM relaxation and the dual repair
+    face_tol: float = 1e-8
+    """A multiplier or reduced cost above this times the largest cost marks its row tight on the
+    relaxation's optimal face."""
+    dual_repairs: tuple[tuple[float, int], ...] = ((1e-6, 300), (1e-5, 300), (1e-7, 300))
+    """``(tau, iterations)`` of the dual repair tiers, tried in turn."""
+    repair_gap_limit: float = 1e-8
+    """A dual is repaired only when its relative gap is below this (else it is far from optimal)."""
+
+
+DEFAULT_SETTINGS = SolverSettings()
+"""The engine's settings when none are passed."""

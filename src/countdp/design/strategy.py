@@ -1,0 +1,59 @@
+"""The one interface every design strategy implements, and the context the planner hands it.
+
+A strategy answers a :class:`countdp.design.request.DesignRequest` one way (a closed form, the
+large-n template, the CM relaxation, ...).  :meth:`Strategy.accepts` says cheaply whether it
+applies (``None``) or why not (a reason); :meth:`Strategy.attempt` tries it and returns an
+:class:`countdp.design.request.Attempt`.  A strategy imports the numerical kernels it needs
+(solvers, reductions, proofs) but never another strategy or the planner: the sub-solves it
+shares with them (the general LP with its fallbacks, Clarabel's proven points, re-proving a
+matrix) go through the :class:`SolveContext` the planner provides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from countdp.design.request import Attempt, DesignRequest
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+
+
+@dataclass
+class SolveContext:
+    """What the planner lends a strategy: the settings, the time the request started, and the
+    shared sub-solves (bound by the planner to :mod:`countdp.design.lp_solve`).
+
+    * ``reduced_lp(problem, fold, drop_implied)``: the reduced model of a
+      :class:`countdp.design.model.DesignProblem` (cached per request);
+    * ``solve_proven(lp, method, fallback=True, methods=None)``: ``(P, method, run, optimality)``;
+    * ``proven_points(lp, prover=None, what="")``: Clarabel's points of ``lp``, each with its proof;
+    * ``proven_point(lp, prover=None, what="")``: the first proven of them (or the last);
+    * ``prove_matrix(problem, matrix, fallback=True)``: the certificate of a matrix found elsewhere;
+    * ``choose_method(lp)``: the algorithm ``method="auto"`` runs on ``lp``.
+    """
+
+    settings: SolverSettings = DEFAULT_SETTINGS
+    start: float = 0.0
+    reduced_lp: Callable = None
+    solve_proven: Callable = None
+    proven_points: Callable[..., Iterator] = None
+    proven_point: Callable = None
+    prove_matrix: Callable = None
+    choose_method: Callable = None
+    notes: dict = field(default_factory=dict)
+
+
+class Strategy(Protocol):
+    """One way to answer a design request (module docstring)."""
+
+    name: str
+    """The strategy's name in attempts and logs."""
+    extra_key: str
+    """Where an answer from a later strategy keeps this one's record (``Answer.extra[extra_key]``)."""
+
+    def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
+        """``None`` when the strategy applies to ``request``, else the reason it does not."""
+
+    def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
+        """Try the strategy; never raises for a solver's failure (that is a ``failed`` attempt)."""

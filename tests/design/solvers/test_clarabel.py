@@ -1,0 +1,122 @@
+"""Clarabel on the reduced model and on plain LPs: the optimum, duals in HiGHS's convention, the
+cost scale undone, the implied bounds left out only when asked; and those implied bounds themselves."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from countdp.design.highspy_loader import load_highspy
+from countdp.design.implied_bounds import implied_nonnegative
+from countdp.design.reduce import build_reduced_lp
+from countdp.design.settings import SolverSettings
+from countdp.design.solvers.clarabel import clarabel_lp, objective_scale, run_clarabel
+from countdp.design.solvers.highs import highs_lp
+from countdp.evaluate.metrics import objective_value
+from countdp.mechanisms.closed_forms import geometric
+
+
+def test_clarabel_lp_solves_a_hand_made_lp_with_duals_in_highs_convention():
+    """min -x0 - x1 s.t. x0 + 2 x1 <= 4, 3 x0 + x1 <= 6, 0 <= x: optimum (8/5, 6/5), value -14/5;
+    the row duals (by hand: -2/5, -1/5) satisfy ``cost - A^T row_dual = col_dual = 0``."""
+    A = sp.csr_matrix(np.array([[1.0, 2.0], [3.0, 1.0]]))
+    point = clarabel_lp(A, np.array([-1.0, -1.0]), np.zeros(2), np.full(2, np.inf), np.full(2, -np.inf),
+                        np.array([4.0, 6.0]), 1e-12, "qdldl", cost_scale=7.0)
+    assert point.solved and point.objective == pytest.approx(-2.8, abs=1e-9)
+    np.testing.assert_allclose(point.x, [1.6, 1.2], atol=1e-9)
+    np.testing.assert_allclose(point.row_dual, [-0.4, -0.2], atol=1e-9)
+    np.testing.assert_allclose(point.col_dual, 0.0, atol=1e-9)
+
+
+def test_an_infeasible_lp_is_reported_and_run_clarabel_raises():
+    """x0 >= 1 and x0 <= 0: Clarabel's status says so; on a reduced model the run raises."""
+    point = clarabel_lp(sp.csr_matrix(np.array([[1.0]])), np.ones(1), np.zeros(1), np.zeros(1), np.ones(1),
+                        np.full(1, np.inf), 1e-12, "qdldl")
+    assert not point.solved
+    lp = build_reduced_lp(10, 0.7, ("WH",), "L1")
+    with pytest.raises(RuntimeError, match="Clarabel returned"):
+        run_clarabel(replace(lp, col_upper=np.full(lp.A.shape[1], 1e-3)))
+
+
+@pytest.mark.parametrize("cost_scale", [1.0, 50.0])
+def test_point_has_the_theorem_3_optimum_in_the_models_units(cost_scale):
+    """WH with S, L0, n = 16, alpha = 0.62: GM's value (Theorem 3), whatever the cost scale, and the
+    duals in the model's units (``col_dual = cost - A^T row_dual`` up to Clarabel's tolerance)."""
+    n, alpha = 16, 0.62
+    lp = build_reduced_lp(n, alpha, ("WH", "S"), "L0")
+    run = run_clarabel(lp, cost_scale)
+    assert run.objective == pytest.approx(objective_value(geometric(n, alpha), "L0"), abs=1e-9)
+    np.testing.assert_allclose(run.col_dual, lp.cost - lp.A.T @ run.row_dual, atol=1e-8)
+
+
+def test_implied_bounds_left_out_only_when_asked():
+    """LP with RM, L2: leaving out the bounds the DP rows imply keeps the optimum, and those
+    columns get no bound dual; with the bounds kept, some of them carry one."""
+    lp = build_reduced_lp(20, 0.9, ("RM",), "L2")
+    implied = implied_nonnegative(lp.A, lp.row_lower, lp.row_upper, lp.col_lower)
+    kept = run_clarabel(lp, objective_scale(lp))
+    dropped = run_clarabel(lp, objective_scale(lp), drop_implied_bounds=True, settings=SolverSettings())
+    assert implied.sum() > 0 and dropped.objective == pytest.approx(kept.objective, rel=1e-8)
+    assert np.all(dropped.col_dual[implied] == 0.0) and np.any(kept.col_dual[implied] != 0.0)
+
+
+def test_objective_scale_is_gms_objective_at_least_one():
+    """L2: GM's L2 loss (above 1); L0: below 1, so 1; no problem attached: 1."""
+    n, alpha = 30, 0.9
+    lp = build_reduced_lp(n, alpha, ("WH",), "L2")
+    gm = objective_value(geometric(n, alpha), "L2")
+    assert gm > 1 and objective_scale(lp) == pytest.approx(gm, rel=1e-12)
+    assert objective_scale(build_reduced_lp(n, alpha, ("WH",), "L0")) == 1.0
+    assert objective_scale(replace(lp, problem=None)) == 1.0
+
+
+def _mask(rows, lo, hi, k, col_lower=None):
+    A = sp.csr_matrix(np.array(rows, float))
+    col_lower = np.zeros(k) if col_lower is None else np.asarray(col_lower, float)
+    return implied_nonnegative(A, np.array(lo, float), np.array(hi, float), col_lower)
+
+
+def test_a_chain_keeps_one_bound_and_a_cycle_one():
+    inf = np.inf
+    # y1 >= 0.5 y0, y2 >= 2 y1: a chain from y0
+    assert _mask([[-0.5, 1, 0], [0, -2, 1]], [0, 0], [inf, inf], 3).tolist() == [False, True, True]
+    # written as <= 0 rows: the same implications
+    assert _mask([[0.5, -1, 0], [0, 2, -1]], [-inf, -inf], [0, 0], 3).tolist() == [False, True, True]
+    # y0 and y1 bound each other both ways (a DP pair): one of the two is kept
+    assert _mask([[-0.9, 1], [1, -0.9]], [0, 0], [inf, inf], 2).sum() == 1
+
+
+def test_rows_that_imply_nothing():
+    inf = np.inf
+    assert not _mask([[1, 1]], [0], [inf], 2).any()  # y0 + y1 >= 0: same signs
+    assert not _mask([[-1, 1]], [-1], [inf], 2).any()  # y1 >= y0 - 1: a negative lower side
+    assert not _mask([[-1, 1, 1]], [0], [inf], 3).any()  # three variables
+    assert not _mask([[-1, 1]], [0], [inf], 2, col_lower=[-inf, 0]).any()  # y0 free: y1's bound stays
+
+
+def _highs_value(model):
+    highspy = load_highspy()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(model)
+    h.run()
+    return np.array(h.getSolution().col_value), h.getInfo().objective_function_value
+
+
+@pytest.mark.parametrize("props,objective,alpha",
+                         [((), "L1", 0.5), (("RM",), "L2", 0.9), (("RH", "CH"), "L0d:1", 0.62)])
+def test_a_design_lp_keeps_one_bound_per_output_row_and_its_optimum(props, objective, alpha):
+    """Plain DP rows link every output row's entries: at most one bound per output row remains,
+    and HiGHS finds the same optimum, non-negative, without the implied bounds."""
+    n = 12
+    lp = build_reduced_lp(n, alpha, props, objective, None, "sum", False, True)
+    implied = implied_nonnegative(lp.A, lp.row_lower, lp.row_upper, lp.col_lower)
+    assert (lp.col_lower == 0).sum() - implied.sum() <= n + 1
+    lower = np.where(implied, -np.inf, lp.col_lower)
+    with_bounds = _highs_value(highs_lp(lp.A, lp.cost, lp.col_lower, lp.col_upper, lp.row_lower, lp.row_upper))
+    without = _highs_value(highs_lp(lp.A, lp.cost, lower, lp.col_upper, lp.row_lower, lp.row_upper))
+    assert without[1] == pytest.approx(with_bounds[1], rel=1e-9, abs=1e-12)
+    assert without[0].min() >= -1e-9

@@ -1,0 +1,15 @@
+"""Designs on the reduced model through the planner, for tests that compare paths and settings."""
+
+from __future__ import annotations
+
+from countdp.design.planner import solve
+from countdp.design.request import Answer, DesignRequest
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+
+
+def reduced_design(n: int, alpha: float, properties: object = (), objective: object = "L0", weights=None,
+                   aggregate: str = "sum", settings: SolverSettings = DEFAULT_SETTINGS, **options) -> Answer:
+    """The planner's answer on the reduced model (``backend="highs"`` at every ``n``); ``options``:
+    the :class:`countdp.design.request.DesignRequest` switches (``method``, ``use_closed_forms``, ...)."""
+    request = DesignRequest.of(n, alpha, properties, objective, weights, aggregate, backend="highs", **options)
+    return solve(request, settings)
