@@ -1,7 +1,8 @@
 """Every mechanism artifact the DEFAULT config builds carries a valid DP certificate.
 
-The artifact list comes from Snakemake itself: ``snakemake -n`` on config/config.yaml (in a
-temporary copy of the repository) names every ``results/mechanisms/...json`` a full run would
+The artifact list comes from the workflow itself: parsing it on config/config.yaml (in a
+temporary copy of the repository, through a Snakefile that includes it and prints
+``needed_mechanism_paths()``) names every ``results/mechanisms/...json`` a full run would
 write (about 1,500: all closed forms GM/EM/UM and every LP of Figures 1, 2, 6, 8, 9 and of the
 extrinsic sweeps, n up to 40).  Each is designed in-process exactly as the design rule does
 (:func:`countdp.studies.sweeps.design_artifact`, HiGHS simplex) and its JSON is read back: the
@@ -40,7 +41,12 @@ pytestmark = pytest.mark.workflow
 @pytest.fixture(scope="module")
 def default_artifacts(tmp_path_factory) -> list[str]:
     work = copy_workflow(tmp_path_factory.mktemp("default") / "repo")
-    dry = snakemake(work, "-n", "--cores", "1", configfile="config/config.yaml", timeout=600)
+    # the sweeps' artifacts are params of rule design_sweep, which a dry run does not print: a
+    # Snakefile that includes the workflow prints the paths its studies need as it is parsed
+    (work / "list_designs.smk").write_text('include: "Snakefile"\n\nimport sys\n\n'
+                                           'print("\\n".join(needed_mechanism_paths()), file=sys.stderr)\n')
+    dry = snakemake(work, "-s", "list_designs.smk", "-n", "--cores", "1", configfile="config/config.yaml",
+                    timeout=600)
     assert dry.returncode == 0, dry.stderr[-3000:]
     paths = sorted({m.group(0) for m in ARTIFACT.finditer(dry.stdout + dry.stderr)})
     assert not (work / "results").exists()

@@ -273,26 +273,6 @@ def test_dp_closure_keeps_a_dp_matrix_to_rounding(alpha):
     np.testing.assert_allclose(closed.sum(axis=0), 1.0, rtol=0, atol=1e-14)
 
 
-def test_dp_closure_sets_column_sums_without_um():
-    """GM with each diagonal entry lowered by a different 1e-11 is still DP, but its columns sum
-    short: dividing them by their sums (UM's repair starts there) breaks GM's tight rows between
-    columns of different sums, and the UM mixture that mends them costs ~1e-9.  The closure puts
-    each column's shortfall back on its diagonal: GM again, to rounding, DP with no mixture."""
-    from countdp.design.polish import dp_closure
-    from countdp.mechanisms.closed_forms import geometric
-
-    alpha, n = 0.62, 64
-    G = geometric(n, alpha)
-    P = G.copy()
-    P[np.arange(n + 1), np.arange(n + 1)] -= 1e-11 * (1 + np.arange(n + 1) % 3)
-    assert not is_alpha_dp(P, alpha)  # the column sums are off by 1e-11 to 3e-11
-    _, mixed = certify(P, alpha)
-    closed = dp_closure(P, alpha)
-    np.testing.assert_allclose(closed, G, rtol=0, atol=1e-14)
-    assert is_alpha_dp(closed, alpha)
-    assert certify(closed, alpha)[1].repair_lambda == 0.0 < 1e-10 < mixed.repair_lambda
-
-
 def test_dp_closure_repairs_a_broken_tail_without_um():
     """A tail entry of GM lowered by ~1e-13 breaks a DP row; UM's repair needs lambda ~ 1e-13 N /
     (1 - alpha), the closure raises that entry back to alpha times its neighbour and takes the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from countdp.design.planner import solve
+from countdp.design.planner import make_context, solve
 from countdp.design.request import Answer, DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 
@@ -13,3 +13,12 @@ def reduced_design(n: int, alpha: float, properties: object = (), objective: obj
     the :class:`countdp.design.request.DesignRequest` switches (``method``, ``use_closed_forms``, ...)."""
     request = DesignRequest.of(n, alpha, properties, objective, weights, aggregate, backend="highs", **options)
     return solve(request, settings)
+
+
+def general_optimum(n: int, alpha: float, properties: object, objective: object = "L0") -> float:
+    """The general LP's optimum (the reduced model, the method ``auto`` would choose), proven."""
+    context = make_context()
+    lp = context.reduced_lp(DesignRequest.of(n, alpha, properties, objective).problem)
+    _, _, _, optimality = context.solve_proven(lp, context.choose_method(lp))
+    assert optimality["certified"]
+    return optimality["primal_objective"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from tests.helpers.artifact_files import read_file, write_file
 from jobs_extrinsic import eval_adult, eval_binomial
 
 from countdp.design.designer import design_named
 from countdp.evaluate.data import write_adult
 from countdp.mechanisms.artifact import save_design
 from countdp.mechanisms.closed_forms import explicit_fair
+from tests.helpers.artifact_files import read_file, write_file
 
 
 @pytest.fixture

@@ -73,30 +73,6 @@ def test_objective_scale_is_gms_objective_at_least_one():
     assert objective_scale(replace(lp, problem=None)) == 1.0
 
 
-def _mask(rows, lo, hi, k, col_lower=None):
-    A = sp.csr_matrix(np.array(rows, float))
-    col_lower = np.zeros(k) if col_lower is None else np.asarray(col_lower, float)
-    return implied_nonnegative(A, np.array(lo, float), np.array(hi, float), col_lower)
-
-
-def test_a_chain_keeps_one_bound_and_a_cycle_one():
-    inf = np.inf
-    # y1 >= 0.5 y0, y2 >= 2 y1: a chain from y0
-    assert _mask([[-0.5, 1, 0], [0, -2, 1]], [0, 0], [inf, inf], 3).tolist() == [False, True, True]
-    # written as <= 0 rows: the same implications
-    assert _mask([[0.5, -1, 0], [0, 2, -1]], [-inf, -inf], [0, 0], 3).tolist() == [False, True, True]
-    # y0 and y1 bound each other both ways (a DP pair): one of the two is kept
-    assert _mask([[-0.9, 1], [1, -0.9]], [0, 0], [inf, inf], 2).sum() == 1
-
-
-def test_rows_that_imply_nothing():
-    inf = np.inf
-    assert not _mask([[1, 1]], [0], [inf], 2).any()  # y0 + y1 >= 0: same signs
-    assert not _mask([[-1, 1]], [-1], [inf], 2).any()  # y1 >= y0 - 1: a negative lower side
-    assert not _mask([[-1, 1, 1]], [0], [inf], 3).any()  # three variables
-    assert not _mask([[-1, 1]], [0], [inf], 2, col_lower=[-inf, 0]).any()  # y0 free: y1's bound stays
-
-
 def _highs_value(model):
     highspy = load_highspy()
     h = highspy.Highs()

@@ -14,18 +14,10 @@ from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.large_n_template import STRATEGY, large_n_design
 from countdp.evaluate.metrics import parse_objective
 from countdp.privacy.certify import certify, is_alpha_dp
+from tests.helpers.design import general_optimum
 
 WM = ("RM", "CM", "WH", "S")
 CH_RM = ("CH", "RM")
-
-
-def general_optimum(n, alpha, props, objective="L0"):
-    """The general LP's optimum (reduced model, the method ``auto`` would choose), proven."""
-    context = make_context()
-    lp = context.reduced_lp(DesignRequest.of(n, alpha, props, objective).problem)
-    _, _, _, optimality = context.solve_proven(lp, context.choose_method(lp))
-    assert optimality["certified"]
-    return optimality["primal_objective"]
 
 
 @pytest.mark.parametrize(("request_args", "options", "reason"), [

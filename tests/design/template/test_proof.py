@@ -11,17 +11,9 @@ from countdp.design.planner import make_context
 from countdp.design.request import DesignRequest
 from countdp.design.template.proof import certify_expansion, prove_width
 from countdp.privacy.certify import certify, is_alpha_dp
+from tests.helpers.design import general_optimum
 
 WM = ("RM", "CM", "WH", "S")
-
-
-def general_optimum(n, alpha, props, objective="L0"):
-    """The general LP's optimum (reduced model, the method ``auto`` would choose), proven."""
-    context = make_context()
-    lp = context.reduced_lp(DesignRequest.of(n, alpha, props, objective).problem)
-    _, _, _, optimality = context.solve_proven(lp, context.choose_method(lp))
-    assert optimality["certified"]
-    return optimality["primal_objective"]
 
 
 def _proven_wm(n=64, alpha=0.91):

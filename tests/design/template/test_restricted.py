@@ -22,19 +22,11 @@ from countdp.design.template.restricted import (
     template_maps,
 )
 from countdp.mechanisms.closed_forms import geometric
+from tests.helpers.design import general_optimum
 
 W = 16
 N0 = 3 * W + 4
 WM = ("RM", "CM", "WH", "S")
-
-
-def general_optimum(n, alpha, props, objective="L0"):
-    """The general LP's optimum (reduced model, the method ``auto`` would choose), proven."""
-    context = make_context()
-    lp = context.reduced_lp(DesignRequest.of(n, alpha, props, objective).problem)
-    _, _, _, optimality = context.solve_proven(lp, context.choose_method(lp))
-    assert optimality["certified"]
-    return optimality["primal_objective"]
 
 
 def test_dual_properties_put_ch_in_place_of_cm():
