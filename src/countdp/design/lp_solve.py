@@ -36,7 +36,7 @@ from countdp.design.model import DesignProblem
 from countdp.design.optimality import OptimalityProof, not_proven
 from countdp.design.policy import choose_method
 from countdp.design.polish import certified_and_proven, dp_closure, full_dual
-from countdp.design.reduce import ReducedLP, build_reduced_lp
+from countdp.design.reduce import ReducedLP, ReduceModel
 from countdp.design.request import Answer
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers.clarabel import run_clarabel
@@ -64,9 +64,8 @@ Prover = Callable[[ReducedLP, Solved, np.ndarray], dict]
 
 
 def reduced_lp(problem: DesignProblem, fold: bool = True, drop_implied: bool = True) -> ReducedLP:
-    """The reduced model of ``problem`` (:func:`countdp.design.reduce.build_reduced_lp`)."""
-    return build_reduced_lp(problem.n, problem.alpha, problem.properties, problem.objective, problem.weights,
-                            problem.aggregate, fold, drop_implied)
+    """The reduced model of ``problem`` (:class:`countdp.design.reduce.ReduceModel`)."""
+    return ReduceModel(fold, drop_implied).apply(problem)[0]
 
 
 def prove(lp: ReducedLP, run: Solved, P: np.ndarray, *,

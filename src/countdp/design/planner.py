@@ -34,7 +34,7 @@ from countdp.design.strategies import (
     reduced_lp,
     symmetrized,
 )
-from countdp.design.strategy import SolveContext, Strategy
+from countdp.design.strategy import SolveContext, Strategy, skipped_unless_accepted
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -94,8 +94,7 @@ def solve(request: DesignRequest, settings: SolverSettings = DEFAULT_SETTINGS) -
     strategies = {strategy.name: strategy for strategy in plan(request, settings)}
     best: Attempt | None = None
     for strategy in strategies.values():
-        reason = strategy.accepts(request, settings)
-        attempt = Attempt(strategy.name, "skipped", reason) if reason else strategy.attempt(request, context)
+        attempt = skipped_unless_accepted(strategy, request, context) or strategy.attempt(request, context)
         attempts.append(attempt)
         if attempt.outcome != "skipped":
             LOG.debug("%s: %s %s", strategy.name, attempt.outcome, attempt.reason)

@@ -57,3 +57,11 @@ class Strategy(Protocol):
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
         """Try the strategy; never raises for a solver's failure (that is a ``failed`` attempt)."""
+
+
+def skipped_unless_accepted(strategy: Strategy, request: DesignRequest, context: SolveContext) -> Attempt | None:
+    """The ``skipped`` attempt of a strategy that does not apply to ``request`` (its reason
+    recorded), else ``None``: the planner asks before every attempt, and a strategy's
+    ``attempt`` asks again when it is called directly."""
+    reason = strategy.accepts(request, context.settings)
+    return None if reason is None else Attempt(strategy.name, "skipped", reason)

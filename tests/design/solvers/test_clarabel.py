@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from countdp.design.highspy_loader import load_highspy
 from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import build_reduced_lp
 from countdp.design.settings import SolverSettings
 from countdp.design.solvers.clarabel import clarabel_lp, objective_scale, run_clarabel
-from countdp.design.solvers.highs import highs_lp
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import geometric
 
@@ -71,28 +69,3 @@ def test_objective_scale_is_gms_objective_at_least_one():
     assert gm > 1 and objective_scale(lp) == pytest.approx(gm, rel=1e-12)
     assert objective_scale(build_reduced_lp(n, alpha, ("WH",), "L0")) == 1.0
     assert objective_scale(replace(lp, problem=None)) == 1.0
-
-
-def _highs_value(model):
-    highspy = load_highspy()
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(model)
-    h.run()
-    return np.array(h.getSolution().col_value), h.getInfo().objective_function_value
-
-
-@pytest.mark.parametrize("props,objective,alpha",
-                         [((), "L1", 0.5), (("RM",), "L2", 0.9), (("RH", "CH"), "L0d:1", 0.62)])
-def test_a_design_lp_keeps_one_bound_per_output_row_and_its_optimum(props, objective, alpha):
-    """Plain DP rows link every output row's entries: at most one bound per output row remains,
-    and HiGHS finds the same optimum, non-negative, without the implied bounds."""
-    n = 12
-    lp = build_reduced_lp(n, alpha, props, objective, None, "sum", False, True)
-    implied = implied_nonnegative(lp.A, lp.row_lower, lp.row_upper, lp.col_lower)
-    assert (lp.col_lower == 0).sum() - implied.sum() <= n + 1
-    lower = np.where(implied, -np.inf, lp.col_lower)
-    with_bounds = _highs_value(highs_lp(lp.A, lp.cost, lp.col_lower, lp.col_upper, lp.row_lower, lp.row_upper))
-    without = _highs_value(highs_lp(lp.A, lp.cost, lower, lp.col_upper, lp.row_lower, lp.row_upper))
-    assert without[1] == pytest.approx(with_bounds[1], rel=1e-9, abs=1e-12)
-    assert without[0].min() >= -1e-9

@@ -43,7 +43,7 @@ from countdp.design.reductions.relax_cm import (
 )
 from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext
+from countdp.design.strategy import SolveContext, skipped_unless_accepted
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -68,9 +68,9 @@ class CMRelaxation:
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
         began = time.perf_counter()
-        reason = self.accepts(request, context.settings)
-        if reason is not None:
-            return Attempt(self.name, "skipped", reason)
+        skipped = skipped_unless_accepted(self, request, context)
+        if skipped is not None:
+            return skipped
         target = request.problem
         relaxed, _ = RelaxCM().apply(target)
         fold = "S" not in target.properties and mirror_symmetric(target)

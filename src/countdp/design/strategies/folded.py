@@ -24,7 +24,7 @@ from countdp.design.policy import guide_applies, too_near_one
 from countdp.design.reductions.fold_symmetry import FOLDED, FoldS, mirror_symmetric, prove_unfolded
 from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext
+from countdp.design.strategy import SolveContext, skipped_unless_accepted
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -51,9 +51,9 @@ class FoldedS:
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
         began = time.perf_counter()
-        reason = self.accepts(request, context.settings)
-        if reason is not None:
-            return Attempt(self.name, "skipped", reason)
+        skipped = skipped_unless_accepted(self, request, context)
+        if skipped is not None:
+            return skipped
         settings, plain = context.settings, request.problem
         folded, _ = FoldS().apply(plain)
         lp = context.reduced_lp(folded, True, request.drop_implied)

@@ -23,7 +23,7 @@ from countdp.design.polish import full_dual
 from countdp.design.reductions.fold_symmetry import SYMMETRIZED, DropS, mirror_symmetric
 from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext
+from countdp.design.strategy import SolveContext, skipped_unless_accepted
 from countdp.privacy.certify import certify
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -51,9 +51,9 @@ class SymmetrizedS:
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
         began = time.perf_counter()
-        reason = self.accepts(request, context.settings)
-        if reason is not None:
-            return Attempt(self.name, "skipped", reason)
+        skipped = skipped_unless_accepted(self, request, context)
+        if skipped is not None:
+            return skipped
         target = request.problem
         plain, inverse = DropS().apply(target)
         lp = context.reduced_lp(plain, True, request.drop_implied)
