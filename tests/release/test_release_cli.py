@@ -22,6 +22,8 @@ import pytest
 
 from countdp.cli import main
 from countdp.design.designer import design_named
+from countdp.structural.catalogue import structural_form
+from tests.helpers.structural_draw import documented_outputs
 
 
 def _sha256(path) -> str:
@@ -39,6 +41,11 @@ def _expected(weights_for_row, counts, seed: int, column: int, columns: int) -> 
         cumulative = np.cumsum(released.weights[:, int(count)].astype(object))
         out.append(next(i for i, c in enumerate(cumulative) if draw < c))
     return out
+
+
+def _words(seed: int, column: int, columns: int, rows: int) -> np.ndarray:
+    stream = np.random.SeedSequence(seed).spawn(columns)[column]
+    return np.random.Generator(np.random.PCG64(stream)).bit_generator.random_raw(rows)
 
 
 def _one_line_error(capsys) -> str:
@@ -247,10 +254,18 @@ def test_several_columns_each_with_its_own_alpha_compose_exactly(tmp_path, capsy
     if suffix == ".parquet":
         kept = pq.read_schema(out)
         assert kept.field("n").type == pa.int64() and kept.field("weight").type == pa.float64()
+    tables = 0
     for k, (column, alpha) in enumerate((("young", "9/10"), ("male", "1/2"))):
-        designs = {n: design_named("EM", int(n), alpha).released for n in frame["n"].unique()}
-        expected = _expected(lambda row, d=designs: d[frame["n"][row]], frame[column], seed=3, column=k, columns=2)
+        forms = {n: structural_form("EM", int(n), alpha) for n in frame["n"].unique()}
+        tables += len({form.sizes for form in forms.values()})
+        words = _words(seed=3, column=k, columns=2, rows=len(frame))
+        expected = [int(documented_outputs(forms[n], [n], [c], [w])[0])
+                    for n, c, w in zip(frame["n"], frame[column], words, strict=True)]
         assert written[f"noisy_{column}"].tolist() == expected
+        # the same distribution as the matrix a mechanism file holds
+        for n in frame["n"].unique()[:3]:
+            matrix = design_named("EM", int(n), alpha).released.weights
+            assert np.array_equal(forms[n].for_size(n).dense_weights(), matrix)
         assert (written[f"mechanism_{column}"].astype(str) == "EM n=" + frame["n"].astype(str)).all()
     sidecar = json.loads((tmp_path / f"noisy{suffix}.release.json").read_text())
     guarantee = sidecar["guarantee"]
@@ -258,7 +273,9 @@ def test_several_columns_each_with_its_own_alpha_compose_exactly(tmp_path, capsy
     spent = [Fraction(c["epsilon_spent"]) for c in guarantee["columns"]]
     assert Fraction(guarantee["epsilon_total"]) == sum(spent)
     assert all(float(s) >= -np.log(float(Fraction(a))) for s, a in zip(spent, ("9/10", "1/2"), strict=True))
-    assert len(sidecar["mechanisms"]) == 2 * frame["n"].nunique()
+    assert len(sidecar["mechanisms"]) == tables  # one entry per structural table (a range of sizes)
+    assert all(m["representation"] == "structural" and m["structural_certificate"]["holds"]
+               for m in sidecar["mechanisms"])
     assert sum(m["rows"] for m in sidecar["mechanisms"]) == 2 * len(frame)
 
 

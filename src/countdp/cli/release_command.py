@@ -25,7 +25,7 @@ import numpy as np
 
 from countdp import __version__
 from countdp.cli.arguments import Once, UsageError, alpha_argument
-from countdp.design.designer import MECHANISMS, design_named
+from countdp.design.designer import MECHANISMS
 from countdp.mechanisms.artifact import load_design
 from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, exact_alpha, rational_text
 from countdp.privacy.mechanism_cache import MechanismCache
@@ -252,15 +252,22 @@ def _mechanisms(request, design, dry_run: bool):
         from countdp.release.levels import level_design
 
         return lambda k, n: level_design(n, request.columns[k].levels, request.mechanism)
-    cache = MechanismCache(request.cache)
+    return CachedMechanisms(request, MechanismCache(request.cache, store=not dry_run))
 
-    def mechanism_for(k: int, n: int, columns=None):
-        alpha = (columns or request.columns)[k].alpha
-        if dry_run and not cache.path(request.mechanism, n, alpha, request.objective).is_file():
-            return design_named(request.mechanism, n, alpha, objective=request.objective)
-        return cache.get(request.mechanism, n, alpha, request.objective)
 
-    return mechanism_for
+class CachedMechanisms:
+    """``mechanism_for(k, n)`` from the mechanism cache, and ``.many(k, sizes)`` for all of a column's sizes."""
+
+    def __init__(self, request, cache: MechanismCache) -> None:
+        self.request, self.cache = request, cache
+
+    def __call__(self, k: int, n: int, columns=None):
+        request = self.request
+        return self.cache.get(request.mechanism, n, (columns or request.columns)[k].alpha, request.objective)
+
+    def many(self, k: int, sizes):
+        request = self.request
+        return self.cache.get_many(request.mechanism, sizes, request.columns[k].alpha, request.objective)
 
 
 def _release_table(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
 from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.rounding import check_release_alpha, round_to_release
+from countdp.structural.catalogue import released_weights, structural_form
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -91,9 +92,12 @@ def _label(n: int, alpha: float, properties: tuple[str, ...], objective: object)
 
 def finish_design(raw: np.ndarray, mechanism: str, n: int, alpha: Fraction, objective, properties: tuple[str, ...],
                   weights: np.ndarray | None = None, aggregate: str = "sum",
-                  max_repair_lambda: float | None = MAX_REPAIR_LAMBDA, **provenance) -> Design:
+                  max_repair_lambda: float | None = MAX_REPAIR_LAMBDA, structure=None, **provenance) -> Design:
     """Certify a solver's (or a closed form's) matrix, round it to its released form, and record both.
 
+    ``structure``: the mechanism's structural form (:mod:`countdp.structural`), whose weights are
+    then the released ones, so the matrix and the structural sampler draw from one distribution;
+    otherwise the matrix is rounded (:func:`countdp.privacy.rounding.round_to_release`).
     Raises :class:`DesignError` when the float repair needs more than ``max_repair_lambda``.
     ``provenance``: the remaining :class:`Design` fields (solver, method, status, ...).
     """
@@ -106,7 +110,9 @@ def finish_design(raw: np.ndarray, mechanism: str, n: int, alpha: Fraction, obje
     except CertificationError as exc:
         solver = provenance.get("solver", "closed-form")
         raise DesignError(f"{solver} answer refused for {_label(n, a, properties, objective)}: {exc}") from None
-    released = round_to_release(matrix, alpha, objective=lambda M: objective_value(M, objective, w, aggregate))
+    measure = lambda M: objective_value(M, objective, w, aggregate)  # noqa: E731
+    released = round_to_release(matrix, alpha, objective=measure) if structure is None else \
+        released_weights(structure, matrix, measure)
     return Design(mechanism=mechanism, n=n, alpha=a, matrix=matrix, objective=str(objective),
                   properties_requested=properties, objective_value=objective_value(matrix, objective, w, aggregate),
                   certificate=certificate, alpha_exact=alpha, released=released, objective_before_repair=before,
@@ -182,8 +188,9 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
     """Build ``mechanism`` in GM, EM, UM (closed forms), WM, WH (named LPs) or LP (``properties``).
 
     Closed forms are certified like LP answers (GM's DP inequalities are all tight, so
-    rounding can break one by an ulp; the certificate records any repair), and rounded to
-    exactly alpha-DP integer weights for release.
+    rounding can break one by an ulp; the certificate records any repair); their release
+    weights are those of their structural form (:func:`countdp.structural.catalogue.structural_form`),
+    exactly alpha-DP, the same distribution a release without the matrix samples.
     """
     name = str(mechanism).upper()
     if name not in MECHANISMS:
@@ -194,6 +201,6 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         obj = parse_objective(objective)
         bound = lp_options.get("max_repair_lambda", MAX_REPAIR_LAMBDA)
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
-                             max_repair_lambda=bound)
+                             max_repair_lambda=bound, structure=structural_form(name, n, alpha_q))
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else properties
     return design_lp(n, alpha, props, objective, mechanism=name, **lp_options)

@@ -1,19 +1,35 @@
 """A folder of designed mechanisms, one certified mechanism file per (mechanism, objective, n, alpha).
 
-``MechanismCache(root).get("EM", 12, "9/10")`` loads ``root/EM/L0/n=12/alpha=9_10.json`` (with
+``MechanismCache(root).get("WM", 12, "9/10")`` loads ``root/WM/L0/n=12/alpha=9_10.json`` (with
 its arrays in ``alpha=9_10.npz`` beside it) if it is there, verified by
 :func:`countdp.mechanisms.artifact.load_design` as every mechanism file is (a file that fails is
 an error naming it), and otherwise designs the mechanism and saves it atomically.
+
+GM, EM and UM (for group sizes above ``matrix_max_n``, by default all) are held as structure
+(:mod:`countdp.structural`): a table shared by a whole range of sizes, a few hundred bytes on
+disk (``root/GM/structural/alpha=9_10/K=62/sizes=lo-hi.json``, its parameters and the digest of
+its tables) instead of ``16 (n+1)^2`` bytes per size.  They sample exactly the distribution of
+their matrix form (:func:`countdp.design.designer.design_named` releases the same weights).  A
+stored record is compared with the table this countdp builds, so a stale or altered one is
+refused by name.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import numpy as np
+
 from countdp.design.designer import design_named
 from countdp.mechanisms.artifact import load_design, save_design
+from countdp.mechanisms.atomic import write_text_atomic
 from countdp.privacy.alpha import exact_alpha
+from countdp.structural.catalogue import FORMS, GroupMechanism, structural_design
+
+MATRIX_MAX_N = 0
+"""Largest group size whose GM, EM or UM the cache stores as a matrix (above it: as structure)."""
 
 
 def default_cache_dir() -> Path:
@@ -23,19 +39,33 @@ def default_cache_dir() -> Path:
 
 
 class MechanismCache:
-    """Designs on first use, loads afterwards; ``hits`` and ``designed`` list the sizes served each way."""
+    """Designs on first use, loads afterwards; ``hits`` and ``designed`` list the sizes served each way.
 
-    def __init__(self, root: str | os.PathLike | None = None) -> None:
+    ``store=False`` (a dry run) designs what is missing without writing anything.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, matrix_max_n: int = MATRIX_MAX_N,
+                 store: bool = True) -> None:
         self.root = Path(root) if root is not None else default_cache_dir()
+        self.matrix_max_n, self.store = int(matrix_max_n), store
         self.hits: list[int] = []
         self.designed: list[int] = []
+        self._tables: dict[tuple[str, object], list] = {}
 
     def path(self, mechanism: str, n: int, alpha: object, objective: str = "L0") -> Path:
         a = exact_alpha(alpha)
         slug = objective.replace(":", "")
         return self.root / mechanism / slug / f"n={int(n)}" / f"alpha={a.numerator}_{a.denominator}.json"
 
+    def structural_path(self, design: GroupMechanism) -> Path:
+        form = design.released
+        a, (lo, hi) = form.alpha, form.sizes
+        return (self.root / form.mechanism / "structural" / f"alpha={a.numerator}_{a.denominator}" / f"K={form.K}"
+                / f"sizes={lo}-{hi}.json")
+
     def get(self, mechanism: str, n: int, alpha: object, objective: str = "L0", **design_options):
+        if mechanism in FORMS and int(n) > self.matrix_max_n and not design_options:
+            return self.structural(mechanism, int(n), alpha, objective)
         path = self.path(mechanism, n, alpha, objective)
         if path.is_file():
             design = load_design(path)
@@ -46,9 +76,57 @@ class MechanismCache:
             self.hits.append(int(n))
             return design
         design = design_named(mechanism, n, alpha, objective=objective, **design_options)
-        save_design(design, path)
+        if self.store:
+            save_design(design, path)
         self.designed.append(int(n))
         return design
 
+    def get_many(self, mechanism: str, sizes: np.ndarray, alpha: object, objective: str = "L0") -> list:
+        """:meth:`get` for every size of an increasing array; structural sizes take one pass per table."""
+        if mechanism not in FORMS:
+            return [self.get(mechanism, n, alpha, objective) for n in sizes.tolist()]
+        a, out, start = exact_alpha(alpha), [], 0
+        sizes = np.asarray(sizes, dtype=np.int64)
+        matrices = int(np.searchsorted(sizes, self.matrix_max_n, side="right"))
+        out = [self.get(mechanism, n, a, objective) for n in sizes[:matrices].tolist()]
+        start = matrices
+        while start < sizes.size:
+            first = self.structural(mechanism, int(sizes[start]), a, objective)
+            end = int(np.searchsorted(sizes, first.released.sizes[1], side="right"))
+            form = first.released
+            out.append(first)
+            out += [GroupMechanism(mechanism, n, objective, form) for n in sizes[start + 1:end].tolist()]
+            self.hits += sizes[start + 1:end].tolist()
+            start = end
+        return out
 
-__all__ = ["MechanismCache", "default_cache_dir"]
+    def structural(self, mechanism: str, n: int, alpha: object, objective: str = "L0") -> GroupMechanism:
+        """GM, EM or UM for size ``n`` as structure: from a table already built for its size range, else
+        built, checked against the stored record (or stored).  The design's ``released`` is the
+        range's table (its own ``n`` is the size it was built for; ``design.n`` is the size served)."""
+        key = (mechanism, exact_alpha(alpha))
+        for form in self._tables.get(key, []):
+            if form.sizes[0] <= n <= form.sizes[1]:
+                self.hits.append(n)
+                return GroupMechanism(mechanism, n, objective, form)
+        design = structural_design(mechanism, n, alpha)
+        path = self.structural_path(design)
+        record = design.released.describe()
+        if path.is_file():
+            try:
+                stored = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{path}: not a structural mechanism record ({exc})") from None
+            if stored != record:
+                raise ValueError(f"{path}: differs from the table this countdp builds for {mechanism} "
+                                 f"alpha={alpha} sizes {design.released.sizes}; remove it to build again")
+            self.hits.append(n)
+        else:
+            if self.store:
+                write_text_atomic(path, json.dumps(record, indent=1) + "\n")
+            self.designed.append(n)
+        self._tables.setdefault(key, []).append(design.released)
+        return GroupMechanism(mechanism, n, objective, design.released)
+
+
+__all__ = ["MATRIX_MAX_N", "MechanismCache", "default_cache_dir"]

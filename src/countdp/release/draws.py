@@ -11,6 +11,7 @@ Where the words come from:
 A row of group size ``n`` whose mechanism has weights over ``D = 2**K`` takes the top ``K`` bits
 of its word as a uniform draw in ``[0, D)`` and releases the smallest output whose cumulative
 weight exceeds it (:func:`countdp.privacy.sampling.outputs_for_draws`): exactly ``W[:, count] / D``.
+A size held as structure draws the same way from its table (:mod:`countdp.structural.form`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import os
 
 import numpy as np
 
-from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
+from countdp.structural.form import StructuralMechanism
 
 EXPERIMENT_ONLY = "experiment only, not a privacy release"
 
@@ -71,16 +72,32 @@ class ColumnSampler:
     Many small mechanisms (the usual table: sizes in the tens) are merged into one table of
     cumulative weights, padded on the right with ``D`` (no draw reaches past a row's last real
     entry, which is ``D``), so a batch takes one vectorised search whatever its number of sizes.
-    Otherwise rows are grouped by size with one stable sort.  Both give exactly
-    ``outputs_for_draws`` of each row's own mechanism.
+    Otherwise rows are grouped with one stable sort: by size for matrices, and by table for
+    structural mechanisms (:mod:`countdp.structural`), whose one table serves a whole range of
+    sizes, so a million distinct large sizes cost a handful of vectorised calls.  All give
+    exactly the release of each row's own mechanism.
     """
 
-    def __init__(self, mechanisms: list[IntegerMechanism]) -> None:
+    def __init__(self, mechanisms: list, sizes: np.ndarray | None = None) -> None:
+        """``mechanisms[s]`` serves group size ``sizes[s]`` (default: each mechanism's own ``n``); a
+        structural mechanism may serve many sizes of its range."""
         self.mechanisms = mechanisms
-        widths = np.array([m.n + 1 for m in mechanisms], dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(widths)[:-1]])
+        self.sizes = np.array([m.n for m in mechanisms], dtype=np.int64) if sizes is None else \
+            np.asarray(sizes, dtype=np.int64)
+        structural = np.array([isinstance(m, StructuralMechanism) for m in mechanisms], dtype=bool)
+        keys = np.where(structural, np.array([id(m) for m in mechanisms], dtype=np.int64),
+                        -1 - np.arange(len(mechanisms), dtype=np.int64))
+        _, first, self.group = np.unique(keys, return_index=True, return_inverse=True)
+        order = np.argsort(first)  # groups numbered in order of first appearance
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        self.group = rank[self.group.reshape(-1)]
+        self.representative = [mechanisms[s] for s in first[order].tolist()]
         self.merged = None
-        if len(mechanisms) > 1 and len({m.K for m in mechanisms}) == 1 and \
+        dense = not structural.any()
+        widths = self.sizes + 1
+        self.offsets = np.concatenate([[0], np.cumsum(widths)[:-1]])
+        if dense and len(mechanisms) > 1 and len({m.K for m in mechanisms}) == 1 and \
                 int(widths.sum()) * int(widths.max()) * 8 <= COMBINED_TABLE_BYTES:
             K = mechanisms[0].K
             table = np.full((int(widths.sum()), int(widths.max())), 1 << K, dtype=np.int64)
@@ -94,22 +111,25 @@ class ColumnSampler:
         ``size_index=None`` means the first mechanism for every row.
         """
         if size_index is None:
-            return _sampled(self.mechanisms[0], counts, words)
+            return _sampled(self.mechanisms[0], counts, words, self.sizes[0])
         if self.merged is not None:
             table, K, guide = self.merged
             draws = (words >> np.uint64(64 - K)).astype(np.int64)
             return outputs_for_draws(table, K, self.offsets[size_index] + counts, draws, guide)
         out = np.empty(counts.shape, dtype=np.int64)
-        keys = size_index.astype(np.uint16) if len(self.mechanisms) <= 1 << 16 else size_index
+        groups = self.group[size_index]
+        keys = groups.astype(np.uint16) if len(self.representative) <= 1 << 16 else groups
         order = np.argsort(keys, kind="stable")  # a radix sort for 16-bit keys
-        bounds = np.concatenate([[0], np.cumsum(np.bincount(size_index, minlength=len(self.mechanisms)))])
-        for k in np.flatnonzero(np.diff(bounds)):
-            rows = order[bounds[k]:bounds[k + 1]]
-            out[rows] = _sampled(self.mechanisms[k], counts[rows], words[rows])
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=len(self.representative)))])
+        for g in np.flatnonzero(np.diff(bounds)):
+            rows = order[bounds[g]:bounds[g + 1]]
+            out[rows] = _sampled(self.representative[g], counts[rows], words[rows], self.sizes[size_index[rows]])
         return out
 
 
-def _sampled(released: IntegerMechanism, counts: np.ndarray, words: np.ndarray) -> np.ndarray:
+def _sampled(released, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
+    if isinstance(released, StructuralMechanism):
+        return released.sample(counts, words, sizes)
     draws = (words >> np.uint64(64 - released.K)).astype(np.int64)
     return outputs_for_draws(released.cumulative, released.K, counts, draws, released.guide)
 

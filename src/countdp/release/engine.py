@@ -66,7 +66,8 @@ class Prepared:
     @cached_property
     def samplers(self) -> list[ColumnSampler | LevelsSampler]:
         """Each count column's sampler over its mechanisms (or level chains), built once for the release."""
-        return [LevelsSampler(designs) if column.levels else ColumnSampler([design.released for design in designs])
+        sizes = self.validated.sizes
+        return [LevelsSampler(designs) if column.levels else ColumnSampler([d.released for d in designs], sizes)
                 for column, designs in zip(self.request.columns, self.mechanisms, strict=True)]
 
     @cached_property
@@ -120,7 +121,9 @@ def prepare(request: ReleaseRequest, mechanism_for, progress=None) -> Prepared:
     validated = validate(request, progress)
     if request.invariant:
         return _prepare_invariant(request, validated, mechanism_for)
-    mechanisms = [[mechanism_for(k, int(n)) for n in validated.sizes.tolist()] for k in range(len(request.columns))]
+    many = getattr(mechanism_for, "many", None)
+    mechanisms = [many(k, validated.sizes) if many is not None else
+                  [mechanism_for(k, int(n)) for n in validated.sizes.tolist()] for k in range(len(request.columns))]
     epsilon = sum((column_epsilon(c.alpha, c.epsilon_requested) for c in request.columns), start=0)
     return Prepared(request, validated, mechanisms, epsilon)
 
@@ -138,6 +141,8 @@ def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_
                                                  for c in request.columns))
     mechanisms = [[mechanism_for(k, int(n), request.columns) if request.target_alpha is not None else
                    mechanism_for(k, int(n)) for n in validated.sizes.tolist()] for k in range(len(request.columns))]
+    # a conditioned release reads whole columns of weights: structural sizes become their matrices
+    mechanisms = [[d.as_matrix() if hasattr(d, "as_matrix") else d for d in designs] for designs in mechanisms]
     prepared = Prepared(request, validated, mechanisms, 0)
     index = None if sizes is None else prepared.size_index(sizes)
     prepared.invariants = [column_invariant([d.released for d in designs], index, columns[c.count_column], labels)

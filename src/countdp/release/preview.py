@@ -3,7 +3,8 @@
 For every count column and group size: the mechanism, and its exact expected L0 (the chance
 the released count is wrong), L0,1 (the chance it is off by more than one) and RMSE, under a
 uniform prior on the true count and for the worst true count — computed in exact arithmetic on
-the integer weights that the release would sample (:mod:`countdp.privacy.expected_error`).
+the integer weights that the release would sample (:mod:`countdp.privacy.expected_error`; for a
+size held as structure, from its table without the matrix, :mod:`countdp.structural.errors`).
 Then the total privacy spent and, with a budget, what the ledger would have left.
 """
 
@@ -13,13 +14,16 @@ from fractions import Fraction
 
 from countdp.privacy.alpha import alpha_text, rational_text
 from countdp.privacy.expected_error import release_errors
+from countdp.structural.errors import structural_errors
+from countdp.structural.form import StructuralMechanism
 
 HEADER = (f"{'column':<14} {'n':>7} {'rows':>9}  {'mechanism':<10} {'L0 unif':>8} {'L0 worst':>8} "
           f"{'L01 unif':>8} {'L01 worst':>9} {'RMSE unif':>9} {'RMSE worst':>10}")
 
 
 def _row(column: str, n: int, rows: int, design) -> str:
-    errors = release_errors(design.released)
+    released = design.released
+    errors = structural_errors(released, n) if isinstance(released, StructuralMechanism) else release_errors(released)
     return (f"{column:<14} {n:>7} {rows:>9}  {design.mechanism:<10} {float(errors.l0_uniform):>8.4f} "
             f"{float(errors.l0_worst):>8.4f} {float(errors.l01_uniform):>8.4f} {float(errors.l01_worst):>9.4f} "
             f"{errors.rmse_uniform:>9.4f} {errors.rmse_worst:>10.4f}")

@@ -6,7 +6,9 @@ every count column its exact alpha, the epsilon asked for and the epsilon guaran
 total by sequential composition (alphas multiply, epsilons add, exact rationals); the unit of
 privacy in words; where the randomness came from (a seeded release says it is for experiments
 only); and for every column and group size the mechanism and the SHA-256 of the integer weights
-that were sampled (the same digest a mechanism file records, so an entry names its file).
+that were sampled (the same digest a mechanism file records, so an entry names its file), or,
+for sizes held as structure, the structure's table, the sizes it served, its parameters and its
+structural certificate.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import math
 from datetime import UTC, datetime
 from fractions import Fraction
 
+import numpy as np
+
 from countdp.mechanisms.arrays import weights_digest
 from countdp.privacy.alpha import alpha_text, epsilon_upper_bound, rational_text
+from countdp.structural.form import REPRESENTATION, StructuralMechanism
 
 FORMAT = "countdp-release/1"
 UNIT_OF_PRIVACY = (
@@ -83,24 +88,54 @@ def guarantee(columns, invariants=None, invariant_by: str | None = None) -> dict
 
 
 def mechanism_rows(request, validated, mechanisms) -> list[dict]:
-    """One entry per count column and group size: the mechanism, how many rows used it, its weights' digest."""
+    """One entry per count column and matrix, or per structural table: the mechanism, the rows that
+    used it, and the digest of what was sampled (a matrix's integer weights, a structure's tables).
+
+    A structural table serves a range of sizes, so its entry gives the sizes it served (how many,
+    the smallest and the largest) and carries the structural certificate, which covers them all.
+    """
     out = []
-    rows_per_size = validated.rows_per_size
+    sizes, rows_per_size = validated.sizes, validated.rows_per_size
     for k, column in enumerate(request.columns):
-        for s, n in enumerate(validated.sizes.tolist()):
-            design = mechanisms[k][s]
-            released = design.released
-            entry = {"count_column": column.count_column, "n": int(n), "rows": int(rows_per_size[s]),
-                     "mechanism": design.mechanism, "objective": design.objective,
-                     "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
-                     "release_weights_sha256": weights_digest(released.weights),
-                     "exact_certificate": released.certificate.to_dict()}
-            if column.levels:
-                entry.update(representation="matrix chain (level 1, then one transition per level)",
-                             release_weights_sha256=design.chain.digest(),
-                             levels_certificate=design.chain.certificate().to_dict())
+        designs = mechanisms[k]
+        structural = np.array([isinstance(d.released, StructuralMechanism) for d in designs], dtype=bool)
+        for s in np.flatnonzero(~structural).tolist():
+            out.append(_matrix_entry(column, designs[s], int(sizes[s]), int(rows_per_size[s])))
+        served = np.flatnonzero(structural)
+        if not served.size:
+            continue
+        ids = np.array([id(designs[s].released) for s in served.tolist()], dtype=np.int64)
+        _, first, table = np.unique(ids, return_index=True, return_inverse=True)
+        table = table.reshape(-1)
+        rows = np.bincount(table, weights=rows_per_size[served], minlength=first.size)
+        count = np.bincount(table, minlength=first.size)
+        for t in np.argsort(first).tolist():
+            members = served[table == t]
+            entry = _structural_entry(column, designs[served[first[t]]])
+            entry.update(rows=int(rows[t]), sizes_served=int(count[t]), n_min=int(sizes[members].min()),
+                         n_max=int(sizes[members].max()))
             out.append(entry)
     return out
+
+
+def _matrix_entry(column, design, n: int, rows: int) -> dict:
+    released = design.released
+    entry = {"count_column": column.count_column, "n": n, "rows": rows, "mechanism": design.mechanism,
+             "objective": design.objective, "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
+             "release_weights_sha256": weights_digest(released.weights),
+             "exact_certificate": released.certificate.to_dict()}
+    if column.levels:
+        entry.update(representation="matrix chain (level 1, then one transition per level)",
+                     release_weights_sha256=design.chain.digest(),
+                     levels_certificate=design.chain.certificate().to_dict())
+    return entry
+
+
+def _structural_entry(column, design) -> dict:
+    form = design.released
+    return {"count_column": column.count_column, "mechanism": design.mechanism, "objective": design.objective,
+            "alpha_exact": alpha_text(form.alpha), "representation": REPRESENTATION, "structure": form.describe(),
+            "release_weights_sha256": form.digest(), "structural_certificate": form.certify().to_dict()}
 
 
 def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str, output_columns: list[str],

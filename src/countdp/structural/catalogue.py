@@ -1,0 +1,111 @@
+"""The structural mechanisms by name, and their two uses: released weights for a matrix, and releases without one.
+
+``structural_form("GM", n, alpha)`` returns a certified :class:`~countdp.structural.form.StructuralMechanism`
+for any ``n`` up to what integer weights over ``2**K`` can hold (beyond ``10**9`` for GM and EM at
+moderate alpha).  The same object gives:
+
+* :func:`released_weights`: the matrix form's :class:`~countdp.privacy.exact.IntegerMechanism`,
+  generated column by column, so a GM, EM or UM mechanism file samples exactly the distribution
+  the structural sampler samples (one mechanism, two representations);
+* :class:`GroupMechanism`: what a table release needs for a group size, held as structure (the
+  structural certificate in place of the matrix's), or as the matrix of its weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from countdp.privacy.exact import MIN_RELEASE_K, RELEASE_K, IntegerMechanism
+from countdp.privacy.rounding import check_release_alpha
+from countdp.structural.fair import fair_form
+from countdp.structural.form import REPRESENTATION, StructuralMechanism
+from countdp.structural.geometric import geometric_form
+from countdp.structural.uniform import uniform_form
+from countdp.validation import check_fits_in_memory, check_n
+
+MATRIX_BYTES_PER_ENTRY = 64
+"""Peak memory per entry of a structural mechanism's matrix form (the weights, their check, the cumulative)."""
+
+FORMS: dict[str, Callable[[int, Fraction, int], StructuralMechanism]] = {
+    "GM": geometric_form, "EM": fair_form, "UM": uniform_form}
+"""The mechanisms with a structural form (the template designs are not among them yet)."""
+
+
+def structural_form(mechanism: str, n: object, alpha: object, K: int = RELEASE_K) -> StructuralMechanism:
+    """``mechanism`` (GM, EM or UM) for groups of size ``n``, certified alpha-DP by its structure.
+
+    Raises ``ValueError`` (one line) for an unknown name, a bad ``n`` or alpha, or an ``n`` too
+    large for integer weights over ``2**K``; and if the certificate fails, which a correct
+    construction never lets happen.
+    """
+    name = str(mechanism).upper()
+    if name not in FORMS:
+        raise ValueError(f"{mechanism!r} has no structural form; structural forms: {', '.join(FORMS)}")
+    n, a = check_n(n), check_release_alpha(alpha, K)
+    form = FORMS[name](n, a, K)
+    check = form.certify()
+    if not check.holds:
+        raise ValueError(f"{name} n={n} alpha={alpha}: structural certificate failed: {check.reason}")
+    return form
+
+
+def released_weights(form: StructuralMechanism, matrix: np.ndarray,
+                     objective: Callable[[np.ndarray], float] | None = None) -> IntegerMechanism:
+    """The matrix form of ``form``: its weights column by column, checked again by the dense exact test.
+
+    ``matrix`` is the float mechanism they stand for (the closed form); the certificate records
+    the floor's share of each column (``rounding_lambda``), ``max |W / D - P|`` and, given the
+    design's ``objective``, how far the weights move it.
+    """
+    W = form.dense_weights()
+    approx = W / float(form.denominator)
+    rounding = {"rounding_lambda": form.uniform_share,
+                "max_abs_error": float(np.max(np.abs(approx - matrix)))}
+    if objective is not None:
+        rounding["objective_change"] = float(objective(approx) - objective(matrix))
+    return IntegerMechanism(form.alpha, form.K, W, rounding=rounding)
+
+
+@dataclass(slots=True)
+class GroupMechanism:
+    """A group size's mechanism in a table release: ``released`` samples size ``n``.
+
+    ``released`` is a structural table (serving a range of sizes that holds ``n``) or, from
+    :meth:`as_matrix`, the integer weights of size ``n`` as a matrix.
+    """
+
+    mechanism: str
+    n: int
+    objective: str
+    released: StructuralMechanism | IntegerMechanism
+
+    @property
+    def representation(self) -> str:
+        return REPRESENTATION if isinstance(self.released, StructuralMechanism) else "matrix"
+
+    def as_matrix(self) -> GroupMechanism:
+        """The same distribution as a matrix of integer weights (re-checked by the dense exact test),
+        for samplers that need a whole column's weights; refused when the matrix would not fit."""
+        if not isinstance(self.released, StructuralMechanism):
+            return self
+        check_fits_in_memory(self.n, MATRIX_BYTES_PER_ENTRY, f"{self.mechanism}'s matrix of integer weights")
+        form = self.released.for_size(self.n)
+        return GroupMechanism(self.mechanism, self.n, self.objective,
+                              IntegerMechanism(form.alpha, form.K, form.dense_weights(),
+                                               rounding={"rounding_lambda": form.uniform_share}))
+
+
+def structural_design(mechanism: str, n: int, alpha: object, K: int = RELEASE_K) -> GroupMechanism:
+    """:func:`structural_form` for a release (``K`` at least the release's minimum)."""
+    if K < MIN_RELEASE_K:
+        raise ValueError(f"a released mechanism needs K >= {MIN_RELEASE_K}, got {K}")
+    form = structural_form(mechanism, n, alpha, K)
+    return GroupMechanism(form.mechanism, form.n, "L0", form)
+
+
+__all__ = ["FORMS", "GroupMechanism", "released_weights", "structural_design",
+           "structural_form"]

@@ -1,0 +1,89 @@
+"""Integer geometric sequences and the exact ratio test that structural certificates are built from.
+
+A structural mechanism never stores its ``(n+1)^2`` weights.  Its weights are a short integer
+table (one value per distance from the diagonal, or per exponent of alpha) plus a per-row floor,
+and every DP inequality of the whole matrix is one of a few inequalities between neighbouring
+table entries.  This module makes such tables and decides those inequalities exactly.
+
+:func:`floor_chain` builds ``t[k+1] = floor(p t[k] / q)`` for ``alpha = p/q``: the largest
+integers that never fall faster than alpha per step.  So ``alpha t[k] - t[k+1] < 1`` for every
+``k``, and with a floor ``f >= 1 / (1 - alpha)`` added to every entry,
+``alpha (t[k] + f) <= t[k+1] + f``: the rounding down is paid for by the floor, not by a float
+tolerance.  The chain is a recurrence, one Python integer step per entry (exact for any ``p, q``,
+including the 60-digit rationals of ``alpha_from_epsilon``); it stops at its first zero, after
+about ``K ln 2 / ln(1/alpha)`` steps whatever ``n``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from countdp.privacy.exact import scaled_products
+
+MAX_CHAIN = 1 << 24
+"""Longest table a structural mechanism may hold (128 MiB of int64): alpha closer to 1 is refused."""
+
+
+def chain_length(start: int, alpha: Fraction) -> int:
+    """An upper bound on the length of :func:`floor_chain` from ``start``: about ``log(start) / log(1/alpha)``."""
+    p, q = alpha.numerator, alpha.denominator
+    return int(start.bit_length() * 0.6931471805599453 / -np.log(p / q)) + 2 if start > 0 else 0
+
+
+def floor_chain(start: int, alpha: Fraction, stop: int | None = None) -> np.ndarray:
+    """``[t0, t1, ...]`` with ``t0 = start`` and ``t[k+1] = floor(p t[k] / q)``, up to its last positive entry.
+
+    ``stop`` caps the number of entries (the entries past it are never read).  Raises
+    ``ValueError`` (one line) when the chain would be longer than :data:`MAX_CHAIN`: alpha is
+    then so close to 1 that the table would not fit a structural mechanism.
+    """
+    if not 0 <= start < 1 << 63:
+        raise ValueError(f"a chain must start in [0, 2^63), got {start}")
+    p, q = alpha.numerator, alpha.denominator
+    limit = chain_length(start, alpha) if stop is None else min(stop, chain_length(start, alpha))
+    if limit > MAX_CHAIN:
+        raise ValueError(f"alpha = {float(alpha):.10g} is too close to 1 for a structural mechanism: its geometric "
+                         f"table needs {limit:,} entries (at most {MAX_CHAIN:,})")
+    out, value = [], start
+    while value > 0 and len(out) < limit:
+        out.append(value)
+        value = value * p // q
+    return np.array(out, dtype=np.int64)
+
+
+def ratio_holds(lower: np.ndarray, upper: np.ndarray, alpha: Fraction) -> np.ndarray:
+    """Per entry, whether ``alpha * lower <= upper``, decided exactly (``p * lower <= q * upper``).
+
+    ``lower`` and ``upper`` are int64 arrays of one shape with entries in ``[0, 2^62]``.  The
+    products are formed exactly by :func:`countdp.privacy.exact.scaled_products`: 128-bit
+    halves for ``p, q < 2^64``, Python integers beyond.
+    """
+    lower, upper = np.asarray(lower, dtype=np.int64), np.asarray(upper, dtype=np.int64)
+    p, q = alpha.numerator, alpha.denominator
+    stacked = np.stack([lower.ravel(), upper.ravel()])
+    pW, qW = scaled_products(stacked, p, q)
+    if isinstance(pW, tuple):
+        (ph, pl), (qh, ql) = pW, qW
+        ok = (ph[0] < qh[1]) | ((ph[0] == qh[1]) & (pl[0] <= ql[1]))
+    else:
+        ok = np.asarray(pW[0] <= qW[1], dtype=bool)
+    return ok.reshape(lower.shape)
+
+
+def neighbours_hold(values: np.ndarray, alpha: Fraction) -> np.ndarray:
+    """For a sequence of weights, whether each neighbouring pair is within ratio alpha both ways."""
+    values = np.asarray(values, dtype=np.int64)
+    left, right = values[:-1], values[1:]
+    return ratio_holds(left, right, alpha) & ratio_holds(right, left, alpha)
+
+
+
+
+
+def exact_sum(values: np.ndarray) -> int:
+    """The exact sum of non-negative int64 entries (each below 2^63), as a Python int: no wrap-around."""
+    values = np.asarray(values, dtype=np.int64)
+    return (int((values >> 31).sum()) << 31) + int((values & (2**31 - 1)).sum())
+__all__ = ["MAX_CHAIN", "chain_length", "exact_sum", "floor_chain", "neighbours_hold", "ratio_holds"]

@@ -1,0 +1,112 @@
+"""Expected errors of a structural mechanism, checked against the dense exact computation and closed forms.
+
+The dense reference is :func:`countdp.privacy.expected_error.release_errors` on the
+:class:`~countdp.privacy.exact.IntegerMechanism` of the form's dense weights (the matrix that a
+mechanism file samples, checked by the exact DP test on construction).  The matrix-free path is
+forced on small n with ``dense_max_n=0`` and must agree *exactly* (every value is a Fraction),
+including sizes past the end of the tables, odd and even n, and sizes of a shared size range.
+At n = 10**6 GM's errors are compared with the two-sided geometric's closed forms.
+"""
+
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from countdp.privacy.exact import IntegerMechanism
+from countdp.privacy.expected_error import release_errors
+from countdp.structural.catalogue import structural_form
+from countdp.structural.errors import structural_errors
+from countdp.structural.form import StructuralMechanism
+
+ALPHAS = [Fraction(1, 2), Fraction(9, 10), Fraction(99, 100)]
+MECHANISMS = ["GM", "EM", "UM"]
+
+
+def dense_reference(form):
+    return release_errors(IntegerMechanism(form.alpha, form.K, form.dense_weights()))
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_dense_path_is_release_errors(mechanism):
+    for n in (1, 2, 17, 64, 255):
+        form = structural_form(mechanism, n, Fraction(9, 10))
+        assert structural_errors(form, n) == dense_reference(form), f"{mechanism} n={n}"
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_the_structure_path_is_exact_at_small_n(mechanism, alpha):
+    for n in range(1, 61):
+        form = structural_form(mechanism, n, alpha)
+        assert structural_errors(form, n, dense_max_n=0) == dense_reference(form), f"{mechanism} n={n}"
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("alpha, sizes", [(Fraction(1, 2), (150, 151)), (Fraction(9, 10), (900, 901))])
+def test_the_structure_path_is_exact_past_the_tables(mechanism, alpha, sizes):
+    """Sizes longer than GM's tail table and EM's power table: interior columns see the whole table."""
+    for n in sizes:
+        form = structural_form(mechanism, n, alpha)
+        if mechanism == "GM":
+            assert form.tail.size < n // 2
+        if mechanism == "EM":
+            assert form.powers.size - 1 < n // 2
+        assert structural_errors(form, n, dense_max_n=0) == dense_reference(form), f"{mechanism} n={n}"
+
+
+@pytest.mark.parametrize("mechanism", ["GM", "EM"])
+def test_every_size_of_a_shared_range(mechanism):
+    """One table, several sizes: the floor's split and EM's last exponent change with n."""
+    form = structural_form(mechanism, 300, Fraction(1, 2))
+    lo, hi = form.sizes
+    assert lo < hi  # a shared table, not a single size
+    for n in sorted({lo, lo + 1, (lo + hi) // 2, (lo + hi) // 2 + 1, hi - 1, hi}):
+        sized = form.for_size(n)
+        assert structural_errors(form, n, dense_max_n=0) == dense_reference(sized), f"{mechanism} n={n}"
+
+
+def test_sizes_outside_the_range_and_unknown_structures_are_refused():
+    form = structural_form("GM", 300, Fraction(1, 2))
+    with pytest.raises(ValueError, match="serves group sizes"):
+        structural_errors(form, form.sizes[1] + 1)
+
+    class Foreign(StructuralMechanism):
+        mechanism = "XM"
+
+        def category_masses(self):
+            return np.zeros(0, dtype=np.int64)
+
+    with pytest.raises(TypeError, match="no structural error rule"):
+        structural_errors(Foreign(10, Fraction(1, 2), 62, 1 << 62), dense_max_n=0)
+
+
+def test_gm_at_a_million_matches_the_geometric_closed_forms():
+    """Two-sided geometric noise, clamped: Pr[Z = 0] = (1-a)/(1+a), Pr[Z >= k] = a^k/(1+a).
+
+    Interior inputs have L0 = 2a/(1+a) and L0,1 = 2a^2/(1+a); the clamped inputs lose one side:
+    inputs 0 and n have L0 = a/(1+a), inputs 0, 1, n-1, n have L0,1 = a^2/(1+a).  E[Z^2] = 2a/(1-a)^2,
+    and the floor mixes in UM (share lam = R/D), whose uniform-prior MSE is ((n+1)^2 - 1)/6.
+    """
+    n, a = 10**6, Fraction(9, 10)
+    form = structural_form("GM", n, a)
+    got = structural_errors(form)
+    x, lam = float(a), form.reserve / form.denominator
+    assert abs(float(got.l0_uniform) - 2 * x / (1 + x)) < 1e-5
+    assert abs(float(got.l0_uniform) - 2 * x * n / ((1 + x) * (n + 1))) < 1e-9
+    assert abs(float(got.l0_worst) - 2 * x / (1 + x)) < 1e-9
+    assert abs(float(got.l01_uniform) - 2 * x * x * (n - 1) / ((1 + x) * (n + 1))) < 1e-9
+    assert abs(float(got.l01_worst) - 2 * x * x / (1 + x)) < 1e-9
+    expected_mse = (1 - lam) * 2 * x / (1 - x) ** 2 + lam * ((n + 1) ** 2 - 1) / 6
+    assert abs(float(got.mse_uniform) / expected_mse - 1) < 1e-4
+    assert 1 < got.l0_worst_input < n - 1 and 1 < got.l01_worst_input < n - 1
+
+
+@pytest.mark.parametrize("mechanism", ["GM", "EM"])
+def test_a_million_takes_seconds(mechanism):
+    form = structural_form(mechanism, 10**6, Fraction(9, 10))
+    start = time.perf_counter()
+    got = structural_errors(form)
+    assert time.perf_counter() - start < 3.0
+    assert got.n == 10**6 and 0 < got.l0_uniform < 1 and got.mse_worst >= got.mse_uniform
