@@ -1,6 +1,7 @@
 """What ``countdp release --dry-run`` shows: the error a release will have, before any noise is drawn.
 
-For every count column and group size: the mechanism, and its exact expected L0 (the chance
+For every count column and group size (or range of sizes sharing one structural table, shown
+by its largest size): the mechanism, and its exact expected L0 (the chance
 the released count is wrong), L0,1 (the chance it is off by more than one) and RMSE, under a
 uniform prior on the true count and for the worst true count — computed in exact arithmetic on
 the integer weights that the release would sample (:mod:`countdp.privacy.expected_error`; for a
@@ -21,12 +22,29 @@ HEADER = (f"{'column':<14} {'n':>7} {'rows':>9}  {'mechanism':<10} {'L0 unif':>8
           f"{'L01 unif':>8} {'L01 worst':>9} {'RMSE unif':>9} {'RMSE worst':>10}")
 
 
-def _row(column: str, n: int, rows: int, design) -> str:
+def _row(column: str, n: int, rows: int, design, sizes: str | None = None) -> str:
     released = design.released
     errors = structural_errors(released, n) if isinstance(released, StructuralMechanism) else release_errors(released)
-    return (f"{column:<14} {n:>7} {rows:>9}  {design.mechanism:<10} {float(errors.l0_uniform):>8.4f} "
+    return (f"{column:<14} {sizes or n:>7} {rows:>9}  {design.mechanism:<10} {float(errors.l0_uniform):>8.4f} "
             f"{float(errors.l0_worst):>8.4f} {float(errors.l01_uniform):>8.4f} {float(errors.l01_worst):>9.4f} "
             f"{errors.rmse_uniform:>9.4f} {errors.rmse_worst:>10.4f}")
+
+
+def _column_rows(name: str, validated, designs: list) -> list[str]:
+    """One row per group size; sizes sharing a structural table, one row for the table (the errors
+    of its largest size, the one with the largest MSE) with the range of sizes in the ``n`` column."""
+    lines, tables = [], {}
+    for s, n in enumerate(validated.sizes.tolist()):
+        design, rows = designs[s], int(validated.rows_per_size[s])
+        if not isinstance(design.released, StructuralMechanism):
+            lines.append(_row(name, int(n), rows, design))
+            continue
+        first, last, total, _ = tables.get(id(design.released), (n, n, 0, design))
+        tables[id(design.released)] = (first, n, total + rows, design)
+    for first, last, total, design in tables.values():
+        largest = type(design)(design.mechanism, last, design.objective, design.released)
+        lines.append(_row(name, last, total, largest, None if first == last else f"{first}..{last}"))
+    return lines
 
 
 def _short(alpha: Fraction) -> str:
@@ -46,8 +64,7 @@ def preview(prepared, remaining: Fraction | str | None) -> str:
              "# exact expected error of each mechanism's release weights (uniform prior on the true count, "
              "and the worst true count)", HEADER]
     for k, column in enumerate(request.columns):
-        for s, n in enumerate(validated.sizes.tolist()):
-            lines.append(_row(column.count_column, int(n), int(validated.rows_per_size[s]), prepared.mechanisms[k][s]))
+        lines += _column_rows(column.count_column, validated, prepared.mechanisms[k])
         if prepared.invariants is not None:
             worst = prepared.invariants[k].worst
             lines.append(f"# {column.count_column}: conditioned on its total ({len(prepared.invariants[k].partitions)} "

@@ -133,7 +133,7 @@ def _diagonal_estimate(n: int | None, alpha: Fraction) -> float:
 
 def _below(spare: int, n: int | None, alpha: Fraction, stop: int | None) -> np.ndarray:
     """The power table from a diagonal just below ``spare * y``, lowered until its columns fit in ``spare``."""
-    c = min(int(spare * _diagonal_estimate(n, alpha) * (1 - 1e-12)), spare)
+    c = min(int(spare * _diagonal_estimate(n, alpha) * (1 - 2.0**-52)), spare)
     for _ in range(64):
         powers = floor_chain(c, alpha, stop=stop)
         total = _column_total(powers, n) if powers.size else 0
