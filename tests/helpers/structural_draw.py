@@ -19,10 +19,16 @@ import numpy as np
 def documented_outputs(form, sizes: np.ndarray, counts: np.ndarray, words: np.ndarray) -> np.ndarray:
     """Each row's output for its group size, true count and 64-bit word."""
     sizes, counts = np.asarray(sizes, dtype=np.int64), np.asarray(counts, dtype=np.int64)
-    draws = (np.asarray(words, dtype=np.uint64) >> np.uint64(64 - form.K)).astype(np.int64)
-    edges = np.cumsum(np.concatenate([[form.reserve], form.masses]))
-    assert int(edges[-1]) == 1 << form.K
-    category = np.searchsorted(edges, draws, side="right")
+    edges = [int(e) for e in np.cumsum(np.concatenate([[form.reserve], form.masses]).astype(object))]
+    assert edges[-1] == 1 << form.K
+    if form.K > 62:  # a draw over 2^124: the word gives its top 62 bits; a row needing the rest would fail here
+        draws = (np.asarray(words, dtype=np.uint64) >> np.uint64(2)).astype(np.int64)
+        high = np.array([e >> (form.K - 62) for e in edges], dtype=np.int64)
+        category = np.searchsorted(high, draws, side="right")
+        assert ((category > 0) & (high[np.maximum(category - 1, 0)] != draws)).all(), "a second word is needed"
+    else:
+        draws = (np.asarray(words, dtype=np.uint64) >> np.uint64(64 - form.K)).astype(np.int64)
+        category = np.searchsorted(np.array(edges, dtype=np.int64), draws, side="right")
     out = np.empty(draws.shape, dtype=np.int64)
     for row, (n, j, v, c) in enumerate(zip(sizes.tolist(), counts.tolist(), draws.tolist(), category.tolist(),
                                            strict=True)):

@@ -6,6 +6,11 @@ mechanism file samples, checked by the exact DP test on construction).  The matr
 forced on small n with ``dense_max_n=0`` and must agree *exactly* (every value is a Fraction),
 including sizes past the end of the tables, odd and even n, and sizes of a shared size range.
 At n = 10**6 GM's errors are compared with the two-sided geometric's closed forms.
+
+Wide forms (``K = 124``: weights are Python integers past ``2**63``, which ``release_errors`` does
+not take) are compared with a brute force over their dense weights: every input's three
+numerators summed in Python integers, one entry at a time, and the averages and maxima taken
+with Fractions.  The brute force is itself checked against ``release_errors`` on ``K = 62`` forms.
 """
 
 import time
@@ -15,7 +20,7 @@ import numpy as np
 import pytest
 
 from countdp.privacy.exact import IntegerMechanism
-from countdp.privacy.expected_error import release_errors
+from countdp.privacy.expected_error import ReleaseErrors, release_errors
 from countdp.structural.catalogue import structural_form
 from countdp.structural.errors import structural_errors
 from countdp.structural.form import StructuralMechanism
@@ -26,6 +31,32 @@ MECHANISMS = ["GM", "EM", "UM"]
 
 def dense_reference(form):
     return release_errors(IntegerMechanism(form.alpha, form.K, form.dense_weights()))
+
+
+def own_weights(form):
+    """The form's weights as nested lists of Python ints: its dense matrix or, where that construction adds
+    the floor in int64 and overflows (a floor past 2**63 over 2**124: EM's own table, UM), its columns."""
+    try:
+        return form.dense_weights().tolist()
+    except OverflowError:
+        return np.stack([form.column(j) for j in range(form.n + 1)], axis=1).tolist()
+
+
+def brute_force(form):
+    """Every field of ReleaseErrors from the form's weights, input by input, in Python integers and Fractions."""
+    n, D = form.n, form.denominator
+    W = own_weights(form)
+    numerators = []
+    for j in range(n + 1):
+        column = [int(W[i][j]) for i in range(n + 1)]
+        assert sum(column) == D
+        near = sum(column[i] for i in (j - 1, j, j + 1) if 0 <= i <= n)
+        numerators.append((D - column[j], D - near, sum((i - j) ** 2 * w for i, w in enumerate(column))))
+    fields = []
+    for values in zip(*numerators, strict=True):
+        worst = max(values)
+        fields += [Fraction(sum(values), (n + 1) * D), Fraction(worst, D), values.index(worst)]
+    return ReleaseErrors(n, *fields)
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -106,7 +137,52 @@ def test_gm_at_a_million_matches_the_geometric_closed_forms():
 @pytest.mark.parametrize("mechanism", ["GM", "EM"])
 def test_a_million_takes_seconds(mechanism):
     form = structural_form(mechanism, 10**6, Fraction(9, 10))
+    assert form.wide  # weights past 2**63: the path that must not form a Python integer per input
     start = time.perf_counter()
     got = structural_errors(form)
-    assert time.perf_counter() - start < 3.0
+    assert time.perf_counter() - start < 2.0
     assert got.n == 10**6 and 0 < got.l0_uniform < 1 and got.mse_worst >= got.mse_uniform
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_brute_force_is_release_errors(mechanism):
+    """The wide forms' reference agrees with the project's dense reference wherever both apply."""
+    for n in (1, 2, 5, 16, 33):
+        form = structural_form(mechanism, n, Fraction(9, 10))
+        assert brute_force(form) == dense_reference(form), f"{mechanism} n={n}"
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_wide_forms_are_exact_on_both_paths(mechanism, alpha):
+    """K = 124: the structure path (forced) and the dense path (the default at small n) equal the brute force."""
+    for n in range(1, 41):
+        form = structural_form(mechanism, n, alpha, 124)
+        assert form.wide and form.denominator == 1 << 124
+        expected = brute_force(form)
+        assert structural_errors(form, dense_max_n=0) == expected, f"{mechanism} n={n} structure"
+        assert structural_errors(form) == expected, f"{mechanism} n={n} dense"
+
+
+@pytest.mark.parametrize("mechanism", ["GM", "EM"])
+def test_wide_sizes_of_a_shared_range_past_the_tables(mechanism):
+    """K = 124, one table for several sizes, each longer than twice the table: interior inputs see all of it."""
+    form = structural_form(mechanism, 300, Fraction(1, 2), 124)
+    lo, hi = form.sizes
+    assert form.wide and lo < hi
+    table = form.tail.size if mechanism == "GM" else form.powers.size - 1
+    assert table < lo // 2
+    for n in sorted({lo, lo + 1, (lo + hi) // 2, (lo + hi) // 2 + 1, hi}):
+        sized = form.for_size(n)
+        expected = brute_force(sized)
+        assert structural_errors(form, n, dense_max_n=0) == expected, f"{mechanism} n={n} structure"
+        assert structural_errors(form, n, dense_max_n=n) == expected, f"{mechanism} n={n} dense"
+
+
+@pytest.mark.parametrize("mechanism", ["GM", "EM"])
+def test_wide_sizes_of_a_small_range(mechanism):
+    """K = 124 at small n: every size that the form's table serves, through ``for_size``."""
+    form = structural_form(mechanism, 20, Fraction(9, 10), 124)
+    lo, hi = form.sizes
+    for n in range(lo, hi + 1):
+        assert structural_errors(form, n, dense_max_n=0) == brute_force(form.for_size(n)), f"{mechanism} n={n}"

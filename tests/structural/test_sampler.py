@@ -50,6 +50,28 @@ def test_every_size_of_a_range_from_one_table(form_of):
             assert np.array_equal(histogram(form, j, n, 18), sized.column(j))
 
 
+@pytest.mark.parametrize("form_of", FORMS[:2])
+@pytest.mark.parametrize(("n", "alpha"), [(3, Fraction(1, 2)), (9, Fraction(2, 3)), (24, Fraction(1, 2))])
+def test_two_word_draws_enumerated(form_of, n, alpha):
+    """K = 20 split as a 10-bit first word and a 10-bit second: every (w1, w2) pair enumerated.
+
+    The second word is given as an array, so the rows that need it (a category boundary or the
+    floor inside w1's cell) read it; the histogram of all 2^20 draws is the column's weights."""
+    K, coarse = 20, 10
+    form = form_of(n, alpha, K, coarse_bits=coarse)
+    assert form.wide and form.certify().holds
+    w1, w2 = np.divmod(np.arange(1 << K), 1 << (K - coarse))
+    for j in range(n + 1):
+        out = form.outputs(np.full(w1.size, j), w1, fine=w2)
+        assert np.array_equal(np.bincount(out, minlength=n + 1), form.column(j).astype(np.int64)), j
+
+
+def test_a_wide_draw_without_its_second_word_is_refused():
+    form = geometric_form(5, Fraction(1, 2), 20, coarse_bits=10)
+    with pytest.raises(ValueError, match="second word"):
+        form.outputs(np.zeros(1 << 10, dtype=np.int64), np.arange(1 << 10))
+
+
 def test_sizes_outside_the_range_are_refused():
     form = geometric_form(40, Fraction(1, 2), 18)
     with pytest.raises(ValueError, match="serves group sizes"):
@@ -75,8 +97,8 @@ def test_large_n_frequencies_match_the_exact_weights():
     words = np.frombuffer(os.urandom(8 * N), dtype=np.uint64)
     out = form.sample(np.full(N, j), words)
     for i in (j - 2, j - 1, j, j + 1, j + 2, j + 3):
-        p = form.column(j)[i] / 2.0**62
+        p = form.column(j)[i] / form.denominator
         assert abs((out == i).sum() - N * p) <= 5 * np.sqrt(N * p * (1 - p)) + 1
     shifted = out + 1
-    p = form.column(j)[j] / 2.0**62
+    p = form.column(j)[j] / form.denominator
     assert abs((shifted == j).sum() - N * p) > 5 * np.sqrt(N * p * (1 - p))

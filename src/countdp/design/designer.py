@@ -23,7 +23,7 @@ from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
-from countdp.privacy.exact import IntegerMechanism
+from countdp.privacy.exact import RELEASE_K, IntegerMechanism
 from countdp.privacy.rounding import check_release_alpha, round_to_release
 from countdp.structural.catalogue import released_weights, structural_form
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
@@ -197,10 +197,14 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         raise ValueError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
     if name in CLOSED_FORMS:
         n, alpha_q = check_n(n), check_release_alpha(alpha)
-        check_fits_in_memory(n, CLOSED_FORM_BYTES_PER_ENTRY, f"{name} with its release weights")
+        try:
+            check_fits_in_memory(n, CLOSED_FORM_BYTES_PER_ENTRY, f"{name}'s matrix with its release weights")
+        except ValueError as exc:
+            raise ValueError(f"{exc}; countdp release draws {name} for groups of any size from its structure "
+                             "(countdp.structural), without the matrix") from None
         obj = parse_objective(objective)
         bound = lp_options.get("max_repair_lambda", MAX_REPAIR_LAMBDA)
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
-                             max_repair_lambda=bound, structure=structural_form(name, n, alpha_q))
+                             max_repair_lambda=bound, structure=structural_form(name, n, alpha_q, RELEASE_K))
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else properties
     return design_lp(n, alpha, props, objective, mechanism=name, **lp_options)

@@ -11,6 +11,9 @@ Where the words come from:
 A row of group size ``n`` whose mechanism has weights over ``D = 2**K`` takes the top ``K`` bits
 of its word as a uniform draw in ``[0, D)`` and releases the smallest output whose cumulative
 weight exceeds it (:func:`countdp.privacy.sampling.outputs_for_draws`): exactly ``W[:, count] / D``.
+A large group's structural mechanism is over ``2^124``: the word gives the draw's top 62 bits,
+and the rare row whose category those bits do not settle takes a second word
+(:meth:`Randomness.second_words`).
 A size held as structure draws the same way from its table (:mod:`countdp.structural.form`).
 """
 
@@ -47,6 +50,22 @@ class Randomness:
             return np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
         return self.generators[column].bit_generator.random_raw(size)
 
+    def second_words(self, column: int, rows: np.ndarray) -> np.ndarray:
+        """A second uniform 64-bit word for each of ``rows`` (their 0-based row numbers) of stream ``column``.
+
+        A draw over ``2^124`` (a large group's structural mechanism) needs one for about
+        ``10^-15`` of its rows.  Seeded, row ``r``'s word is the first output of Philox keyed by
+        ``SeedSequence(seed).spawn(2 * columns)[columns + column]`` at counter ``r``: the same
+        whatever the batches.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        if self.generators is None:
+            return np.frombuffer(os.urandom(8 * rows.size), dtype=np.uint64)
+        key = np.random.SeedSequence(self.seed).spawn(2 * len(self.generators))[len(self.generators) + column]
+        words = [np.random.Philox(key=key.generate_state(2, np.uint64), counter=[r, 0, 0, 0]).random_raw()
+                 for r in rows.tolist()]
+        return np.array(words, dtype=np.uint64)
+
     def generator(self, column: int) -> np.random.Generator | None:
         """Stream ``column``'s seeded generator, or ``None`` for the OS's secure source (for samplers that
         draw their own bits, such as the conditioned release)."""
@@ -59,7 +78,10 @@ class Randomness:
                     "note": "the operating system's cryptographically secure source; nobody can regenerate the noise"}
         return {"source": "seeded", "seed": self.seed, "privacy_release": False, "note": EXPERIMENT_ONLY,
                 "generator": "numpy PCG64; noisy column k draws from SeedSequence(seed).spawn(columns)[k], "
-                             "one 64-bit word per row in row order"}
+                             "one 64-bit word per row in row order",
+                "second_words": "a draw over 2^124 that needs a second word takes, for row r (0-based), the "
+                                "first output of numpy Philox keyed by SeedSequence(seed).spawn(2 columns)"
+                                "[columns + k].generate_state(2, uint64) at counter (r, 0, 0, 0)"}
 
 
 COMBINED_TABLE_BYTES = 1 << 26
@@ -105,13 +127,16 @@ class ColumnSampler:
                 table[offset:offset + mechanism.n + 1, :mechanism.n + 1] = mechanism.cumulative
             self.merged = (table, K, guide_table(table, K))
 
-    def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: np.ndarray) -> np.ndarray:
+    def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: np.ndarray,
+               second=None) -> np.ndarray:
         """Each row's noisy count: ``counts[r]`` released by its size's mechanism with word ``words[r]``.
 
-        ``size_index=None`` means the first mechanism for every row.
+        ``size_index=None`` means the first mechanism for every row.  ``second(rows)``: a second
+        word for each of the given rows (positions in this batch), for the draws over ``2^124``
+        that need one.
         """
         if size_index is None:
-            return _sampled(self.mechanisms[0], counts, words, self.sizes[0])
+            return _sampled(self.mechanisms[0], counts, words, self.sizes[0], second)
         if self.merged is not None:
             table, K, guide = self.merged
             draws = (words >> np.uint64(64 - K)).astype(np.int64)
@@ -123,13 +148,16 @@ class ColumnSampler:
         bounds = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=len(self.representative)))])
         for g in np.flatnonzero(np.diff(bounds)):
             rows = order[bounds[g]:bounds[g + 1]]
-            out[rows] = _sampled(self.representative[g], counts[rows], words[rows], self.sizes[size_index[rows]])
+            out[rows] = _sampled(self.representative[g], counts[rows], words[rows], self.sizes[size_index[rows]],
+                                 None if second is None else lambda picked, rows=rows: second(rows[picked]))
         return out
 
 
-def _sampled(released, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
+def _sampled(released, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None, second=None) -> np.ndarray:
     if isinstance(released, StructuralMechanism):
-        return released.sample(counts, words, sizes)
+        fine = None if second is None else \
+            (lambda rows: (second(rows) >> np.uint64(64 - (released.K - released.coarse_bits))).astype(np.int64))
+        return released.sample(counts, words, sizes, fine)
     draws = (words >> np.uint64(64 - released.K)).astype(np.int64)
     return outputs_for_draws(released.cumulative, released.K, counts, draws, released.guide)
 

@@ -193,7 +193,9 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
         if column.levels:
             noisy = prepared.samplers[k].sample(counts, size_index, words)
         else:
-            noisy = [prepared.samplers[k].sample(counts, size_index, words[0])]
+            stream = prepared.streams[k][0]
+            noisy = [prepared.samplers[k].sample(counts, size_index, words[0],
+                                                 lambda rows, s=stream: randomness.second_words(s, first + rows))]
         arrays += [pa.array(values, type=pa.int64()) for values in noisy]
         labels.append(pa.DictionaryArray.from_arrays(index, prepared.labels[k]))
     return pa.RecordBatch.from_arrays(arrays + labels, schema=schema)

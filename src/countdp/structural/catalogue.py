@@ -22,7 +22,7 @@ import numpy as np
 from countdp.privacy.exact import MIN_RELEASE_K, RELEASE_K, IntegerMechanism
 from countdp.privacy.rounding import check_release_alpha
 from countdp.structural.fair import fair_form
-from countdp.structural.form import REPRESENTATION, StructuralMechanism
+from countdp.structural.form import REPRESENTATION, WIDE_K, StructuralMechanism
 from countdp.structural.geometric import geometric_form
 from countdp.structural.uniform import uniform_form
 from countdp.validation import check_fits_in_memory, check_n
@@ -30,23 +30,33 @@ from countdp.validation import check_fits_in_memory, check_n
 MATRIX_BYTES_PER_ENTRY = 64
 """Peak memory per entry of a structural mechanism's matrix form (the weights, their check, the cumulative)."""
 
+NARROW_MAX_N = 2048
+"""Largest group size whose structural form is over ``2^62`` by default: the matrix form's size."""
 FORMS: dict[str, Callable[[int, Fraction, int], StructuralMechanism]] = {
     "GM": geometric_form, "EM": fair_form, "UM": uniform_form}
 """The mechanisms with a structural form (the template designs are not among them yet)."""
 
 
-def structural_form(mechanism: str, n: object, alpha: object, K: int = RELEASE_K) -> StructuralMechanism:
+def structural_form(mechanism: str, n: object, alpha: object, K: int | None = None) -> StructuralMechanism:
     """``mechanism`` (GM, EM or UM) for groups of size ``n``, certified alpha-DP by its structure.
 
-    Raises ``ValueError`` (one line) for an unknown name, a bad ``n`` or alpha, or an ``n`` too
-    large for integer weights over ``2**K``; and if the certificate fails, which a correct
-    construction never lets happen.
+    ``K`` defaults to 62 up to :data:`NARROW_MAX_N` (where the matrix form exists and is the same
+    distribution) and to :data:`countdp.structural.form.WIDE_K` beyond (two words per draw, so
+    the floor costs nothing; UM needs no floor and keeps 62); a default ``K``'s table serves only
+    sizes on its side of that line.  Raises ``ValueError`` (one line) for an unknown name, a bad
+    ``n`` or alpha, or an ``n`` too large for integer weights over ``2**K``; and if the
+    certificate fails, which a correct construction never lets happen.
     """
     name = str(mechanism).upper()
     if name not in FORMS:
         raise ValueError(f"{mechanism!r} has no structural form; structural forms: {', '.join(FORMS)}")
-    n, a = check_n(n), check_release_alpha(alpha, K)
-    form = FORMS[name](n, a, K)
+    n = check_n(n)
+    chosen = K if K is not None else RELEASE_K if name == "UM" or n <= NARROW_MAX_N else WIDE_K
+    a = check_release_alpha(alpha, chosen)
+    form = FORMS[name](n, a, chosen)
+    if K is None and name != "UM":
+        lo, hi = form.sizes
+        form.sizes = (lo, min(hi, NARROW_MAX_N)) if chosen == RELEASE_K else (max(lo, NARROW_MAX_N + 1), hi)
     check = form.certify()
     if not check.holds:
         raise ValueError(f"{name} n={n} alpha={alpha}: structural certificate failed: {check.reason}")
@@ -93,19 +103,20 @@ class GroupMechanism:
         if not isinstance(self.released, StructuralMechanism):
             return self
         check_fits_in_memory(self.n, MATRIX_BYTES_PER_ENTRY, f"{self.mechanism}'s matrix of integer weights")
-        form = self.released.for_size(self.n)
+        form = self.released.for_size(self.n) if not self.released.wide else \
+            structural_form(self.mechanism, self.n, self.released.alpha, RELEASE_K).for_size(self.n)
         return GroupMechanism(self.mechanism, self.n, self.objective,
                               IntegerMechanism(form.alpha, form.K, form.dense_weights(),
                                                rounding={"rounding_lambda": form.uniform_share}))
 
 
-def structural_design(mechanism: str, n: int, alpha: object, K: int = RELEASE_K) -> GroupMechanism:
-    """:func:`structural_form` for a release (``K`` at least the release's minimum)."""
-    if K < MIN_RELEASE_K:
+def structural_design(mechanism: str, n: int, alpha: object, K: int | None = None) -> GroupMechanism:
+    """:func:`structural_form` for a release (``K``, if given, at least the release's minimum)."""
+    if K is not None and K < MIN_RELEASE_K:
         raise ValueError(f"a released mechanism needs K >= {MIN_RELEASE_K}, got {K}")
     form = structural_form(mechanism, n, alpha, K)
     return GroupMechanism(form.mechanism, form.n, "L0", form)
 
 
-__all__ = ["FORMS", "GroupMechanism", "released_weights", "structural_design",
+__all__ = ["FORMS", "NARROW_MAX_N", "GroupMechanism", "released_weights", "structural_design",
            "structural_form"]

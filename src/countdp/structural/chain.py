@@ -11,7 +11,8 @@ integers that never fall faster than alpha per step.  So ``alpha t[k] - t[k+1] <
 ``alpha (t[k] + f) <= t[k+1] + f``: the rounding down is paid for by the floor, not by a float
 tolerance.  The chain is a recurrence, one Python integer step per entry (exact for any ``p, q``,
 including the 60-digit rationals of ``alpha_from_epsilon``); it stops at its first zero, after
-about ``K ln 2 / ln(1/alpha)`` steps whatever ``n``.
+about ``K ln 2 / ln(1/alpha)`` steps whatever ``n``.  Tables over ``2^62`` are int64; tables over
+``2^124`` (:data:`countdp.structural.form.WIDE_K`) hold Python integers.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def floor_chain(start: int, alpha: Fraction, stop: int | None = None) -> np.ndar
     ``ValueError`` (one line) when the chain would be longer than :data:`MAX_CHAIN`: alpha is
     then so close to 1 that the table would not fit a structural mechanism.
     """
-    if not 0 <= start < 1 << 63:
-        raise ValueError(f"a chain must start in [0, 2^63), got {start}")
+    if not 0 <= start < 1 << 126:
+        raise ValueError(f"a chain must start in [0, 2^126), got {start}")
     p, q = alpha.numerator, alpha.denominator
     limit = chain_length(start, alpha) if stop is None else min(stop, chain_length(start, alpha))
     if limit > MAX_CHAIN:
@@ -50,18 +51,32 @@ def floor_chain(start: int, alpha: Fraction, stop: int | None = None) -> np.ndar
     while value > 0 and len(out) < limit:
         out.append(value)
         value = value * p // q
-    return np.array(out, dtype=np.int64)
+    return np.array(out, dtype=np.int64 if start < 1 << 62 else object)
+
+
+def integer_table(values) -> np.ndarray:
+    """A read-only table of non-negative integers: int64, or Python integers (object) past ``2^62``."""
+    table = np.asarray(values)
+    if table.dtype != object:
+        table = table.astype(np.int64)
+    elif table.size and max(table.tolist()) < 1 << 62:
+        table = table.astype(np.int64)
+    table.setflags(write=False)
+    return table
 
 
 def ratio_holds(lower: np.ndarray, upper: np.ndarray, alpha: Fraction) -> np.ndarray:
     """Per entry, whether ``alpha * lower <= upper``, decided exactly (``p * lower <= q * upper``).
 
-    ``lower`` and ``upper`` are int64 arrays of one shape with entries in ``[0, 2^62]``.  The
-    products are formed exactly by :func:`countdp.privacy.exact.scaled_products`: 128-bit
-    halves for ``p, q < 2^64``, Python integers beyond.
+    ``lower`` and ``upper`` are arrays of one shape: int64 with entries in ``[0, 2^62]``, whose
+    products are formed exactly by :func:`countdp.privacy.exact.scaled_products` (128-bit halves
+    for ``p, q < 2^64``, Python integers beyond), or Python integers (object arrays, for weights
+    over ``2^124``), compared as they are.
     """
-    lower, upper = np.asarray(lower, dtype=np.int64), np.asarray(upper, dtype=np.int64)
     p, q = alpha.numerator, alpha.denominator
+    if np.asarray(lower).dtype == object or np.asarray(upper).dtype == object:  # weights past 2^62
+        return np.asarray(p * np.asarray(lower, dtype=object) <= q * np.asarray(upper, dtype=object), dtype=bool)
+    lower, upper = np.asarray(lower, dtype=np.int64), np.asarray(upper, dtype=np.int64)
     stacked = np.stack([lower.ravel(), upper.ravel()])
     pW, qW = scaled_products(stacked, p, q)
     if isinstance(pW, tuple):
@@ -74,7 +89,8 @@ def ratio_holds(lower: np.ndarray, upper: np.ndarray, alpha: Fraction) -> np.nda
 
 def neighbours_hold(values: np.ndarray, alpha: Fraction) -> np.ndarray:
     """For a sequence of weights, whether each neighbouring pair is within ratio alpha both ways."""
-    values = np.asarray(values, dtype=np.int64)
+    values = np.asarray(values)
+    values = values if values.dtype == object else values.astype(np.int64)
     left, right = values[:-1], values[1:]
     return ratio_holds(left, right, alpha) & ratio_holds(right, left, alpha)
 
@@ -83,7 +99,11 @@ def neighbours_hold(values: np.ndarray, alpha: Fraction) -> np.ndarray:
 
 
 def exact_sum(values: np.ndarray) -> int:
-    """The exact sum of non-negative int64 entries (each below 2^63), as a Python int: no wrap-around."""
-    values = np.asarray(values, dtype=np.int64)
+    """The exact sum of non-negative int64 entries (each below 2^63), or of Python integers, as a Python int."""
+    values = np.asarray(values)
+    if values.dtype == object:
+        return int(values.sum()) if values.size else 0
+    values = values.astype(np.int64)
     return (int((values >> 31).sum()) << 31) + int((values & (2**31 - 1)).sum())
-__all__ = ["MAX_CHAIN", "chain_length", "exact_sum", "floor_chain", "neighbours_hold", "ratio_holds"]
+__all__ = ["MAX_CHAIN", "chain_length", "exact_sum", "floor_chain", "integer_table", "neighbours_hold",
+           "ratio_holds"]

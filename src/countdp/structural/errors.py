@@ -6,16 +6,23 @@ gives for a dense released mechanism (``L0 = Pr[out != in]``, ``L0,1 = Pr[|out -
 smallest one attaining it), for the distribution the structural sampler draws from:
 ``W[i, j] = s(i, j) + f + [i < r]`` over ``D = 2**K`` (:mod:`countdp.structural.form`).
 
-Up to ``dense_max_n`` the weights are built and summed as a matrix (``squared_error_sums``).
-Beyond, nothing of size ``n**2`` is built, and every returned value is still exact:
+Small sizes build the weights and sum them as a matrix.  Beyond, nothing of size ``n**2`` is
+built, no per-input Python integer is formed (over ``2**124`` every weight is one), and every
+returned value is still exact.  Both parts rest on one observation: what input ``j`` reads of
+the structure is an int64 *index* into a short exact table (a distance or an exponent, clipped
+at the table's end), and these indices are constant over long *runs* of consecutive inputs.
+So the per-input numerators are computed once per run, in Python integers, and the runs are
+found by comparing int64 index arrays (:func:`_runs`):
 
-* **L0, L0,1.**  The entries ``W[j-1, j], W[j, j], W[j+1, j]`` are evaluated for all ``j`` at
-  once from each structure's rule; each is at most ``D <= 2**62``, so the numerators
-  ``D - W[j, j]`` and ``D - (three entries)`` are exact int64 vectors.
+* **L0, L0,1.**  The entries ``W[j-1, j], W[j, j], W[j+1, j]`` are ``table[index] + f + [i < r]``
+  (:func:`_entry_index`); the runs are where no index and no ``[i < r]`` changes, a handful
+  (the clamped corners of GM, the missing row above input 0 and below input n, the floor's
+  extra rows).  The uniform total is each run's numerator times its length; the worst input is
+  the first run's start among those attaining the largest numerator.
 * **MSE.**  Input ``j``'s numerator ``S(j) = sum_i (i - j)**2 W[i, j]`` splits into the floor's
-  part ``f Q(j) + sum_{i<r} (i - j)**2`` with ``Q(j) = T(j) + T(n - j)``, ``T(x) = x(x+1)(2x+1)/6``
-  (closed forms), and the structured part, which is a short exact table read at one or two
-  clipped indices per input:
+  part ``A(j) = f Q(j) + sum_{i<r} (i - j)**2`` with ``Q(j) = T(j) + T(n - j)``,
+  ``T(x) = x(x+1)(2x+1)/6`` (closed forms), and the structured part ``B(j)``, which is a short
+  exact table read at one or two clipped indices per input:
 
   - GM releases ``clamp(j + Z, 0, n)``, so its part is ``F(min(j, L)) + F(min(n - j, L))`` with
     ``F(x) = sum_{z>=1} g(z) min(z, x)**2 = sum_{z<=x} z**2 g(z) + x**2 T_tail(x + 1)``
@@ -26,14 +33,16 @@ Beyond, nothing of size ``n**2`` is built, and every returned value is still exa
     sum_{k>m} g(k) (8k**2 - (8m + 4) k + 2m**2 + 2m + 1)``, from prefix sums of ``g, k g, k**2 g``;
   - UM has none.
 
-  The tables are Python integers (their entries pass ``2**63``).  The uniform total is exact:
-  closed forms for the floor, and each table entry times the number of inputs that read it
-  (``np.bincount``).  The worst input is found exactly by *screening*: ``S(j)`` is evaluated for
-  all ``j`` in float64, whose error is below ``1e-14 (S(j) + 3 (n+1)**3)`` (sums of non-negative
-  terms, plus one cancelling cubic of size ``<= 3 (n+1)**3``); every input within a margin
-  ``1e-9 (max + 3 (n+1)**3)`` of the float maximum (a set that must contain the true maximum) is
-  then evaluated in Python integers and the exact maximum taken.  So everything is O(n)
-  vectorised int64/float64 work plus O(table + candidates) Python-integer work.
+  The uniform total is exact: closed forms for the floor, and each table entry times the number
+  of inputs that read it (``np.bincount``).  For the worst input, ``B`` is constant on each run
+  of its indices, and ``A`` is convex in ``j`` on ``[0, n]`` (``T'' = 2x + 1 > 0``, and a sum of
+  squares), strictly unless ``f = r = 0`` (then ``A = 0``).  So within a run ``S`` is largest at
+  the run's first or last input, and strictly below that anywhere inside (or, with ``A = 0``,
+  equal throughout, where the first input is the smallest): the worst input, the smallest one
+  attaining the maximum, is among the runs' ends, and only those are evaluated exactly.
+
+So everything is O(n) vectorised int64 work plus O(table + runs) Python-integer work, and the
+runs are O(table) for GM and EM (a few for the near-diagonal entries).
 """
 
 from __future__ import annotations
@@ -43,98 +52,162 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.privacy.expected_error import ReleaseErrors, squared_error_sums
-from countdp.structural.chain import exact_sum
 from countdp.structural.fair import StructuralEM, exponents
-from countdp.structural.form import StructuralMechanism
+from countdp.structural.form import COARSE_BITS, StructuralMechanism
 from countdp.structural.geometric import StructuralGM
 from countdp.structural.uniform import StructuralUM
 
 DENSE_MAX_N = 4096
-"""Default largest group size whose errors are computed from the dense weight matrix."""
-_SCREEN = 1e-9
-"""Relative margin of the float screen for the worst MSE input (orders of magnitude above float64's error)."""
+"""Default largest group size whose errors are computed from the dense weight matrix (int64 weights)."""
+WIDE_DENSE_MAX_N = 256
+"""The same for a wide form, whose ``(n+1)**2`` dense weights are Python integers (slow to build)."""
 
 
 def structural_errors(form: StructuralMechanism, n: int | None = None, *,
-                      dense_max_n: int = DENSE_MAX_N) -> ReleaseErrors:
+                      dense_max_n: int | None = None) -> ReleaseErrors:
     """The exact L0, L0,1 and MSE (uniform and worst input) of releasing with ``form`` for groups of size ``n``.
 
-    ``n`` (default ``form.n``) must lie in ``form.sizes``.  Sizes up to ``dense_max_n`` build the
-    dense weights; larger ones use the structure (module docstring), in O(n) time and memory.
-    Raises ``ValueError`` for a size outside the form's range and ``TypeError`` for a structure
-    with no rule here (GM, EM and UM have one).
+    ``n`` (default ``form.n``) must lie in ``form.sizes``.  Sizes up to ``dense_max_n`` (default
+    :data:`DENSE_MAX_N`, or :data:`WIDE_DENSE_MAX_N` for a wide form) build the dense weights;
+    larger ones use the structure (module docstring), in O(n) time and memory.  Raises
+    ``ValueError`` for a size outside the form's range and ``TypeError`` for a structure with no
+    rule here (GM, EM and UM have one).
     """
     sized = form if n is None or int(n) == form.n else form.for_size(int(n))
+    if dense_max_n is None:
+        dense_max_n = WIDE_DENSE_MAX_N if sized.wide else DENSE_MAX_N
     if sized.n <= dense_max_n:
         return _dense_errors(sized)
-    D = sized.denominator
-    diag, below, above = _near_weights(sized)
-    l0 = _summary(D - diag, D)
-    l01 = _summary(D - diag - below - above, D)
-    return ReleaseErrors(sized.n, *l0, *l01, *_structural_mse(sized))
+    return ReleaseErrors(sized.n, *_near_errors(sized), *_structural_mse(sized))
 
 
+# -- small n: the dense weights -----------------------------------------------------------------
 def _dense_errors(form: StructuralMechanism) -> ReleaseErrors:
-    """The errors from the ``(n+1) x (n+1)`` weights (small n), as ``release_errors`` computes them."""
-    W, D = form.dense_weights(), form.denominator
+    """The errors from the ``(n+1) x (n+1)`` weights (small n), as ``release_errors`` computes them.
+
+    The weights are int64, or Python integers (object) for a wide form; both are exact here.
+    """
+    W, D = _dense_weights(form), form.denominator
     diag = W.diagonal().copy()
     below = np.append(W.diagonal(-1), 0)  # W[j + 1, j]; none below the last row
     above = np.insert(W.diagonal(1), 0, 0)  # W[j - 1, j]; none above the first row
     return ReleaseErrors(form.n, *_summary(D - diag, D), *_summary(D - diag - below - above, D),
-                         *_summary(squared_error_sums(W), D))
+                         *_summary(_squared_sums(W), D))
+
+
+def _dense_weights(form: StructuralMechanism) -> np.ndarray:
+    """The ``(n+1) x (n+1)`` weights: the form's own matrix (int64), or for a wide form Python integers.
+
+    The forms' dense constructions add the floor in int64, which a wide form's floor can pass
+    (EM's own table at small n, UM), so a wide form's matrix is assembled here from the entry
+    rule :func:`_entry_index` and the floor, in Python integers.
+    """
+    if not form.wide:
+        return form.dense_weights()
+    N = form.n + 1
+    i, j = np.divmod(np.arange(N * N, dtype=np.int64), N)
+    table, index = _entry_index(form, i, j)
+    floor = np.array([form.floor, form.floor + 1], dtype=object)[(np.arange(N) < form.extra_rows).astype(np.int64)]
+    return table.astype(object)[index].reshape(N, N) + floor[:, None]
+
+
+def _squared_sums(W: np.ndarray) -> np.ndarray:
+    """``sum_i (i - j)**2 W[i, j]`` per input ``j`` as Python integers, for int64 or Python-integer weights.
+
+    ``squared_error_sums`` takes int64 weights below ``2**63``; wider ones are split into 62-bit
+    words, each summed exactly there, and recombined (the sum is linear in the weights).
+    """
+    if W.dtype != object:
+        return squared_error_sums(W)
+    mask = (1 << COARSE_BITS) - 1
+    words = -(-max(int(W.max()).bit_length(), 1) // COARSE_BITS)
+    total = np.zeros(W.shape[1], dtype=object)
+    for k in range(words):
+        word = ((W >> (k * COARSE_BITS)) & mask).astype(np.int64)
+        total = total + squared_error_sums(word) * (1 << (k * COARSE_BITS))
+    return total
 
 
 def _summary(numerators: np.ndarray, D: int) -> tuple[Fraction, Fraction, int]:
-    """``(mean_j numerators[j] / D, max_j numerators[j] / D, smallest argmax)``, exactly.
+    """``(mean_j numerators[j] / D, max_j numerators[j] / D, smallest argmax)``, exactly (int64 or Python ints)."""
+    values = numerators.astype(object)
+    worst = int(np.argmax(values))
+    return Fraction(int(values.sum()), len(values) * D), Fraction(int(values[worst]), D), worst
 
-    ``numerators``: non-negative int64 (summed without wrap-around) or Python integers (object).
-    """
-    total = int(numerators.sum()) if numerators.dtype == object else exact_sum(numerators)
-    worst = int(np.argmax(numerators))
-    return Fraction(total, len(numerators) * D), Fraction(int(numerators[worst]), D), worst
+
+# -- runs of inputs that read the same entries --------------------------------------------------
+def _runs(size: int, keys: list[np.ndarray]) -> np.ndarray:
+    """The first inputs of the maximal runs of ``0..size-1`` over which every key array is constant (int64)."""
+    change = np.zeros(max(size - 1, 0), dtype=bool)
+    for key in keys:
+        change |= key[1:] != key[:-1]
+    return np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
+
+
+def _run_summary(values: list[int], starts: np.ndarray, N: int, D: int) -> tuple[Fraction, Fraction, int]:
+    """:func:`_summary` of numerators constant on runs: ``values[k]`` on inputs ``starts[k] ..`` to the next start."""
+    lengths = np.diff(np.append(starts, N)).tolist()
+    worst = max(values)
+    first = values.index(worst)  # runs are in input order, so this run's start is the smallest argmax
+    return (Fraction(sum(v * length for v, length in zip(values, lengths, strict=True)), N * D),
+            Fraction(worst, D), int(starts[first]))
 
 
 # -- the three entries near the diagonal --------------------------------------------------------
-def _structured_entries(form: StructuralMechanism, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """``s(i, j)`` elementwise for int64 arrays of outputs ``i`` and inputs ``j`` (all within ``0..n``)."""
+def _entry_index(form: StructuralMechanism, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(table, index)`` with ``s(i, j) = table[index]`` elementwise, for int64 arrays of one shape of
+    outputs ``i`` and inputs ``j`` (all within ``0..n``): ``index`` is int64, ``table`` short (its
+    length is the structure's table's, plus a few entries; int64 or Python ints)."""
     n = form.n
     if isinstance(form, StructuralGM):
-        masses = form.mass(np.arange(form.tail.size + 2))  # g(0..L), then 0: every distance past the table
-        s = masses[np.minimum(np.abs(i - j), form.tail.size + 1)]
-        for row, reach in ((0, j), (n, n - j)):  # the clamped rows: Pr[Z <= -j], Pr[Z >= n - j]
+        L = int(form.tail.size)
+        # g(0..L), 0 (every distance past the table); then the corners: g0 + T(1), T(1..L), 0
+        table = np.concatenate([form.mass(np.arange(L + 2)), np.array([form.centre + form.first], dtype=object),
+                                form.tail_at(np.arange(1, L + 2))])
+        index = np.minimum(np.abs(i - j), L + 1)
+        for row in (n, 0):  # the clamped rows: Pr[Z >= n - j], Pr[Z <= -j]
             at = np.flatnonzero(i == row)
-            s[at] = np.where(reach[at] == 0, form.centre + form.first, form.tail_at(np.maximum(reach[at], 1)))
-        return s
+            index[at] = L + 2 + np.minimum(n - j[at] if row else j[at], L + 1)
+        return table, index
     if isinstance(form, StructuralEM):
-        return form.power_at(exponents(n, i, j))
+        top = int(form.powers.size)  # g(0..top-1), then 0 past the table
+        return form.power_at(np.arange(top + 1)), np.minimum(exponents(n, i, j), top)
     if isinstance(form, StructuralUM):
-        return np.zeros(np.shape(i), dtype=np.int64)
+        return np.zeros(1, dtype=np.int64), np.zeros(np.shape(i), dtype=np.int64)
     raise TypeError(f"no structural error rule for {type(form).__name__}")
 
 
-def _near_weights(form: StructuralMechanism) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(W[j, j], W[j + 1, j], W[j - 1, j])`` for every input ``j`` (0 where the row does not exist), int64."""
-    n = form.n
+def _near_errors(form: StructuralMechanism) -> tuple[Fraction, Fraction, int, Fraction, Fraction, int]:
+    """L0's and L0,1's ``(uniform, worst, worst input)`` from ``W[j-1, j], W[j, j], W[j+1, j]``, run by run.
+
+    Each row's weight is ``table[index] + f + [i < r]`` (0 where the row does not exist, index -1);
+    the numerators ``D - W[j, j]`` and ``D - (the three)`` are formed once per run, in Python integers.
+    """
+    n, f, r, D = form.n, form.floor, form.extra_rows, form.denominator
     j = np.arange(n + 1, dtype=np.int64)
-
-    def weights(i: np.ndarray) -> np.ndarray:
-        return _structured_entries(form, i, j) + form.floor + (i < form.extra_rows)
-
-    below = np.where(j < n, weights(np.minimum(j + 1, n)), 0)
-    above = np.where(j > 0, weights(np.maximum(j - 1, 0)), 0)
-    return weights(j), below, above
+    rows = []
+    for i in (j, j + 1, j - 1):  # W[j, j], W[j + 1, j], W[j - 1, j]
+        table, index = _entry_index(form, np.clip(i, 0, n), j)
+        rows.append((table, np.where((i >= 0) & (i <= n), index, -1), i < r))
+    starts = _runs(n + 1, [key for _, index, extra in rows for key in (index, extra)])
+    weights = [[int(table[k]) + f + e if k >= 0 else 0 for k, e in zip(index[starts].tolist(),
+                                                                      extra[starts].tolist(), strict=True)]
+               for table, index, extra in rows]
+    l0 = [D - w for w in weights[0]]
+    l01 = [D - a - b - c for a, b, c in zip(*weights, strict=True)]
+    return (*_run_summary(l0, starts, n + 1, D), *_run_summary(l01, starts, n + 1, D))
 
 
 # -- the squared error --------------------------------------------------------------------------
-def _square_sum(x, exact: bool):
-    """``T(x) = 0**2 + 1**2 + ... + x**2`` elementwise (Python integers if ``exact``, else float64)."""
-    return x * (x + 1) * (2 * x + 1) // 6 if exact else x * (x + 1) * (2 * x + 1) / 6
+def _square_sum(x):
+    """``T(x) = 0**2 + 1**2 + ... + x**2`` elementwise (Python integers in, Python integers out)."""
+    return x * (x + 1) * (2 * x + 1) // 6
 
 
-def _floor_squares(j, n: int, f: int, r: int, exact: bool):
-    """The floor's part of ``S(j)``: ``f (T(j) + T(n - j)) + sum_{i<r} (i - j)**2``, elementwise."""
+def _floor_squares(j, n: int, f: int, r: int):
+    """The floor's part of ``S(j)``: ``f (T(j) + T(n - j)) + sum_{i<r} (i - j)**2``, elementwise, exactly."""
     extra = r * j * j - j * (r * (r - 1)) + (r - 1) * r * (2 * r - 1) // 6
-    return f * (_square_sum(j, exact) + _square_sum(n - j, exact)) + extra
+    return f * (_square_sum(j) + _square_sum(n - j)) + extra
 
 
 def _pyramid(m: int) -> int:
@@ -172,8 +245,8 @@ def _fair_profile(form: StructuralEM) -> tuple[np.ndarray, list[np.ndarray]]:
 
 
 def _structured_profile(form: StructuralMechanism) -> tuple[np.ndarray, list[np.ndarray]]:
-    """An exact table and index arrays such that input ``j``'s structured ``sum_i (i-j)**2 s(i, j)``
-    is ``sum(table[index[j]] for index in indices)``."""
+    """An exact table (Python integers) and index arrays such that input ``j``'s structured
+    ``sum_i (i-j)**2 s(i, j)`` is ``sum(table[index[j]] for index in indices)``."""
     if isinstance(form, StructuralGM):
         return _geometric_profile(form)
     if isinstance(form, StructuralEM):
@@ -184,25 +257,20 @@ def _structured_profile(form: StructuralMechanism) -> tuple[np.ndarray, list[np.
 
 
 def _structural_mse(form: StructuralMechanism) -> tuple[Fraction, Fraction, int]:
-    """Uniform and worst MSE, exactly, in O(n + table) (module docstring: closed forms, counts, a float screen)."""
+    """Uniform and worst MSE, exactly, in O(n + table + runs) (module docstring: closed forms, counts, runs' ends)."""
     n, f, r, D = form.n, form.floor, form.extra_rows, form.denominator
     N = n + 1
     table, indices = _structured_profile(form)
     total = f * (N * N * (N * N - 1) // 6) + _pyramid(r - 1) + _pyramid(n) - _pyramid(n - r)
     for index in indices:
         total += int((np.bincount(index, minlength=table.size).astype(object) * table).sum())
-    jf = np.arange(N, dtype=np.float64)
-    approx = _floor_squares(jf, n, f, r, exact=False)
-    table_f = table.astype(np.float64)
-    for index in indices:
-        approx += table_f[index]
-    peak = float(approx.max())
-    candidates = np.flatnonzero(approx >= peak - _SCREEN * (peak + 3.0 * float(N) ** 3))
-    exact = _floor_squares(candidates.astype(object), n, f, r, exact=True)
+    starts = _runs(N, indices)
+    candidates = np.union1d(starts, np.append(starts[1:] - 1, n))  # every run's first and last input, in order
+    exact = _floor_squares(candidates.astype(object), n, f, r)
     for index in indices:
         exact = exact + table[index[candidates]]
-    best = int(np.argmax(exact))
+    best = int(np.argmax(exact))  # the first maximum: candidates are increasing
     return Fraction(total, N * D), Fraction(int(exact[best]), D), int(candidates[best])
 
 
-__all__ = ["DENSE_MAX_N", "structural_errors"]
+__all__ = ["DENSE_MAX_N", "WIDE_DENSE_MAX_N", "structural_errors"]

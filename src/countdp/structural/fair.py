@@ -27,8 +27,8 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.mechanisms.closed_forms import explicit_fair_exponents
-from countdp.structural.chain import exact_sum, floor_chain, neighbours_hold
-from countdp.structural.form import StructuralMechanism
+from countdp.structural.chain import exact_sum, floor_chain, integer_table, neighbours_hold
+from countdp.structural.form import COARSE_BITS, StructuralMechanism
 from countdp.structural.geometric import size_class
 
 ARGUMENT = ("every column holds exponent 0 once and each of 1..floor(n/2) twice (and (n+1)/2 once for odd n); "
@@ -50,12 +50,11 @@ class StructuralEM(StructuralMechanism):
     argument = ARGUMENT
 
     def __init__(self, n: int, alpha: Fraction, K: int, reserve: int, powers: np.ndarray,
-                 sizes: tuple[int, int] | None = None) -> None:
-        self.powers = np.asarray(powers, dtype=np.int64)
-        self.powers.setflags(write=False)
+                 sizes: tuple[int, int] | None = None, coarse_bits: int = COARSE_BITS) -> None:
+        self.powers = integer_table(powers)
         smallest = n if sizes is None else sizes[0]
         self.top = smallest // 2 + smallest % 2  # the largest exponent of the smallest size served
-        super().__init__(n, alpha, K, reserve, sizes)
+        super().__init__(n, alpha, K, reserve, sizes, coarse_bits)
 
     def power_at(self, k: np.ndarray) -> np.ndarray:
         """``g(k)`` (0 past the table)."""
@@ -69,8 +68,7 @@ class StructuralEM(StructuralMechanism):
 
     def dense_weights(self) -> np.ndarray:
         """The whole matrix at once, from Figure 4's exponent grid (the closed form's own function)."""
-        i = np.arange(self.n + 1)
-        return self.power_at(explicit_fair_exponents(self.n)) + (self.floor + (i < self.extra_rows))[:, None]
+        return self.power_at(explicit_fair_exponents(self.n)) + self.row_floor()[:, None]
 
     def category_masses(self) -> np.ndarray:
         """Exponent 0, then each exponent ``k >= 1`` twice (its first and its second row).
@@ -133,7 +131,10 @@ def _diagonal_estimate(n: int | None, alpha: Fraction) -> float:
 
 def _below(spare: int, n: int | None, alpha: Fraction, stop: int | None) -> np.ndarray:
     """The power table from a diagonal just below ``spare * y``, lowered until its columns fit in ``spare``."""
-    c = min(int(spare * _diagonal_estimate(n, alpha) * (1 - 2.0**-52)), spare)
+    if n is None:  # the large-n limit y = (1 - alpha) / (1 + alpha), exactly
+        c = spare * (alpha.denominator - alpha.numerator) // (alpha.denominator + alpha.numerator)
+    else:
+        c = min(int(spare * _diagonal_estimate(n, alpha) * (1 - 2.0**-52)), spare)
     for _ in range(64):
         powers = floor_chain(c, alpha, stop=stop)
         total = _column_total(powers, n) if powers.size else 0
@@ -143,7 +144,7 @@ def _below(spare: int, n: int | None, alpha: Fraction, stop: int | None) -> np.n
     raise ValueError(f"EM at alpha = {alpha} found no integer form")
 
 
-def fair_form(n: int, alpha: Fraction, K: int) -> StructuralEM:
+def fair_form(n: int, alpha: Fraction, K: int, coarse_bits: int = COARSE_BITS) -> StructuralEM:
     """EM for groups of size ``n`` over ``2**K`` (with its size class when ``n`` is large), certified.
 
     Large n: the power table is GM's size class's (:func:`countdp.structural.geometric.size_class`),
@@ -159,11 +160,11 @@ def fair_form(n: int, alpha: Fraction, K: int) -> StructuralEM:
                          f"over 2^{K}: lower n or alpha")
     powers = _below(D - reserve, None, alpha, None)
     if 2 * (powers.size - 1) <= sizes[0]:
-        mechanism = StructuralEM(n, alpha, K, D - _column_total(powers, None), powers, sizes)
+        mechanism = StructuralEM(n, alpha, K, D - _column_total(powers, None), powers, sizes, coarse_bits)
     else:
         top = n // 2 + n % 2
         powers = _below(D - reserve, n, alpha, top + 1)
-        mechanism = StructuralEM(n, alpha, K, D - _column_total(powers, n), powers)
+        mechanism = StructuralEM(n, alpha, K, D - _column_total(powers, n), powers, None, coarse_bits)
     check = mechanism.certify()
     if not check.holds:
         raise ValueError(f"EM for n = {n} at alpha = {alpha}: {check.reason}")

@@ -24,10 +24,22 @@ The category is one exact inverse-CDF lookup over ``[R, masses...]``
 (:func:`countdp.privacy.inverse_cdf.outputs_for_draws`, with its guide table), so output ``i`` is
 drawn for exactly ``W[i, j]`` of the ``D`` draws: the distribution of the matrix of these weights,
 with nothing of size ``n^2`` (or ``n``) built.
+
+**Two words for large groups.**  Every entry far from the diagonal is at least about
+``1 / (1 - alpha)`` units (in integers, ``ceil(alpha v) = v`` once ``v <= 1 / (1 - alpha)``), so
+at ``K = 62`` the floor is a uniform of weight about ``n / ((1 - alpha) 2^62)``, which adds
+``n^2 / 6`` times that to the MSE: nothing at ``n = 10^5``, ten times GM's own RMSE at
+``n = 10^7``.  Large groups therefore use ``K = 124`` (:data:`WIDE_K`): the draw is
+``v = w1 2^62 + w2``.  The first word ``w1`` (62 bits, the row's word) finds the category through
+the guide table of the cumulative masses' high halves; only when a category boundary falls
+inside ``w1``'s cell of ``2^62`` draws (at most one cell per category, so about ``10^-15`` of the
+rows) is a second word ``w2`` drawn (``fine``) and the boundary compared exactly.  The tables
+then hold Python integers.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import hashlib
 import json
@@ -40,6 +52,10 @@ from countdp.privacy.alpha import alpha_text
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
 from countdp.structural.chain import exact_sum
 
+COARSE_BITS = 62
+"""Bits of a draw taken from the row's word; a wider ``K`` takes its other bits from a second word."""
+WIDE_K = 124
+"""``K`` of the structural forms for large groups (two 62-bit words per draw, the second rarely)."""
 BLOCK = 1 << 16
 """Rows the sampler maps at a time (its temporaries then fit in a core's cache)."""
 REPRESENTATION = "structural"
@@ -77,12 +93,15 @@ class StructuralMechanism:
     mechanism = ""
     argument = ""
 
-    def __init__(self, n: int, alpha: Fraction, K: int, reserve: int, sizes: tuple[int, int] | None = None) -> None:
-        if not 1 <= K <= 62:
-            raise ValueError(f"K must be in 1..62, got {K}")
+    def __init__(self, n: int, alpha: Fraction, K: int, reserve: int, sizes: tuple[int, int] | None = None,
+                 coarse_bits: int = COARSE_BITS) -> None:
+        """``coarse_bits``: the bits of a draw in its first word (62; tests take fewer, to enumerate)."""
+        if not 1 <= K <= 2 * coarse_bits or not 1 <= coarse_bits <= COARSE_BITS:
+            raise ValueError(f"K must be in 1..{2 * coarse_bits} (coarse bits 1..{COARSE_BITS}), got {K}")
         self.alpha, self.K, self.reserve = alpha, int(K), int(reserve)
+        self.coarse_bits = min(int(coarse_bits), self.K)
         self.sizes = (int(n), int(n)) if sizes is None else (int(sizes[0]), int(sizes[1]))
-        self.masses = np.asarray(self.category_masses(), dtype=np.int64)
+        self.masses = np.asarray(self.category_masses(), dtype=object if self.wide else np.int64)
         self.structured_total = exact_sum(self.masses)
         self._sampler = None
         self._set_size(int(n))
@@ -105,6 +124,11 @@ class StructuralMechanism:
         return 1 << self.K
 
     @property
+    def wide(self) -> bool:
+        """Whether a draw takes a second word (``K`` beyond the first word's bits); weights are then Python ints."""
+        return self.K > self.coarse_bits
+
+    @property
     def uniform_share(self) -> float:
         """The floor's share of each column: the weight of UM mixed into the mechanism."""
         return self.reserve / self.denominator
@@ -113,9 +137,13 @@ class StructuralMechanism:
         """Input ``j``'s integer weights over the ``n + 1`` outputs (length ``n + 1``, summing to ``2**K``)."""
         if not 0 <= j <= self.n:
             raise ValueError(f"input {j} is outside 0..{self.n}")
-        out = np.full(self.n + 1, self.floor, dtype=np.int64)
+        return self.row_floor() + self.structured_column(int(j))
+
+    def row_floor(self) -> np.ndarray:
+        """``f + [i < r]`` for every row ``i`` (Python integers for a wide form: its floor may pass 2^63)."""
+        out = np.full(self.n + 1, self.floor, dtype=object if self.wide else np.int64)
         out[:self.extra_rows] += 1
-        return out + self.structured_column(int(j))
+        return out
 
     def dense_weights(self) -> np.ndarray:
         """The ``(n+1) x (n+1)`` weights, the matrix form's, built at once by each structure's own rule
@@ -123,11 +151,16 @@ class StructuralMechanism:
         raise NotImplementedError
 
     # -- sampling ------------------------------------------------------------------------------
-    def outputs(self, columns: np.ndarray, draws: np.ndarray, sizes: np.ndarray | None = None) -> np.ndarray:
-        """For each (input, draw in ``[0, 2**K)``, group size), the output released; exact, vectorised.
+    def outputs(self, columns: np.ndarray, draws: np.ndarray, sizes: np.ndarray | None = None,
+                fine=None) -> np.ndarray:
+        """For each (input, draw, group size), the output released; exact, vectorised.
 
-        ``sizes`` (per row, within :attr:`sizes`) defaults to this object's ``n``.  Long inputs are
-        taken in blocks of :data:`BLOCK` rows, so the temporaries stay in cache.
+        ``draws``: in ``[0, 2**K)``, or for a wide mechanism the first word's ``coarse_bits``
+        (``v = w1 2^(K - coarse_bits) + w2``); ``fine`` then gives ``w2`` for the rows that need
+        it: an array aligned with ``draws``, or a function of those rows' positions returning
+        their second words (in ``[0, 2^(K - coarse_bits))``).  ``sizes`` (per row, within
+        :attr:`sizes`) defaults to this object's ``n``.  Long inputs are taken in blocks of
+        :data:`BLOCK` rows, so the temporaries stay in cache.
         """
         columns = np.asarray(columns, dtype=np.int64)
         draws = np.asarray(draws, dtype=np.int64)
@@ -140,25 +173,58 @@ class StructuralMechanism:
         out = np.empty(draws.shape, dtype=np.int64)
         for start in range(0, draws.size, BLOCK):
             block = slice(start, start + BLOCK)
-            out[block] = self._block(columns[block], draws[block], ns if ns.ndim == 0 else ns[block])
+            out[block] = self._block(columns[block], draws[block], ns if ns.ndim == 0 else ns[block],
+                                     _shifted(fine, start, block))
         return out
 
-    def _block(self, columns: np.ndarray, draws: np.ndarray, ns: np.ndarray) -> np.ndarray:
+    def _block(self, columns: np.ndarray, draws: np.ndarray, ns: np.ndarray, fine) -> np.ndarray:
         cumulative, guide = self.sampler_tables()
-        category = outputs_for_draws(cumulative, self.K, np.zeros(draws.shape, dtype=np.int64), draws, guide)
+        category = outputs_for_draws(cumulative, self.coarse_bits, np.zeros(draws.shape, dtype=np.int64), draws,
+                                     guide)
+        floor_outputs = self._settle_cells(category, draws, ns, fine) if self.wide else None
         out = self.category_outputs(columns, category - 1, ns)
         low = np.flatnonzero(category == 0)
-        if low.size:
+        if low.size and floor_outputs is not None:
+            out[low] = floor_outputs
+        elif low.size:
             v, n = draws[low], ns if ns.ndim == 0 else ns[low]
             f, r = np.divmod(self.reserve, n + 1)
             wide = r * (f + 1)
             out[low] = np.where(v < wide, v // (f + 1), r + (v - wide) // np.maximum(f, 1))
         return out
 
-    def sample(self, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None = None) -> np.ndarray:
-        """Each row's release from a uniform 64-bit word: its top ``K`` bits are the draw."""
-        draws = (np.asarray(words, dtype=np.uint64) >> np.uint64(64 - self.K)).astype(np.int64)
-        return self.outputs(counts, draws, sizes)
+    def _settle_cells(self, category: np.ndarray, draws: np.ndarray, ns: np.ndarray, fine) -> np.ndarray:
+        """Wide draws: the rows whose first word does not settle the category take a second word.
+
+        ``category`` (the first category whose high half exceeds ``w1``) is exact unless the
+        category before it ends inside ``w1``'s cell, or the draw is the floor's (whose output
+        needs the whole draw); those rows compare ``v = w1 2^b + w2`` with the exact cumulative
+        masses (Python integers), in place.  Returns the outputs of the floor's rows, in order.
+        """
+        cumulative, _ = self.sampler_tables()
+        high = cumulative[0]
+        pending = np.flatnonzero((category == 0) | (high[np.maximum(category - 1, 0)] == draws))
+        if pending.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if fine is None:
+            raise ValueError(f"{self.mechanism}: {pending.size} draw(s) need a second word and none was given")
+        second = np.asarray(fine(pending) if callable(fine) else np.asarray(fine)[pending], dtype=np.int64)
+        bits, exact = self.K - self.coarse_bits, self._exact_cumulative
+        floor_outputs = {}
+        for row, w1, w2 in zip(pending.tolist(), draws[pending].tolist(), second.tolist(), strict=True):
+            v = (w1 << bits) | w2
+            category[row] = c = bisect.bisect_right(exact, v)
+            if c == 0:
+                f, r = divmod(self.reserve, (int(ns) if np.ndim(ns) == 0 else int(ns[row])) + 1)
+                floor_outputs[row] = v // (f + 1) if v < r * (f + 1) else r + (v - r * (f + 1)) // f
+        return np.array([floor_outputs[row] for row in np.flatnonzero(category == 0).tolist()], dtype=np.int64)
+
+    def sample(self, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None = None,
+               fine=None) -> np.ndarray:
+        """Each row's release from a uniform 64-bit word: its top ``K`` bits are the draw (the top
+        62 bits, and ``fine`` for the rare second word, when ``K`` is wider)."""
+        draws = (np.asarray(words, dtype=np.uint64) >> np.uint64(64 - self.coarse_bits)).astype(np.int64)
+        return self.outputs(counts, draws, sizes, fine)
 
     def sampler_tables(self) -> tuple[np.ndarray, tuple[np.ndarray, int]]:
         """The one-row cumulative table over ``[reserve, categories...]`` and its guide (built once).
@@ -168,8 +234,13 @@ class StructuralMechanism:
         if self._sampler is None:
             if self.reserve + self.structured_total != self.denominator:
                 raise ValueError(f"{self.mechanism} n={self.n}: its draws do not total 2^{self.K}; not sampled")
-            cumulative = np.cumsum(np.concatenate([[self.reserve], self.masses]))[None, :]
-            self._sampler = cumulative, guide_table(cumulative, self.K)
+            cumulative = np.cumsum(np.concatenate([[self.reserve], self.masses]))
+            if self.wide:  # the high halves for the first word; the exact sums for the rare second
+                self._exact_cumulative = cumulative.tolist()
+                cumulative = np.array([c >> (self.K - self.coarse_bits) for c in self._exact_cumulative],
+                                      dtype=np.int64)
+            cumulative = cumulative.astype(np.int64)[None, :]
+            self._sampler = cumulative, guide_table(cumulative, self.coarse_bits)
         return self._sampler
 
     # -- the certificate -----------------------------------------------------------------------
@@ -207,7 +278,10 @@ class StructuralMechanism:
                 "reserve": self.reserve, **self.parameters()}
         h = hashlib.sha256(json.dumps(head, sort_keys=True).encode())
         for table in self.tables():
-            h.update(np.ascontiguousarray(table, dtype="<i8").tobytes())
+            if np.asarray(table).dtype == object:  # Python integers: 16 bytes each, little-endian
+                h.update(b"".join(int(x).to_bytes(16, "little") for x in table))
+            else:
+                h.update(np.ascontiguousarray(table, dtype="<i8").tobytes())
         return h.hexdigest()
 
     @property
@@ -236,4 +310,11 @@ class StructuralMechanism:
         return []
 
 
-__all__ = ["BLOCK", "REPRESENTATION", "StructuralCheck", "StructuralMechanism"]
+def _shifted(fine, start: int, block: slice):
+    """``fine`` for one block of rows: an array sliced, or a function called with the rows' positions."""
+    if fine is None or not callable(fine):
+        return None if fine is None else np.asarray(fine)[block]
+    return lambda rows: fine(rows + start)
+
+
+__all__ = ["BLOCK", "COARSE_BITS", "REPRESENTATION", "WIDE_K", "StructuralCheck", "StructuralMechanism"]

@@ -33,8 +33,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.structural.chain import floor_chain, neighbours_hold
-from countdp.structural.form import StructuralMechanism
+from countdp.structural.chain import floor_chain, integer_table, neighbours_hold
+from countdp.structural.form import COARSE_BITS, StructuralMechanism
 
 ARGUMENT = ("interior rows: neighbouring inputs are neighbours in the mass sequence g(|i-j|) + f; rows 0 and n: "
             "neighbours in the corner sequence T(j) + f; past the table both are the constant f")
@@ -47,11 +47,10 @@ class StructuralGM(StructuralMechanism):
     argument = ARGUMENT
 
     def __init__(self, n: int, alpha: Fraction, K: int, reserve: int, tail: np.ndarray, centre: int,
-                 sizes: tuple[int, int] | None = None) -> None:
-        self.tail = np.asarray(tail, dtype=np.int64)
-        self.tail.setflags(write=False)
+                 sizes: tuple[int, int] | None = None, coarse_bits: int = COARSE_BITS) -> None:
+        self.tail = integer_table(tail)
         self.centre = int(centre)
-        super().__init__(n, alpha, K, reserve, sizes)
+        super().__init__(n, alpha, K, reserve, sizes, coarse_bits)
 
     @property
     def first(self) -> int:
@@ -59,10 +58,12 @@ class StructuralGM(StructuralMechanism):
         return int(self.tail[0]) if self.tail.size else 0
 
     def tail_at(self, k: np.ndarray) -> np.ndarray:
-        """``T(k)`` for ``k >= 1`` (0 past the table)."""
+        """``T(k)`` for ``k >= 1`` (0 past the table), in the table's dtype."""
         k = np.asarray(k, dtype=np.int64)
-        inside = k <= self.tail.size
-        return np.where(inside, self.tail[np.clip(k - 1, 0, max(self.tail.size - 1, 0))] if self.tail.size else 0, 0)
+        if not self.tail.size:
+            return np.zeros(k.shape, dtype=self.tail.dtype)
+        values = self.tail[np.clip(k - 1, 0, self.tail.size - 1)]
+        return np.where(k <= self.tail.size, values, np.zeros((), dtype=self.tail.dtype))
 
     def mass(self, d: np.ndarray) -> np.ndarray:
         """``g(|d|)``: the draws giving ``Z = d``."""
@@ -72,8 +73,9 @@ class StructuralGM(StructuralMechanism):
     def structured_column(self, j: int) -> np.ndarray:
         n = self.n
         s = self.mass(np.arange(n + 1) - j)
-        s[0] = self.centre + self.first if j == 0 else int(self.tail_at(j))
-        s[n] = self.centre + self.first if j == n else int(self.tail_at(n - j))
+        s = s.astype(object) if self.wide else s
+        s[0] = self.centre + self.first if j == 0 else int(self.tail_at(np.array([j]))[0])
+        s[n] = self.centre + self.first if j == n else int(self.tail_at(np.array([n - j]))[0])
         return s
 
     def dense_weights(self) -> np.ndarray:
@@ -85,7 +87,7 @@ class StructuralGM(StructuralMechanism):
         W[n, :] = self.tail_at(np.maximum(n - i, 1))
         W[0, 0] += self.centre
         W[n, n] += self.centre
-        return W + (self.floor + (i < self.extra_rows))[:, None]
+        return W + self.row_floor()[:, None]
 
     def category_masses(self) -> np.ndarray:
         """The draws of ``Z = -L, ..., 0, ..., L`` (``L`` the table's length)."""
@@ -122,7 +124,7 @@ def size_class(n: int, alpha: Fraction) -> tuple[int, tuple[int, int]]:
     return 1 << (bits + 1), (max(lo, 1), hi)
 
 
-def geometric_form(n: int, alpha: Fraction, K: int) -> StructuralGM:
+def geometric_form(n: int, alpha: Fraction, K: int, coarse_bits: int = COARSE_BITS) -> StructuralGM:
     """GM for groups of size ``n`` (and its whole size class) over ``2**K``, certified.
 
     Raises ``ValueError`` if ``n`` is too large for ``K``.  The reserve doubles until the
@@ -137,7 +139,8 @@ def geometric_form(n: int, alpha: Fraction, K: int) -> StructuralGM:
             raise ValueError(f"GM for groups of {n:,} at alpha = {float(alpha):.6g} does not fit integer weights "
                              f"over 2^{K}: lower n or alpha")
         first = -(-(p * spare) // (p + q))
-        mechanism = StructuralGM(n, alpha, K, reserve, floor_chain(first, alpha), spare - 2 * first, sizes)
+        mechanism = StructuralGM(n, alpha, K, reserve, floor_chain(first, alpha), spare - 2 * first, sizes,
+                                 coarse_bits)
         if mechanism.certify().holds:
             return mechanism
         reserve *= 2

@@ -25,8 +25,7 @@ class StructuralUM(StructuralMechanism):
 
     def dense_weights(self) -> np.ndarray:
         """The whole matrix at once: row ``i`` is ``floor(D / (n+1)) + [i < D mod (n+1)]`` in every column."""
-        i = np.arange(self.n + 1)
-        return np.broadcast_to((self.floor + (i < self.extra_rows))[:, None], (self.n + 1, self.n + 1)).astype(np.int64)
+        return np.broadcast_to(self.row_floor()[:, None], (self.n + 1, self.n + 1)).copy()
 
     def category_masses(self) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
