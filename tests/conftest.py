@@ -20,6 +20,19 @@ from scipy.optimize import linprog
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def private_mechanism_cache(tmp_path_factory):
+    """Releases without ``--cache`` use ``$XDG_CACHE_HOME/countdp``: the tests (and the commands they
+    start) get the session's own folder, so they never read or write the user's cache."""
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 def reference_lp(n: int, alpha: float, properties: set[str], loss: np.ndarray) -> tuple[float, np.ndarray]:
     """Solve the design LP with scipy's linprog, every constraint written out entry by entry.
 

@@ -24,6 +24,7 @@ DESIGN_SOURCES = (
     "design",
     "privacy",
     "mechanisms",
+    "structural",
     # single modules (and the package __init__ files Python runs to import them)
     "__init__.py",
     "validation.py",

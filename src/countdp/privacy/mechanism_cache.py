@@ -7,8 +7,9 @@ an error naming it), and otherwise designs the mechanism and saves it atomically
 
 GM, EM and UM (for group sizes above ``matrix_max_n``, by default all) are held as structure
 (:mod:`countdp.structural`): a table shared by a whole range of sizes, a few hundred bytes on
-disk (``root/GM/structural/alpha=9_10/K=62/sizes=lo-hi.json``, its parameters and the digest of
-its tables) instead of ``16 (n+1)^2`` bytes per size.  They sample exactly the distribution of
+disk (``root/GM/structural-v1/alpha=9_10/K=124/sizes=lo-hi.json``, its parameters and the
+digest of its tables; ``v1`` the construction's version, so another version's records are never
+read as this one's) instead of ``16 (n+1)^2`` bytes per size.  They sample exactly the distribution of
 their matrix form (:func:`countdp.design.designer.design_named` releases the same weights).  A
 stored record is compared with the table this countdp builds, so a stale or altered one is
 refused by name.
@@ -27,6 +28,7 @@ from countdp.mechanisms.artifact import load_design, save_design
 from countdp.mechanisms.atomic import write_text_atomic
 from countdp.privacy.alpha import exact_alpha
 from countdp.structural.catalogue import FORMS, GroupMechanism, structural_design
+from countdp.structural.form import CONSTRUCTION
 
 MATRIX_MAX_N = 0
 """Largest group size whose GM, EM or UM the cache stores as a matrix (above it: as structure)."""
@@ -60,8 +62,8 @@ class MechanismCache:
     def structural_path(self, design: GroupMechanism) -> Path:
         form = design.released
         a, (lo, hi) = form.alpha, form.sizes
-        return (self.root / form.mechanism / "structural" / f"alpha={a.numerator}_{a.denominator}" / f"K={form.K}"
-                / f"sizes={lo}-{hi}.json")
+        return (self.root / form.mechanism / f"structural-v{CONSTRUCTION}" / f"alpha={a.numerator}_{a.denominator}"
+                / f"K={form.K}" / f"sizes={lo}-{hi}.json")
 
     def get(self, mechanism: str, n: int, alpha: object, objective: str = "L0", **design_options):
         if mechanism in FORMS and int(n) > self.matrix_max_n and not design_options:

@@ -58,6 +58,9 @@ WIDE_K = 124
 """``K`` of the structural forms for large groups (two 62-bit words per draw, the second rarely)."""
 BLOCK = 1 << 16
 """Rows the sampler maps at a time (its temporaries then fit in a core's cache)."""
+CONSTRUCTION = 1
+"""The version of the tables' construction: raised whenever a change gives a mechanism other tables, so
+a cache written by another version is never read as this one's (its records sit under another name)."""
 REPRESENTATION = "structural"
 """The sidecar's and the cache's name for a matrix-free mechanism (a matrix's is ``"matrix"``)."""
 
@@ -268,13 +271,14 @@ class StructuralMechanism:
 
     def describe(self) -> dict:
         """The bytes a cache keeps: what the mechanism is, the sizes it serves, its parameters and tables' digest."""
-        return {"representation": REPRESENTATION, "mechanism": self.mechanism, "alpha_exact": alpha_text(self.alpha),
-                "K": self.K, "sizes": list(self.sizes), "reserve": self.reserve, **self.parameters(),
-                "tables_sha256": self.digest()}
+        return {"representation": REPRESENTATION, "construction": CONSTRUCTION, "mechanism": self.mechanism,
+                "alpha_exact": alpha_text(self.alpha), "K": self.K, "sizes": list(self.sizes),
+                "reserve": self.reserve, **self.parameters(), "tables_sha256": self.digest()}
 
     def digest(self) -> str:
         """SHA-256 of the tables and parameters that define every weight of every size in the range."""
-        head = {"mechanism": self.mechanism, "alpha": alpha_text(self.alpha), "K": self.K, "sizes": list(self.sizes),
+        head = {"construction": CONSTRUCTION, "mechanism": self.mechanism, "alpha": alpha_text(self.alpha), "K": self.K,
+                "sizes": list(self.sizes),
                 "reserve": self.reserve, **self.parameters()}
         h = hashlib.sha256(json.dumps(head, sort_keys=True).encode())
         for table in self.tables():
@@ -317,4 +321,4 @@ def _shifted(fine, start: int, block: slice):
     return lambda rows: fine(rows + start)
 
 
-__all__ = ["BLOCK", "COARSE_BITS", "REPRESENTATION", "WIDE_K", "StructuralCheck", "StructuralMechanism"]
+__all__ = ["BLOCK", "COARSE_BITS", "CONSTRUCTION", "REPRESENTATION", "WIDE_K", "StructuralCheck", "StructuralMechanism"]
