@@ -89,15 +89,16 @@ class StructuralEM(StructuralMechanism):
         the far side, at distances ``2k - m - 1`` and ``2k - m``.  Most draws are near, so the
         far rows are recomputed only where they occur.
         """
-        k = (category + 1) >> 1
-        odd = category & 1
-        out = columns + k * (1 - 2 * odd)
-        m = np.minimum(columns, n - columns)
-        far = np.flatnonzero(k > m)
+        cat = np.arange(self.masses.size + 1)  # the last entry: the floor's category -1, whose rows are replaced
+        k_of = (cat + 1) >> 1
+        k_of[-1] = 0
+        k = k_of[category]
+        out = columns + (k_of * (1 - 2 * (cat & 1)))[category]
+        far = np.flatnonzero(k > np.minimum(columns, n - columns))
         if far.size:
-            j, kf, mf = columns[far], k[far], m[far]
-            d = 2 * kf - mf - 1 + (1 - odd[far]) * (category[far] > 0)
+            j, kf, c = columns[far], k[far], category[far]
             nf = n if np.ndim(n) == 0 else n[far]
+            d = 2 * kf - np.minimum(j, nf - j) - 1 + ((c > 0) & (c % 2 == 0))
             out[far] = np.where(j <= nf - j, j + d, j - d)
         return out
 

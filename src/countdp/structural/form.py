@@ -181,6 +181,8 @@ class StructuralMechanism:
         return out
 
     def _block(self, columns: np.ndarray, draws: np.ndarray, ns: np.ndarray, fine) -> np.ndarray:
+        if not self.masses.size and not self.wide:  # the floor alone (UM): every draw is the floor's
+            return self._floor_outputs(draws, ns)
         cumulative, guide = self.sampler_tables()
         category = outputs_for_draws(cumulative, self.coarse_bits, np.zeros(draws.shape, dtype=np.int64), draws,
                                      guide)
@@ -190,11 +192,14 @@ class StructuralMechanism:
         if low.size and floor_outputs is not None:
             out[low] = floor_outputs
         elif low.size:
-            v, n = draws[low], ns if ns.ndim == 0 else ns[low]
-            f, r = np.divmod(self.reserve, n + 1)
-            wide = r * (f + 1)
-            out[low] = np.where(v < wide, v // (f + 1), r + (v - wide) // np.maximum(f, 1))
+            out[low] = self._floor_outputs(draws[low], ns if ns.ndim == 0 else ns[low])
         return out
+
+    def _floor_outputs(self, v: np.ndarray, n: np.ndarray) -> np.ndarray:
+        """The floor's draws ``v < R``: output ``i`` takes ``f + [i < r]`` of them, in order."""
+        f, r = np.divmod(self.reserve, n + 1)
+        wide = r * (f + 1)
+        return np.where(v < wide, v // (f + 1), r + (v - wide) // np.maximum(f, 1))
 
     def _settle_cells(self, category: np.ndarray, draws: np.ndarray, ns: np.ndarray, fine) -> np.ndarray:
         """Wide draws: the rows whose first word does not settle the category take a second word.
