@@ -119,3 +119,18 @@ def test_an_invariant_release_samples_the_same_weights_as_a_matrix(tmp_path):
                  "--cache", str(tmp_path / "cache"), "--seed", "1"]) == 0
     sidecar = json.loads((tmp_path / "o.csv.release.json").read_text())
     assert {e["representation"] for e in sidecar["mechanisms"]} == {"matrix"}
+
+
+def test_a_rows_second_word_depends_on_its_row_not_its_batch():
+    """Draws over 2^124 rarely need a second word; seeded, row r's comes from Philox at counter r, so
+    a release is the same whatever its batches (and each stream has its own)."""
+    from countdp.release.draws import Randomness
+
+    seeded = Randomness(5, 2)
+    words = seeded.second_words(1, np.array([3, 10, 7]))
+    assert words.dtype == np.uint64 and len(set(words.tolist())) == 3
+    assert seeded.second_words(1, np.array([7]))[0] == words[2]
+    assert Randomness(5, 2).second_words(1, np.array([10]))[0] == words[1]
+    assert seeded.second_words(0, np.array([3]))[0] != words[0]
+    assert Randomness(6, 2).second_words(1, np.array([3]))[0] != words[0]
+    assert Randomness(None, 2).second_words(0, np.arange(4)).size == 4
