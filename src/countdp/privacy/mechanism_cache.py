@@ -87,7 +87,7 @@ class MechanismCache:
         """:meth:`get` for every size of an increasing array; structural sizes take one pass per table."""
         if mechanism not in FORMS:
             return [self.get(mechanism, n, alpha, objective) for n in sizes.tolist()]
-        a, out, start = exact_alpha(alpha), [], 0
+        a = exact_alpha(alpha)
         sizes = np.asarray(sizes, dtype=np.int64)
         matrices = int(np.searchsorted(sizes, self.matrix_max_n, side="right"))
         out = [self.get(mechanism, n, a, objective) for n in sizes[:matrices].tolist()]

@@ -133,9 +133,10 @@ def _matrix_entry(column, design, n: int, rows: int) -> dict:
 
 def _structural_entry(column, design) -> dict:
     form = design.released
+    record = form.describe()
     return {"count_column": column.count_column, "mechanism": design.mechanism, "objective": design.objective,
-            "alpha_exact": alpha_text(form.alpha), "representation": REPRESENTATION, "structure": form.describe(),
-            "release_weights_sha256": form.digest(), "structural_certificate": form.certify().to_dict()}
+            "alpha_exact": alpha_text(form.alpha), "representation": REPRESENTATION, "structure": record,
+            "release_weights_sha256": record["tables_sha256"], "structural_certificate": form.certify().to_dict()}
 
 
 def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str, output_columns: list[str],

@@ -23,6 +23,7 @@ enumeration for every n up to 2048 in the tests.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -82,6 +83,15 @@ class StructuralEM(StructuralMechanism):
             pairs[-1] = 0
         return np.concatenate([g[:1], pairs])
 
+    @cached_property
+    def _category_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per category, its exponent ``k`` and its near row's offset ``-k`` or ``+k`` (built once; the
+        last entry stands for the floor's category -1, whose rows are replaced)."""
+        cat = np.arange(self.masses.size + 1)
+        k_of = (cat + 1) >> 1
+        k_of[-1] = 0
+        return k_of, k_of * (1 - 2 * (cat & 1))
+
     def category_outputs(self, columns: np.ndarray, category: np.ndarray, n: np.ndarray) -> np.ndarray:
         """Category 0: the diagonal; ``2k - 1``: exponent ``k``'s first row; ``2k``: its second.
 
@@ -89,11 +99,9 @@ class StructuralEM(StructuralMechanism):
         the far side, at distances ``2k - m - 1`` and ``2k - m``.  Most draws are near, so the
         far rows are recomputed only where they occur.
         """
-        cat = np.arange(self.masses.size + 1)  # the last entry: the floor's category -1, whose rows are replaced
-        k_of = (cat + 1) >> 1
-        k_of[-1] = 0
+        k_of, offset_of = self._category_rows
         k = k_of[category]
-        out = columns + (k_of * (1 - 2 * (cat & 1)))[category]
+        out = columns + offset_of[category]
         far = np.flatnonzero(k > np.minimum(columns, n - columns))
         if far.size:
             j, kf, c = columns[far], k[far], category[far]
