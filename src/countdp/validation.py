@@ -89,6 +89,19 @@ def check_fits_in_memory(n: int, bytes_per_entry: int, what: str) -> None:
                          f"and {have / 2**30:,.1f} GiB is available")
 
 
+def check_matrices_fit(sizes: np.ndarray, copies: int, bytes_per_entry: int, what: str) -> None:
+    """Raise ``ValueError`` (one line) if ``copies`` matrices of each group size in ``sizes``, held at
+    once at ``bytes_per_entry`` each entry, would need more memory than is available."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.size == 0:
+        return
+    need = copies * bytes_per_entry * int(np.sum((sizes.astype(object) + 1) ** 2))
+    have = available_memory()
+    if have is not None and need > have:
+        raise ValueError(f"{what}: {sizes.size:,} group sizes up to n = {int(sizes.max()):,} held as matrices need "
+                         f"about {need / 2**30:,.1f} GiB at once, and {have / 2**30:,.1f} GiB is available")
+
+
 def check_tol(tol: object) -> float:
     """Return a tolerance as a float, or raise ``ValueError`` unless it is finite and >= 0."""
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not np.isfinite(tol) or tol < 0:

@@ -269,6 +269,10 @@ class CachedMechanisms:
         request = self.request
         return self.cache.get_many(request.mechanism, sizes, request.columns[k].alpha, request.objective)
 
+    def matrix_sizes(self, sizes):
+        """The sizes whose mechanism the release holds as a matrix (the rest as structure)."""
+        return self.cache.matrix_sizes(self.request.mechanism, sizes)
+
 
 def _release_table(args: argparse.Namespace) -> int:
     # lazy: keeps scipy and pyarrow (the table release engine) out of the CLI's start-up

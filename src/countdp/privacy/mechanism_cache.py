@@ -83,6 +83,11 @@ class MechanismCache:
         self.designed.append(int(n))
         return design
 
+    def matrix_sizes(self, mechanism: str, sizes: np.ndarray) -> np.ndarray:
+        """The sizes among ``sizes`` that :meth:`get` serves as matrices (the others as structure)."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        return sizes[sizes <= self.matrix_max_n] if mechanism in FORMS else sizes
+
     def get_many(self, mechanism: str, sizes: np.ndarray, alpha: object, objective: str = "L0") -> list:
         """:meth:`get` for every size of an increasing array; structural sizes take one pass per table."""
         if mechanism not in FORMS:

@@ -34,6 +34,11 @@ from countdp.release.levels import LevelsSampler
 from countdp.release.provenance import column_epsilon, sidecar_record
 from countdp.release.request import ReleaseRequest, Validated, validate
 from countdp.release.tables import TableSink, TableSource, integer_values
+from countdp.validation import check_matrices_fit
+
+HELD_BYTES_PER_ENTRY = 80
+"""Memory per entry of a group size's matrix mechanism while a release holds it: the loaded design,
+its integer weights and cumulative weights, and the sampler's share (measured 59 to 78 bytes)."""
 
 LOOKUP_LIMIT = 1 << 24
 """Largest group size for which rows find their mechanism by a lookup table rather than a search."""
@@ -119,6 +124,7 @@ def prepare(request: ReleaseRequest, mechanism_for, progress=None) -> Prepared:
     """
     check_paths(request)
     validated = validate(request, progress)
+    check_held_matrices(request, validated.sizes, mechanism_for)
     if request.invariant:
         return _prepare_invariant(request, validated, mechanism_for)
     many = getattr(mechanism_for, "many", None)
@@ -126,6 +132,21 @@ def prepare(request: ReleaseRequest, mechanism_for, progress=None) -> Prepared:
                   [mechanism_for(k, int(n)) for n in validated.sizes.tolist()] for k in range(len(request.columns))]
     epsilon = sum((column_epsilon(c.alpha, c.epsilon_requested) for c in request.columns), start=0)
     return Prepared(request, validated, mechanisms, epsilon)
+
+
+def check_held_matrices(request: ReleaseRequest, sizes: np.ndarray, mechanism_for) -> None:
+    """Refuse, before any design, a release whose matrix mechanisms would not fit in memory at once.
+
+    Every noisy column (each level of a multi-level one) holds a matrix per group size while the
+    table is streamed, except the sizes ``mechanism_for.matrix_sizes`` says it holds as structure
+    (GM, EM and UM from the cache); a conditioned release samples matrices for every size.
+    """
+    held = getattr(mechanism_for, "matrix_sizes", None)
+    matrices = sizes if held is None or request.invariant else held(sizes)
+    copies = len(request.columns) * max(1, len(request.columns[0].levels or ()))
+    check_matrices_fit(matrices, copies, HELD_BYTES_PER_ENTRY,
+                       f"{request.input}: --mechanism {request.mechanism}" + ("" if request.mechanism in ("GM", "EM", "UM")
+                                                             else " (GM, EM and UM are held as structure)"))
 
 
 def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_for) -> Prepared:
