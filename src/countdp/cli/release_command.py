@@ -271,7 +271,8 @@ class CachedMechanisms:
 
     def matrix_sizes(self, sizes):
         """The sizes whose mechanism the release holds as a matrix (the rest as structure)."""
-        return self.cache.matrix_sizes(self.request.mechanism, sizes)
+        request = self.request
+        return self.cache.matrix_sizes(request.mechanism, sizes, request.columns[0].alpha, request.objective)
 
 
 def _release_table(args: argparse.Namespace) -> int:

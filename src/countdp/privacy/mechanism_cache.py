@@ -12,7 +12,8 @@ digest of its tables; ``v1`` the construction's version, so another version's re
 read as this one's) instead of ``16 (n+1)^2`` bytes per size.  They sample exactly the distribution of
 their matrix form (:func:`countdp.design.designer.design_named` releases the same weights).  A
 stored record is compared with the table this countdp builds, so a stale or altered one is
-refused by name.
+refused by name.  WH under L0 is served by GM's tables from the size where GM is proven an optimum
+of its LP (:data:`countdp.structural.catalogue.STAND_INS`), and designed as a matrix below it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from countdp.design.designer import design_named
 from countdp.mechanisms.artifact import load_design, save_design
 from countdp.mechanisms.atomic import write_text_atomic
 from countdp.privacy.alpha import exact_alpha
-from countdp.structural.catalogue import FORMS, GroupMechanism, structural_design
+from countdp.structural.catalogue import (
+    FORMS,
+    GroupMechanism,
+    stand_in,
+    stand_in_lower_bound,
+    structural_design,
+    weakly_honest_from,
+)
 from countdp.structural.form import CONSTRUCTION
 
 MATRIX_MAX_N = 0
@@ -66,8 +74,9 @@ class MechanismCache:
                 / f"K={form.K}" / f"sizes={lo}-{hi}.json")
 
     def get(self, mechanism: str, n: int, alpha: object, objective: str = "L0", **design_options):
-        if mechanism in FORMS and int(n) > self.matrix_max_n and not design_options:
-            return self.structural(mechanism, int(n), alpha, objective)
+        served = None if design_options else self.as_structure(mechanism, int(n), alpha, objective)
+        if served is not None:
+            return served
         path = self.path(mechanism, n, alpha, objective)
         if path.is_file():
             design = load_design(path)
@@ -83,26 +92,48 @@ class MechanismCache:
         self.designed.append(int(n))
         return design
 
-    def matrix_sizes(self, mechanism: str, sizes: np.ndarray) -> np.ndarray:
-        """The sizes among ``sizes`` that :meth:`get` serves as matrices (the others as structure)."""
+    def matrix_sizes(self, mechanism: str, sizes: np.ndarray, alpha: object = None,
+                     objective: str = "L0") -> np.ndarray:
+        """The sizes among ``sizes`` that :meth:`get` serves as matrices (the others as structure; for a
+        stand-in, the sizes below :func:`~countdp.structural.catalogue.stand_in_lower_bound`)."""
         sizes = np.asarray(sizes, dtype=np.int64)
-        return sizes[sizes <= self.matrix_max_n] if mechanism in FORMS else sizes
+        if mechanism in FORMS:
+            return sizes[sizes <= self.matrix_max_n]
+        if stand_in(mechanism, objective) is None or alpha is None:
+            return sizes
+        return sizes[(sizes <= self.matrix_max_n) | (sizes < stand_in_lower_bound(mechanism, exact_alpha(alpha)))]
+
+    def as_structure(self, mechanism: str, n: int, alpha: object, objective: str = "L0") -> GroupMechanism | None:
+        """Size ``n``'s mechanism as structure, or ``None`` when it is served as a matrix: GM, EM and UM
+        above ``matrix_max_n``; a stand-in (WH under L0) where its structural optimum is proven."""
+        if n <= self.matrix_max_n:
+            return None
+        if mechanism in FORMS:
+            return self.structural(mechanism, n, alpha, objective)
+        form_name = stand_in(mechanism, objective)
+        if form_name is None or n < stand_in_lower_bound(mechanism, exact_alpha(alpha)):
+            return None
+        design = self.structural(form_name, n, alpha, objective)
+        if n < weakly_honest_from(design.released):
+            return None
+        return GroupMechanism(mechanism, n, objective, design.released)
 
     def get_many(self, mechanism: str, sizes: np.ndarray, alpha: object, objective: str = "L0") -> list:
         """:meth:`get` for every size of an increasing array; structural sizes take one pass per table."""
-        if mechanism not in FORMS:
-            return [self.get(mechanism, n, alpha, objective) for n in sizes.tolist()]
         a = exact_alpha(alpha)
         sizes = np.asarray(sizes, dtype=np.int64)
-        matrices = int(np.searchsorted(sizes, self.matrix_max_n, side="right"))
-        out = [self.get(mechanism, n, a, objective) for n in sizes[:matrices].tolist()]
-        start = matrices
+        out, start = [], 0
         while start < sizes.size:
-            first = self.structural(mechanism, int(sizes[start]), a, objective)
-            end = int(np.searchsorted(sizes, first.released.sizes[1], side="right"))
+            n = int(sizes[start])
+            first = self.as_structure(mechanism, n, a, objective)
+            if first is None:
+                out.append(self.get(mechanism, n, a, objective))
+                start += 1
+                continue
             form = first.released
+            end = int(np.searchsorted(sizes, form.sizes[1], side="right"))
             out.append(first)
-            out += [GroupMechanism(mechanism, n, objective, form) for n in sizes[start + 1:end].tolist()]
+            out += [GroupMechanism(mechanism, m, objective, form) for m in sizes[start + 1:end].tolist()]
             self.hits += sizes[start + 1:end].tolist()
             start = end
         return out
@@ -112,7 +143,7 @@ class MechanismCache:
         built, checked against the stored record (or stored).  The design's ``released`` is the
         range's table (its own ``n`` is the size it was built for; ``design.n`` is the size served)."""
         key = (mechanism, exact_alpha(alpha))
-        for form in self._tables.get(key, []):
+        for form in self._tables.get(key, []):  # a stand-in's sizes come here under its form's name
             if form.sizes[0] <= n <= form.sizes[1]:
                 self.hits.append(n)
                 return GroupMechanism(mechanism, n, objective, form)

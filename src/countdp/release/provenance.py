@@ -21,6 +21,7 @@ import numpy as np
 
 from countdp.mechanisms.arrays import weights_digest
 from countdp.privacy.alpha import alpha_text, epsilon_upper_bound, rational_text
+from countdp.structural.catalogue import STAND_IN_REASON, weakly_honest_from
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
 
 FORMAT = "countdp-release/1"
@@ -134,9 +135,13 @@ def _matrix_entry(column, design, n: int, rows: int) -> dict:
 def _structural_entry(column, design) -> dict:
     form = design.released
     record = form.describe()
-    return {"count_column": column.count_column, "mechanism": design.mechanism, "objective": design.objective,
-            "alpha_exact": alpha_text(form.alpha), "representation": REPRESENTATION, "structure": record,
-            "release_weights_sha256": record["tables_sha256"], "structural_certificate": form.certify().to_dict()}
+    entry = {"count_column": column.count_column, "mechanism": design.mechanism, "objective": design.objective,
+             "alpha_exact": alpha_text(form.alpha), "representation": REPRESENTATION, "structure": record,
+             "release_weights_sha256": record["tables_sha256"], "structural_certificate": form.certify().to_dict()}
+    if design.mechanism != form.mechanism:
+        entry["stand_in"] = {"form": form.mechanism, "weakly_honest_from_n": weakly_honest_from(form),
+                             "argument": STAND_IN_REASON}
+    return entry
 
 
 def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str, output_columns: list[str],

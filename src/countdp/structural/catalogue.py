@@ -36,6 +36,15 @@ FORMS: dict[str, Callable[[int, Fraction, int], StructuralMechanism]] = {
     "GM": geometric_form, "EM": fair_form, "UM": uniform_form}
 """The mechanisms with a structural form (the template designs are not among them yet)."""
 
+STAND_INS: dict[tuple[str, str], str] = {("WH", "L0"): "GM"}
+"""(mechanism, objective) whose optimum is a structural form from some size on: the LP with weak
+honesty (WH + S) under L0 is GM wherever GM's weights are weakly honest (:func:`weakly_honest_from`)."""
+
+STAND_IN_REASON = ("GM stands in for WH: its weights are weakly honest at every size served (each diagonal "
+                   "weight at least 2^K/(n+1), exactly), it is symmetric, and it is L0-optimal among all "
+                   "alpha-DP mechanisms (Theorem 3), so it is an optimum of the WH LP")
+"""What a release's sidecar says of a WH size drawn from GM's structure."""
+
 
 def structural_form(mechanism: str, n: object, alpha: object, K: int | None = None) -> StructuralMechanism:
     """``mechanism`` (GM, EM or UM) for groups of size ``n``, certified alpha-DP by its structure.
@@ -61,6 +70,31 @@ def structural_form(mechanism: str, n: object, alpha: object, K: int | None = No
     if not check.holds:
         raise ValueError(f"{name} n={n} alpha={alpha}: structural certificate failed: {check.reason}")
     return form
+
+
+def stand_in(mechanism: str, objective: str) -> str | None:
+    """The structural form that is ``mechanism``'s optimum under ``objective`` at large sizes, if any."""
+    return STAND_INS.get((str(mechanism).upper(), str(objective)))
+
+
+def stand_in_lower_bound(mechanism: str, alpha: Fraction) -> int:
+    """The smallest size at which the stand-in can be an optimum: for WH, GM's interior diagonal
+    ``(1 - alpha)/(1 + alpha)`` reaches ``1/(n+1)`` at ``n >= 2 alpha / (1 - alpha)`` (Lemma 2)."""
+    p, q = alpha.numerator, alpha.denominator
+    return -(-2 * p // (q - p))
+
+
+def weakly_honest_from(form: StructuralMechanism) -> int:
+    """The smallest size from which every size ``form`` (a GM table) serves is weakly honest.
+
+    Every diagonal weight is at least ``c + f`` (the centre mass and the floor ``R // (n+1) >=
+    (R - n)/(n+1)``), so ``(n+1)(c + f) >= (n+1)(c - 1) + R + 1``, which is at least ``2^K`` once
+    ``n + 1 >= (2^K - R) / (c - 1)``: a sufficient condition in integers, increasing in ``n``.
+    """
+    centre = getattr(form, "centre", 0)
+    if centre <= 1:
+        return form.sizes[1] + 1  # no size of this table is shown weakly honest
+    return max(form.sizes[0], -(-(form.denominator - form.reserve) // (centre - 1)) - 1)
 
 
 def released_weights(form: StructuralMechanism, matrix: np.ndarray,
@@ -118,5 +152,5 @@ def structural_design(mechanism: str, n: int, alpha: object, K: int | None = Non
     return GroupMechanism(form.mechanism, form.n, "L0", form)
 
 
-__all__ = ["FORMS", "NARROW_MAX_N", "GroupMechanism", "released_weights", "structural_design",
-           "structural_form"]
+__all__ = ["FORMS", "NARROW_MAX_N", "STAND_INS", "STAND_IN_REASON", "GroupMechanism", "released_weights",
+           "stand_in", "stand_in_lower_bound", "structural_design", "structural_form", "weakly_honest_from"]
