@@ -18,6 +18,7 @@ of its LP (:data:`countdp.structural.catalogue.STAND_INS`), and designed as a ma
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -26,17 +27,21 @@ import numpy as np
 
 from countdp.design.designer import design_named
 from countdp.mechanisms.artifact import load_design, save_design
-from countdp.mechanisms.atomic import write_text_atomic
+from countdp.mechanisms.atomic import write_bytes_atomic, write_text_atomic
 from countdp.privacy.alpha import exact_alpha
 from countdp.structural.catalogue import (
     FORMS,
+    NARROW_MAX_N,
+    SPREADS,
     GroupMechanism,
+    served_as_structure,
     stand_in,
     stand_in_lower_bound,
     structural_design,
     weakly_honest_from,
 )
 from countdp.structural.form import CONSTRUCTION
+from countdp.structural.template import spread_sizes, stored_spread
 
 MATRIX_MAX_N = 0
 """Largest group size whose GM, EM or UM the cache stores as a matrix (above it: as structure)."""
@@ -97,6 +102,8 @@ class MechanismCache:
         """The sizes among ``sizes`` that :meth:`get` serves as matrices (the others as structure; for a
         stand-in, the sizes below :func:`~countdp.structural.catalogue.stand_in_lower_bound`)."""
         sizes = np.asarray(sizes, dtype=np.int64)
+        if mechanism in SPREADS:  # a template design: matrices up to NARROW_MAX_N, or for another objective
+            return sizes if objective != "L0" else sizes[sizes <= max(self.matrix_max_n, NARROW_MAX_N)]
         if mechanism in FORMS:
             return sizes[sizes <= self.matrix_max_n]
         if stand_in(mechanism, objective) is None or alpha is None:
@@ -109,7 +116,8 @@ class MechanismCache:
         if n <= self.matrix_max_n:
             return None
         if mechanism in FORMS:
-            return self.structural(mechanism, n, alpha, objective)
+            return self.structural(mechanism, n, alpha, objective) if served_as_structure(mechanism, n, objective) \
+                else None
         form_name = stand_in(mechanism, objective)
         if form_name is None or n < stand_in_lower_bound(mechanism, exact_alpha(alpha)):
             return None
@@ -147,6 +155,11 @@ class MechanismCache:
             if form.sizes[0] <= n <= form.sizes[1]:
                 self.hits.append(n)
                 return GroupMechanism(mechanism, n, objective, form)
+        stored = self.stored_spread(mechanism, n, alpha) if mechanism in SPREADS else None
+        if stored is not None:
+            self.hits.append(n)
+            self._tables.setdefault(key, []).append(stored)
+            return GroupMechanism(mechanism, n, objective, stored)
         design = structural_design(mechanism, n, alpha)
         path = self.structural_path(design)
         record = design.released.describe()
@@ -161,10 +174,38 @@ class MechanismCache:
             self.hits.append(n)
         else:
             if self.store:
+                if mechanism in SPREADS:  # its tables first: a record is never without them
+                    form = design.released
+                    buffer = io.BytesIO()
+                    np.savez_compressed(buffer, S=form.S, delta=form.delta)
+                    write_bytes_atomic(path.with_suffix(".npz"), buffer.getvalue())
                 write_text_atomic(path, json.dumps(record, indent=1) + "\n")
             self.designed.append(n)
         self._tables.setdefault(key, []).append(design.released)
         return GroupMechanism(mechanism, n, objective, design.released)
+
+
+    def stored_spread(self, mechanism: str, n: int, alpha: object):
+        """A template design's table for size ``n`` from the cache (its record and ``.npz`` of tables),
+        re-certified and compared with its record; ``None`` when not stored (it is then solved)."""
+        a = exact_alpha(alpha)
+        lo, hi = spread_sizes(n, a)
+        path = (self.root / mechanism / f"structural-v{CONSTRUCTION}" / f"alpha={a.numerator}_{a.denominator}"
+                / "K=62" / f"sizes={lo}-{hi}.json")
+        arrays = path.with_suffix(".npz")
+        if not (path.is_file() and arrays.is_file()):
+            return None
+        try:
+            record = json.loads(path.read_text())
+            with np.load(arrays) as tables:
+                form = stored_spread(record, tables["S"], tables["delta"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a template design's record and tables ({exc}); remove it to build again") \
+                from None
+        if form.describe() != record or not form.certify().holds:
+            raise ValueError(f"{path}: its tables do not match its record or are not certified; remove it to build "
+                             "again")
+        return form.for_size(n)
 
 
 __all__ = ["MATRIX_MAX_N", "MechanismCache", "default_cache_dir"]

@@ -144,9 +144,9 @@ def check_held_matrices(request: ReleaseRequest, sizes: np.ndarray, mechanism_fo
     held = getattr(mechanism_for, "matrix_sizes", None)
     matrices = sizes if held is None or request.invariant else held(sizes)
     copies = len(request.columns) * max(1, len(request.columns[0].levels or ()))
-    check_matrices_fit(matrices, copies, HELD_BYTES_PER_ENTRY,
-                       f"{request.input}: --mechanism {request.mechanism}" + ("" if request.mechanism in ("GM", "EM", "UM")
-                                                             else " (GM, EM and UM are held as structure)"))
+    hint = "" if request.mechanism in ("GM", "EM", "UM") else " (GM, EM and UM are held as structure)"
+    what = f"{request.input}: --mechanism {request.mechanism}{hint}"
+    check_matrices_fit(matrices, copies, HELD_BYTES_PER_ENTRY, what)
 
 
 def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_for) -> Prepared:

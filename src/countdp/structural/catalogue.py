@@ -24,6 +24,7 @@ from countdp.privacy.rounding import check_release_alpha
 from countdp.structural.fair import fair_form
 from countdp.structural.form import REPRESENTATION, WIDE_K, StructuralMechanism
 from countdp.structural.geometric import geometric_form
+from countdp.structural.template import template_form
 from countdp.structural.uniform import uniform_form
 from countdp.validation import check_fits_in_memory, check_n
 
@@ -33,8 +34,12 @@ MATRIX_BYTES_PER_ENTRY = 64
 NARROW_MAX_N = 2048
 """Largest group size whose structural form is over ``2^62`` by default: the matrix form's size."""
 FORMS: dict[str, Callable[[int, Fraction, int], StructuralMechanism]] = {
-    "GM": geometric_form, "EM": fair_form, "UM": uniform_form}
-"""The mechanisms with a structural form (the template designs are not among them yet)."""
+    "GM": geometric_form, "EM": fair_form, "UM": uniform_form, "WM": template_form}
+"""The mechanisms with a structural form: the closed forms, and WM under L0 (a template design spread)."""
+
+SPREADS = frozenset({"WM"})
+"""The template designs among :data:`FORMS`: L0 only, over ``2^62``, served as structure beyond
+:data:`NARROW_MAX_N` (below it, the matrix path designs and proves each size)."""
 
 STAND_INS: dict[tuple[str, str], str] = {("WH", "L0"): "GM"}
 """(mechanism, objective) whose optimum is a structural form from some size on: the LP with weak
@@ -60,16 +65,24 @@ def structural_form(mechanism: str, n: object, alpha: object, K: int | None = No
     if name not in FORMS:
         raise ValueError(f"{mechanism!r} has no structural form; structural forms: {', '.join(FORMS)}")
     n = check_n(n)
-    chosen = K if K is not None else RELEASE_K if name == "UM" or n <= NARROW_MAX_N else WIDE_K
+    chosen = K if K is not None else RELEASE_K if name in ("UM", *SPREADS) or n <= NARROW_MAX_N else WIDE_K
     a = check_release_alpha(alpha, chosen)
     form = FORMS[name](n, a, chosen)
-    if K is None and name != "UM":
+    if K is None and name not in ("UM", *SPREADS):
         lo, hi = form.sizes
         form.sizes = (lo, min(hi, NARROW_MAX_N)) if chosen == RELEASE_K else (max(lo, NARROW_MAX_N + 1), hi)
     check = form.certify()
     if not check.holds:
         raise ValueError(f"{name} n={n} alpha={alpha}: structural certificate failed: {check.reason}")
     return form
+
+
+def served_as_structure(mechanism: str, n: int, objective: str = "L0") -> bool:
+    """Whether a release draws size ``n`` of ``mechanism`` from a structural form (else a matrix):
+    GM, EM and UM always; a template design under L0 beyond :data:`NARROW_MAX_N`."""
+    if mechanism not in FORMS:
+        return False
+    return mechanism not in SPREADS or (objective == "L0" and n > NARROW_MAX_N)
 
 
 def stand_in(mechanism: str, objective: str) -> str | None:
@@ -152,5 +165,6 @@ def structural_design(mechanism: str, n: int, alpha: object, K: int | None = Non
     return GroupMechanism(form.mechanism, form.n, "L0", form)
 
 
-__all__ = ["FORMS", "NARROW_MAX_N", "STAND_INS", "STAND_IN_REASON", "GroupMechanism", "released_weights",
+__all__ = ["FORMS", "NARROW_MAX_N", "SPREADS", "STAND_INS", "STAND_IN_REASON", "GroupMechanism", "released_weights",
+           "served_as_structure",
            "stand_in", "stand_in_lower_bound", "structural_design", "structural_form", "weakly_honest_from"]

@@ -55,6 +55,8 @@ from countdp.privacy.expected_error import ReleaseErrors, squared_error_sums
 from countdp.structural.fair import StructuralEM, exponents
 from countdp.structural.form import COARSE_BITS, StructuralMechanism
 from countdp.structural.geometric import StructuralGM
+from countdp.structural.spread import StructuralSpread
+from countdp.structural.spread_errors import spread_errors
 from countdp.structural.uniform import StructuralUM
 
 DENSE_MAX_N = 4096
@@ -71,13 +73,15 @@ def structural_errors(form: StructuralMechanism, n: int | None = None, *,
     :data:`DENSE_MAX_N`, or :data:`WIDE_DENSE_MAX_N` for a wide form) build the dense weights;
     larger ones use the structure (module docstring), in O(n) time and memory.  Raises
     ``ValueError`` for a size outside the form's range and ``TypeError`` for a structure with no
-    rule here (GM, EM and UM have one).
+    rule here (GM, EM, UM and the template spreads have one).
     """
     sized = form if n is None or int(n) == form.n else form.for_size(int(n))
     if dense_max_n is None:
         dense_max_n = WIDE_DENSE_MAX_N if sized.wide else DENSE_MAX_N
     if sized.n <= dense_max_n:
         return _dense_errors(sized)
+    if isinstance(sized, StructuralSpread):
+        return spread_errors(sized)
     return ReleaseErrors(sized.n, *_near_errors(sized), *_structural_mse(sized))
 
 

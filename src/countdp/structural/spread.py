@@ -1,0 +1,183 @@
+"""A template design without its matrix: a canonical integer mechanism whose middle column repeats.
+
+The large-n template designs (:mod:`countdp.design.template`) are GM-like away from their corners:
+between the corners every column is the same column moved down the diagonal.  So the design for
+any size ``n`` is held as a *canonical* integer matrix ``S`` of size ``m + 1 = 2c + 2`` (its
+corners, and two middle columns ``c`` and ``c + 1`` that are the same column moved down one
+row), and size ``n >= m`` is ``S`` with its middle column repeated:
+
+* input ``j <= c`` reads column ``j`` of ``S`` on rows ``0..m`` (shift 0);
+* input ``j >= n - c`` reads column ``j - (n - m)`` of ``S`` on rows ``n - m .. n`` (shift ``n - m``);
+* every input between reads column ``c`` moved down by ``j - c``.
+
+Each column adds its floor: column ``k`` of ``S`` has the reserve ``R + delta[k]`` (what its
+structured total leaves of ``D = 2^K``), split over the ``n + 1`` rows as ``f + [i < r]``.
+
+**The certificate** (:meth:`StructuralSpread.structure_checks`).  Two neighbouring inputs of size
+``n`` read two neighbouring columns of ``S`` under one shift (``c`` and ``c + 1`` for every pair
+in the middle, because column ``c + 1`` is column ``c`` moved down one row), or a column and the
+floor alone.  So every DP inequality of every size is ``alpha (S[i, k'] + F') <= S[i, k] + F``
+for neighbouring columns ``k, k'`` of ``S``, with floors ``F``.  It holds when
+
+1. ``alpha S[i, k'] <= S[i, k] + sigma`` for every row and both orders (checked entry by entry,
+   exact 128-bit products: ``m^2`` comparisons, whatever ``n``), and
+2. ``sigma + alpha F' <= F`` for the floors of every pair and size: with
+   ``(R + delta - N + 1)/N <= F`` and ``F' <= (R + delta')/N + 1`` this follows from
+   ``(1 - alpha) R >= alpha delta' - delta + (1 + sigma + alpha) N - 1`` at the largest ``N`` of
+   the range (one exact rational comparison per pair).
+
+It also checks that column ``c + 1`` is column ``c`` moved down with nothing falling off either
+end, that the two share their reserve, and that every column totals ``D``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
+from countdp.structural.chain import exact_sum, ratio_holds
+from countdp.structural.form import StructuralMechanism
+
+ARGUMENT = ("every pair of neighbouring inputs of every size reads two neighbouring columns of the canonical "
+            "matrix under one shift (the middle repeats columns c and c+1, which are one column moved down a "
+            "row), or floors alone: alpha S[i,k'] <= S[i,k] + sigma entry by entry, and each floor exceeds "
+            "alpha times its neighbour's by sigma at the largest size of the range")
+
+
+class StructuralSpread(StructuralMechanism):
+    """A template design for sizes ``n >= m`` from its canonical integer matrix (module docstring)."""
+
+    argument = ARGUMENT
+
+    def __init__(self, mechanism: str, n: int, alpha: Fraction, K: int, reserve: int, S: np.ndarray,
+                 delta: np.ndarray, sigma: int, sizes: tuple[int, int] | None = None,
+                 source: dict | None = None) -> None:
+        self.mechanism = mechanism
+        self.S = np.ascontiguousarray(S, dtype=np.int64)
+        self.S.setflags(write=False)
+        self.delta = np.ascontiguousarray(delta, dtype=np.int64)
+        self.delta.setflags(write=False)
+        self.m = self.S.shape[0] - 1
+        self.c = (self.m - 1) // 2
+        self.sigma = int(sigma)
+        self.source = dict(source or {})
+        self._cumulative = None
+        super().__init__(n, alpha, K, reserve, sizes)
+
+    # -- where an input reads the canonical matrix ---------------------------------------------
+    def placement(self, j: np.ndarray, n: np.ndarray | int) -> tuple[np.ndarray, np.ndarray]:
+        """For inputs ``j`` of size ``n``: the canonical column each reads and the row shift."""
+        j = np.asarray(j, dtype=np.int64)
+        n = np.asarray(n, dtype=np.int64)
+        c, m = self.c, self.m
+        right = j >= n - c
+        column = np.where(j <= c, j, np.where(right, j - (n - m), c))
+        shift = np.where(j <= c, 0, np.where(right, n - m, j - c))
+        return column, shift
+
+    def column_reserve(self, k: np.ndarray) -> np.ndarray:
+        """``R + delta[k]``: the floor's draws in canonical column ``k``."""
+        return self.reserve + self.delta[np.asarray(k, dtype=np.int64)]
+
+    # -- the integer weights, column by column ------------------------------------------------
+    def column(self, j: int) -> np.ndarray:
+        n = self.n
+        if not 0 <= j <= n:
+            raise ValueError(f"input {j} is outside 0..{n}")
+        k, shift = (int(x) for x in self.placement(np.array(j), n))
+        f, r = divmod(int(self.column_reserve(np.array(k))), n + 1)
+        out = np.full(n + 1, f, dtype=np.int64)
+        out[:r] += 1
+        out[shift:shift + self.m + 1] += self.S[:, k]
+        return out
+
+    def dense_weights(self) -> np.ndarray:
+        """The whole matrix, placed block by block: the left and right canonical columns, the middle
+        column moved down once per input, and each column's floor."""
+        n, m, c = self.n, self.m, self.c
+        N = n + 1
+        W = np.zeros((N, N), dtype=np.int64)
+        W[:m + 1, :c + 1] = self.S[:, :c + 1]
+        W[n - m:, n - c:] = self.S[:, c + 1:]
+        middle = np.arange(c + 1, n - c)
+        if middle.size:
+            rows = middle[None, :] - c + np.arange(m + 1)[:, None]
+            W[rows, np.broadcast_to(middle, rows.shape)] = self.S[:, c][:, None]
+        k, _ = self.placement(np.arange(N), n)
+        f, r = np.divmod(self.column_reserve(k), N)
+        return W + f[None, :] + (np.arange(N)[:, None] < r[None, :])
+
+    def structured_column(self, j: int) -> np.ndarray:
+        """Input ``j``'s weights without its floor: its canonical column at its shift, zero elsewhere."""
+        k, shift = (int(x) for x in self.placement(np.array(j), self.n))
+        out = np.zeros(self.n + 1, dtype=np.int64)
+        out[shift:shift + self.m + 1] = self.S[:, k]
+        return out
+
+    # -- sampling ------------------------------------------------------------------------------
+    def category_masses(self) -> np.ndarray:
+        """One category, the structured total of every column (what the base class checks against ``D``)."""
+        totals = self.S.sum(axis=0, dtype=np.int64) + self.delta
+        return np.array([int(totals.max(initial=0))], dtype=np.int64)
+
+    def sampler_tables(self):
+        """Per canonical column, the cumulative weights over ``[floor, rows 0..m]``, and their guide."""
+        if self._cumulative is None:
+            table = np.concatenate([self.column_reserve(np.arange(self.m + 1))[:, None], self.S.T], axis=1)
+            cumulative = np.cumsum(table, axis=1)
+            if (cumulative[:, -1] != self.denominator).any():
+                raise ValueError(f"{self.mechanism} n={self.n}: a column's draws do not total 2^{self.K}; not sampled")
+            self._cumulative = cumulative, guide_table(cumulative, self.K)
+        return self._cumulative
+
+    def _block(self, columns: np.ndarray, draws: np.ndarray, ns, fine) -> np.ndarray:
+        cumulative, guide = self.sampler_tables()
+        k, shift = self.placement(columns, ns)
+        category = outputs_for_draws(cumulative, self.K, k, draws, guide)
+        out = category - 1 + shift
+        low = np.flatnonzero(category == 0)
+        if low.size:
+            n = ns if np.ndim(ns) == 0 else ns[low]
+            f, r = np.divmod(self.column_reserve(k[low]), n + 1)
+            v, wide = draws[low], r * (f + 1)
+            out[low] = np.where(v < wide, v // (f + 1), r + (v - wide) // np.maximum(f, 1))
+        return out
+
+    # -- the certificate -----------------------------------------------------------------------
+    def structure_checks(self) -> list[tuple[str, np.ndarray]]:
+        S, c, m, D = self.S, self.c, self.m, self.denominator
+        left, right = S[:, :-1], S[:, 1:]
+        bound = min(int(S.max(initial=0)) + self.sigma, 1 << 62)
+        dp = ratio_holds(left, np.minimum(right + self.sigma, bound), self.alpha) & \
+            ratio_holds(right, np.minimum(left + self.sigma, bound), self.alpha)
+        moved = np.concatenate([[S[0, c + 1] == 0, S[m, c] == 0, self.delta[c] == self.delta[c + 1]],
+                                S[1:, c + 1] == S[:-1, c]])
+        totals = S.sum(axis=0, dtype=np.int64) + self.delta
+        return [("the canonical matrix has m = 2c + 1, entries in 0..2^62 and a reserve per column",
+                 np.array([m == 2 * c + 1 and m >= 3, S.min(initial=0) >= 0, int(S.max(initial=0)) + self.sigma
+                           <= 1 << 62, (self.delta >= 0).all(), self.delta.size == m + 1, self.sigma >= 0])),
+                ("column c + 1 is column c moved down one row", moved),
+                ("every column totals 2^K", np.array([exact_sum(totals) == (m + 1) * int(totals[0]),
+                                                      self.reserve + int(totals[0]) == D])),
+                ("the sizes are at least the canonical size", np.array([self.sizes[0] >= m])),
+                ("alpha-DP within sigma between neighbouring canonical columns", dp.ravel()),
+                ("each floor covers sigma and its neighbour's floor", self._floors_hold())]
+
+    def _floors_hold(self) -> np.ndarray:
+        """``(1 - alpha) R >= alpha delta' - delta + (1 + sigma + alpha) N - 1`` for every neighbouring
+        pair, at ``N = hi + 1``."""
+        a, N = self.alpha, self.sizes[1] + 1
+        d = [int(x) for x in self.delta]
+        worst = max(max(a * d[k + 1] - d[k], a * d[k] - d[k + 1]) for k in range(len(d) - 1))
+        return np.array([(1 - a) * self.reserve >= worst + (1 + self.sigma + a) * N - 1])
+
+    def parameters(self) -> dict:
+        return {"canonical_size": self.m, "middle_column": self.c, "sigma": self.sigma, **self.source}
+
+    def tables(self) -> list[np.ndarray]:
+        return [self.S.ravel(), self.delta]
+
+
+__all__ = ["StructuralSpread"]
