@@ -5,7 +5,8 @@ while Snakemake parses the Snakefile.  Checking the config (``config_check``: js
 import, the schema walk, the semantic checks) and filling in the schema's defaults takes about
 a tenth of a second on every ``snakemake`` start.  Once a config has passed, the filled-in
 result is kept in a small JSON file under the fingerprint of everything the verdict depends on:
-the config as Snakemake merged it, the schema file, and the sources of the checking modules.
+the config as Snakemake merged it, the schema file, and the sources of the checking modules
+(with the routing of Figures 9-13 and the catalogue of structural forms it reads).
 Any change to one of them (or a missing, unreadable or foreign cache file) checks afresh, so a
 bad config is always reported.  Configs that JSON cannot carry exactly are never cached.
 """
@@ -31,7 +32,8 @@ def fingerprint(config: dict, schema_path: Path) -> str | None:
     except (TypeError, ValueError):
         return None
     digest = hashlib.sha256(text.encode())
-    checkers = (config_check.__file__, sys.modules[config_check.number_or_fraction.__module__].__file__, __file__)
+    checkers = (config_check.__file__, sys.modules[config_check.number_or_fraction.__module__].__file__, __file__,
+                *config_check.ROUTING_SOURCES)
     for path in (schema_path, *checkers):
         digest.update(b"\0" + Path(path).read_bytes())
     return digest.hexdigest()

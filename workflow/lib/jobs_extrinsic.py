@@ -43,7 +43,7 @@ def eval_adult(table_csv: str, sidecar: str, target: str, alpha: float, files: S
     start = time.perf_counter()
     table = read_adult_table(table_csv, sidecar)
     by_size = load_mechanisms(files, alpha)
-    mechanisms = list(dict.fromkeys(m for m, _, _ in files))
+    mechanisms = list(dict.fromkeys(row[0] for row in files))
     raw, summary = adult_sweep(table[target].to_numpy(), target, alpha, ns, mechanisms,
                                lambda m, point: by_size[(m, point["n"])], int(repetitions), int(seed))
     _write_sweep(raw, summary, raw_csv, summary_csv, log, f"{target} alpha={alpha}", start, len(ns), mechanisms)
@@ -57,7 +57,7 @@ def eval_binomial(study: str, alpha: float, files: Sequence[Sequence], points: S
 
     start = time.perf_counter()
     by_size = load_mechanisms(files, alpha)
-    mechanisms = list(dict.fromkeys(m for m, _, _ in files))
+    mechanisms = list(dict.fromkeys(row[0] for row in files))
     raw, summary = binomial_sweep(points, mechanisms, lambda m, point: by_size[(m, int(point["n"]))], list(measures),
                                   int(repetitions), int(seed), study, int(population))
     _write_sweep(raw, summary, raw_csv, summary_csv, log, f"{study} alpha={alpha}", start, len(points), mechanisms)
@@ -84,3 +84,16 @@ def extrinsic_findings(tables: Mapping[str, str], thresholds: Mapping, out_csv: 
     found = findings({fig: pd.read_csv(path) for fig, path in tables.items()}, Thresholds.from_config(thresholds))
     write_csv_atomic(found, out_csv, "%.12g")
     write_text_atomic(log, f"{len(found)} findings; holds: {found['holds'].value_counts(dropna=False).to_dict()}\n")
+
+
+def structural_record(entries: Sequence[Sequence], out_csv: str, log: str) -> None:
+    """The record of Figures 9-13's evaluations from structural forms: one row per [figure, mechanism, n, exact
+    alpha] of ``entries``, saying which form evaluated it (WH: GM, and why that is a WH design), its
+    ``K``, the sizes its table serves, the floor's share and the SHA-256 of its tables."""
+    from countdp.evaluate.routing import evaluation_form
+
+    rows = [{"figure": figure, **evaluation_form(mechanism, int(n), alpha)[1].to_dict()}
+            for figure, mechanism, n, alpha in entries]
+    write_csv_atomic(pd.DataFrame(rows), out_csv, "%.12g")
+    write_text_atomic(log, f"{len(rows)} structural evaluations recorded\n")
+

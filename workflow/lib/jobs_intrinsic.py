@@ -71,10 +71,12 @@ def fig08_tables(mechanisms: Sequence[str], base: Sequence[str], combinations: S
 
 def fig09_tables(mechanisms_files: Sequence[str], mechanisms: Sequence[str], alphas: Sequence[float],
                  ns: Sequence[int], check_alpha: float, check_n: int, tolerance: float, table_csv: str,
-                 convergence_csv: str, checks_csv: str, log: str) -> None:
-    from countdp.studies.fig09 import fig09_checks, fig09_convergence, fig09_table
+                 convergence_csv: str, checks_csv: str, log: str, structural: Sequence[Sequence] = ()) -> None:
+    """Figure 9's tables from the matrix artifacts and, for ``structural`` ([mechanism, exact alpha, n]:
+    the group sizes beyond the matrix path), from structural forms built here."""
+    from countdp.studies.fig09 import fig09_checks, fig09_convergence, fig09_table, structural_records
 
-    records = load_matrix_records(mechanisms_files)
+    records = load_matrix_records(mechanisms_files) + structural_records(structural)
     table = fig09_table(records, mechanisms, alphas, ns)
     convergence = fig09_convergence(records, check_alpha, check_n, tolerance)
     write_tables([(table, table_csv), (convergence, convergence_csv),

@@ -30,9 +30,11 @@ sys.path.insert(0, str(pathlib.Path(workflow.basedir) / "workflow" / "lib"))
 
 # Parsing the Snakefile imports only light modules (standard library, yaml): a no-op rerun stays fast.
 from config_cache import checked as checked_config
-from config_check import ConfigError
+from config_check import FIGURE_MECHANISMS, L0_ONLY, ConfigError
 import countdp
 from countdp.claims.designs import theory_designs
+from countdp.evaluate.routing import ROUTING
+from countdp.structural.form import REPRESENTATION
 from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
 import code_version
@@ -53,14 +55,17 @@ def in_worker(function, *args):
 
 # Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs
 # included) before any job: one line per bad key, naming the key and the allowed values
-# (workflow/lib/config_check.py: the schema plus alpha fractions in (0, 1) and non-empty ranges),
+# (workflow/lib/config_check.py: the schema plus alpha fractions in (0, 1), non-empty ranges and
+# the mechanisms of Figures 9-13 that cannot be evaluated at an n asked for),
 # then the schema's defaults are filled in, as snakemake.utils.validate would.  A config that
 # passed before (same schema and checkers) is taken from .snakemake/ (workflow/lib/config_cache.py).
+# A bad config exits with status 2 (a usage error, as the CLI's), its lines on stderr and no traceback.
 try:
     checked_config(config, pathlib.Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
                    pathlib.Path(".snakemake") / "countdp" / "checked_config.json")
 except ConfigError as error:
-    raise WorkflowError(str(error)) from None
+    print(str(error), file=sys.stderr)
+    sys.exit(2)
 try:
     EXACT_ALPHAS = exact_alphas_in(config)  # path spelling of alpha -> the exact value the config gave
 except ValueError as error:

@@ -7,7 +7,11 @@
 #
 # Inputs are the manifests of the design sweeps (design_manifests: common.smk) that wrote the
 # certified L0 mechanism artifacts (mechanism_path) the jobs read, listed in params.files and
-# re-verified with countdp.mechanisms.artifact.load_certified.
+# re-verified with countdp.mechanisms.artifact.load_certified.  Group sizes beyond the matrix path
+# (countdp.evaluate.routing.ROUTING: GM, EM, UM above 256, and WH as GM there where GM is weakly honest,
+# in Figure 10) have no artifact:
+# their params.files row says "structural" and the job builds the certified structural form itself
+# (milliseconds); STRUCTURAL_RECORD says which form evaluated each of them, and why.
 # Seeds: countdp.evaluate.experiments.rng_for(config seed, parameters).
 # The helpers (mechanism_files, fig10_evaluations, ...) live in targets.smk.
 
@@ -125,3 +129,21 @@ rule eval_fig13_binomial:
 
         in_worker(eval_binomial, params.study, float(wildcards.alpha), params.files, params.points, params.measures,
                                  params.repetitions, params.population, params.seed, output.summary, output.raw, log[0])
+
+
+rule structural_record:
+    output:
+        STRUCTURAL_RECORD,
+    params:
+        entries=structural_evaluations(),
+        code=CODE_VERSION,
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    log:
+        "results/logs/evaluations/structural_record.log",
+    run:
+        from jobs_extrinsic import structural_record
+
+        in_worker(structural_record, params.entries, output[0], log[0])

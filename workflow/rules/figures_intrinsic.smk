@@ -144,6 +144,12 @@ rule fig08_tables:
                                 params.vs_alpha_n, output.table, output.checks, log[0])
 
 
+# Figure 9's n beyond the matrix path, as [mechanism, exact alpha, n]: a param only when there are any (the
+# default configs' params are unchanged); DESIGN_CODE_VERSION (it covers countdp.structural) reruns the job
+# when the structural forms change.
+FIG09_STRUCTURAL = fig09_structural()
+
+
 rule fig09_tables:
     input:
         design_manifests(fig09_mechanisms()),
@@ -159,6 +165,7 @@ rule fig09_tables:
         check_alpha=alpha_value(config["fig09"]["convergence_check"]["alpha"]),
         check_n=config["fig09"]["convergence_check"]["n"],
         tolerance=config["fig09"]["convergence_tolerance"],
+        **({"structural": FIG09_STRUCTURAL, "structural_code": DESIGN_CODE_VERSION} if FIG09_STRUCTURAL else {}),
     threads: 1
     resources:
         mem_mb=1000,
@@ -169,7 +176,7 @@ rule fig09_tables:
         from jobs_intrinsic import fig09_tables
 
         in_worker(fig09_tables, params.artifacts, params.mechanisms, params.alphas, params.ns, params.check_alpha,
-                                params.check_n, params.tolerance, output.table, output.convergence, output.checks, log[0])
+                                params.check_n, params.tolerance, *output, log[0], params.get("structural", []))
 
 
 rule intrinsic_checks:

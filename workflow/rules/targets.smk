@@ -64,17 +64,57 @@ def fig08_mechanisms():
 
 
 def fig09_mechanisms():
+    """The artifacts of Figure 9: every (mechanism, alpha, n) of the matrix path (fig09_structural: the rest)."""
     c = _cfg("fig09")
     paths = [
         mechanism_path(m, "L0", n, a)
         for m in c["mechanisms"]
         for a in c["alpha"]
         for n in n_values(c["n"])
+        if not ROUTING.structural(m, n, alpha_exact(alpha_str(a)))
     ]
     check = c.get("convergence_check")
     if check:
-        paths += [mechanism_path(m, "L0", check["n"], check["alpha"]) for m in ("GM", "WM", "WH")]
+        paths += [mechanism_path(m, "L0", check["n"], check["alpha"]) for m in CONVERGENCE_MECHANISMS
+                  if not ROUTING.structural(m, check["n"], alpha_exact(alpha_str(check["alpha"])))]
     return sorted(set(paths))
+
+
+CONVERGENCE_MECHANISMS = ("GM", "WM", "WH")  # what Figure 9's convergence check compares
+
+
+def fig09_structural():
+    """[mechanism, exact alpha, n] of Figure 9 (and its convergence check) evaluated from structural forms
+    (countdp.evaluate.routing)."""
+    c = _cfg("fig09")
+    points = [(m, a, n) for m in c["mechanisms"] for a in c["alpha"] for n in n_values(c["n"])]
+    check = c.get("convergence_check")
+    if check:
+        points += [(m, check["alpha"], check["n"]) for m in CONVERGENCE_MECHANISMS]
+    rows = [[m, alpha_exact(alpha_str(a)), int(n)] for m, a, n in points
+            if ROUTING.structural(m, n, alpha_exact(alpha_str(a)))]
+    return [list(row) for row in dict.fromkeys(tuple(row) for row in rows)]
+
+
+# ---------------------------------------------------------------- large n: the record of structural evaluations
+STRUCTURAL_RECORD = "results/tables/structural_evaluations.csv"
+
+
+def structural_evaluations():
+    """[figure, mechanism, n, exact alpha] of every evaluation of Figures 9-13 made from a structural form."""
+    rows = [["fig09", m, n, a] for m, a, n in fig09_structural()]
+    for study in ("fig10", "fig11", "fig12", "fig13"):
+        c = config[study]
+        ns = [c["n"]] if study == "fig12" else n_values(c["n"])
+        for a in c["alpha"] if isinstance(c["alpha"], list) else [c["alpha"]]:
+            rows += [[study, m, n, rest[0]] for m, n, path, *rest in mechanism_files(study, ns, a)
+                     if path == REPRESENTATION]
+    return rows
+
+
+def structural_targets():
+    """The record of the structural evaluations, when the config asks for any (none in the default configs)."""
+    return [STRUCTURAL_RECORD] if structural_evaluations() else []
 
 
 # ---------------------------------------------------------------- intrinsic targets
@@ -123,8 +163,9 @@ INTRINSIC_FIGURE_RULES = {  # key: (file stem, countdp.plots.intrinsic function,
 
 
 def intrinsic_targets():
+    """Figures 1-9's tables and figures, and (for rule all) the record of Figures 9-13's structural evaluations."""
     figures = [f"results/figures/{name}.{ext}" for name in INTRINSIC_FIGURES for ext in ("pdf", "png")]
-    return INTRINSIC_TABLES + figures
+    return INTRINSIC_TABLES + figures + structural_targets()
 
 
 # ---------------------------------------------------------------- helpers of the rule files
@@ -171,7 +212,7 @@ ADULT_SIDECAR = "results/data/adult_targets.json"
 
 
 # ---------------------------------------------------------------- evaluations (evaluate.smk)
-EXTRINSIC_MECHANISMS = ["GM", "WM", "EM", "UM"]
+EXTRINSIC_MECHANISMS = list(FIGURE_MECHANISMS)  # config_check: the validation reads the same default
 
 
 def p_str(p):
@@ -184,13 +225,17 @@ def extrinsic_mechanisms(study):
 
 
 def mechanism_files(study, ns, alpha):
-    """[mechanism, n, path] for every L0 mechanism artifact a sweep reads."""
-    return [[m, int(n), mechanism_path(m, "L0", n, alpha)] for m in extrinsic_mechanisms(study) for n in ns]
+    """Per mechanism and n of a sweep: [mechanism, n, path] of an L0 artifact, or beyond the matrix path
+    (countdp.evaluate.routing) [mechanism, n, "structural", exact alpha, code]: the job builds the form
+    (evaluate.experiments.load_mechanisms); `code` (DESIGN_CODE_VERSION) reruns it when the forms change."""
+    exact = alpha_exact(alpha_str(alpha))
+    return [[m, int(n), REPRESENTATION, exact, DESIGN_CODE_VERSION] if ROUTING.structural(m, n, exact, L0_ONLY[study])
+            else [m, int(n), mechanism_path(m, "L0", n, alpha)] for m in extrinsic_mechanisms(study) for n in ns]
 
 
 def mechanism_file_paths(study, ns, alpha):
-    """The paths of mechanism_files(study, ns, alpha) (the sweep's input files)."""
-    return [path for _, _, path in mechanism_files(study, ns, alpha)]
+    """The artifact paths of mechanism_files(study, ns, alpha) (the sweep's input files)."""
+    return [row[2] for row in mechanism_files(study, ns, alpha) if row[2] != REPRESENTATION]
 
 
 def fig10_evaluations():

@@ -38,6 +38,33 @@ no default; a key with a default may be left out. `[]` in a key stands for every
 Resources (threads, memory, run time) are not config: they are set on the rules and defaulted
 in the profiles (`profiles/`).
 
+## Large group sizes (`config/large_n.yaml`)
+
+Figures 9-13 may ask for any n up to 10,000. Up to n = 256 every mechanism is a matrix artifact of
+the design sweeps; beyond, GM, EM and UM are evaluated from their certified structural forms (a
+table of a few hundred integers and a rule, built by the evaluation job in milliseconds: no
+(n+1)^2 matrix is built or written), sampled exactly by the structural sampler and evaluated
+exactly from their columns. So is WM beyond n = 2048, from its template structure
+(`countdp.structural.catalogue.served_as_structure`), where its canonical design fits the matrix
+path (α up to about 0.95; at 0.99 the check refuses it). In Figures 9 and 10 (L0 alone) WH there
+is GM from n ≥ 2α/(1−α) wherever GM's rounded weights are weakly honest (the catalogue's exact
+bound, checked again on the sampled weights): GM is then an optimal WH design. Any other
+mechanism has only the matrix path, up to n = 2048; asking for more stops the run before any job
+with one line naming the key, e.g. `config key 'fig13.n': n = 4000 is not allowed for WH (...)`,
+exit status 2.
+`results/tables/structural_evaluations.csv` records which form evaluated each large n, and why.
+`config/large_n.yaml` overrides Figures 9 and 13 up to n = 10^4 (about two minutes on two
+cores); run only their targets (named before `--configfile`, which takes every word after it as a
+config file):
+
+```bash
+snakemake --cores 2 results/figures/fig09_named_mechanisms_l0.png results/figures/fig13_binomial_RMSE.png \\
+    results/tables/structural_evaluations.csv --configfile config/large_n.yaml
+```
+
+Group sizes spanning more than a factor of 50 are drawn on a log axis (and Figure 13's RMSE on a
+log axis too).
+
 """
 
 

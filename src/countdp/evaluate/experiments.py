@@ -4,9 +4,12 @@ One call of :func:`simulate` runs a whole sweep (a list of parameter points) for
 mechanisms.  For every point and repetition it draws the true group counts once (shared by
 all mechanisms: common random numbers), releases noisy counts with each mechanism, and
 records the empirical error together with its exact expectation given the drawn counts.
-Mechanisms are certified :class:`~countdp.privacy.exact.IntegerMechanism` objects: the noise is drawn
-by the release sampler itself (:func:`countdp.privacy.sampling.release`, on a seeded generator), and
-the expectations use the distribution it samples, ``W / D``.
+Mechanisms are certified :class:`~countdp.privacy.exact.IntegerMechanism` objects (the matrix path:
+the noise is drawn by the release sampler itself, :func:`countdp.privacy.sampling.release`, on a
+seeded generator, and the expectations use the distribution it samples, ``W / D``) or certified
+structural forms (:class:`~countdp.structural.form.StructuralMechanism`, for group sizes whose
+matrix would be large: drawn by the structural sampler and evaluated from the form's columns,
+:mod:`countdp.evaluate.structural`; :mod:`countdp.evaluate.routing` says which).
 :func:`summarise` turns the repetitions into mean, standard deviation, standard error and
 the exact expectation under the model (Binomial(n, p) for synthetic data; for Adult the
 mean over repetitions of the exact expectation given that repetition's group counts).
@@ -29,8 +32,11 @@ import pandas as pd
 
 from countdp.evaluate.data import POPULATION, binomial_groups, empirical_distribution, group_counts
 from countdp.evaluate.metrics import binomial_distribution, empirical_errors, expected_error, expected_errors
+from countdp.evaluate.routing import evaluation_form
+from countdp.evaluate.structural import release_structural, structural_expected_errors
 from countdp.mechanisms.artifact import load_certified
 from countdp.privacy.sampling import release_each
+from countdp.structural.form import REPRESENTATION, StructuralMechanism
 
 NOISE_ONLY_KEYS = ("alpha", "mechanism")
 """Parameters that change the released noise but not the drawn data."""
@@ -73,6 +79,27 @@ def released_matrix(mechanism: object) -> np.ndarray:
     return getattr(mechanism, "released", mechanism).matrix
 
 
+def released_size(mechanism: object) -> int:
+    """The group size ``n`` a certified mechanism (matrix or structural form) releases."""
+    if isinstance(mechanism, StructuralMechanism):
+        return int(mechanism.n)
+    return int(released_matrix(mechanism).shape[0]) - 1
+
+
+def release_with(mechanism: object, counts: Sequence[np.ndarray], rngs: Sequence[np.random.Generator]) -> list:
+    """Each array of counts released by ``mechanism``'s own sampler, with draws from its generator."""
+    if isinstance(mechanism, StructuralMechanism):
+        return release_structural(mechanism, counts, rngs)
+    return release_each(mechanism, counts, rngs)
+
+
+def expected_with(mechanism: object, distributions: Sequence[object], measure: str) -> np.ndarray:
+    """The exact expected error of ``mechanism``'s releases under each input distribution."""
+    if isinstance(mechanism, StructuralMechanism):
+        return structural_expected_errors(mechanism, distributions, measure)
+    return expected_errors(released_matrix(mechanism), distributions, measure)
+
+
 def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Sequence[str],
              mechanism_for: MechanismFor, draw: DrawFor, measures: Sequence[str], repetitions: int) -> pd.DataFrame:
     """Run ``repetitions`` of every point for every mechanism; one row per (point, rep, mechanism, measure).
@@ -90,19 +117,18 @@ def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Seque
         data_params = {k: v for k, v in point.items() if k not in NOISE_ONLY_KEYS}
         chosen = {m: mechanism_for(m, point) for m in mechanisms}
         for m, mech in chosen.items():
-            shape = released_matrix(mech).shape
-            if shape != (n + 1, n + 1):
-                raise ValueError(f"{m} at {dict(point)}: matrix has shape {shape}, expected {(n + 1, n + 1)}")
+            if released_size(mech) != n:
+                raise ValueError(f"{m} at {dict(point)}: releases groups of {released_size(mech)}, expected {n}")
         reps = range(repetitions)
         counts = [draw(point, rng_for(seed, study=study, stream="data", rep=rep, **data_params)) for rep in reps]
         q = [empirical_distribution(c, n) for c in counts]
         values, exact = {}, {}  # (mechanism, measure) -> one value per repetition
         for m, mech in chosen.items():
             noise = [rng_for(seed, study=study, stream="noise", rep=rep, mechanism=m, **point) for rep in reps]
-            released = release_each(mech, counts, noise)
+            released = release_with(mech, counts, noise)
             for measure in measures:
                 values[m, measure] = empirical_errors(counts, released, measure)
-                exact[m, measure] = expected_errors(released_matrix(mech), q, measure)
+                exact[m, measure] = expected_with(mech, q, measure)
         rows += [{**point, "mechanism": m, "rep": rep, "measure": measure, "d": measure_d(measure),
                   "groups": int(counts[rep].size), "value": float(values[m, measure][rep]),
                   "exact_given_data": float(exact[m, measure][rep])}
@@ -176,22 +202,35 @@ def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], mechani
         key = (row["mechanism"], row["n"], row["alpha"])
         if key not in matrices:
             point = {"n": row["n"], "alpha": row["alpha"], "p": row["p"]}
-            matrices[key] = released_matrix(mechanism_for(row["mechanism"], point))
-        return expected_error(matrices[key], binomial_distribution(row["n"], row["p"]), row["measure"])
+            mech = mechanism_for(row["mechanism"], point)
+            matrices[key] = mech if isinstance(mech, StructuralMechanism) else released_matrix(mech)
+        pmf = binomial_distribution(row["n"], row["p"])
+        if isinstance(matrices[key], StructuralMechanism):
+            return float(structural_expected_errors(matrices[key], [pmf], row["measure"])[0])
+        return expected_error(matrices[key], pmf, row["measure"])
 
     keys = ["dataset", "alpha", "n", "p", "mechanism", "measure", "d"]
     return raw, summarise(raw, keys, exact)
 
 
 def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, int], object]:
-    """``{(mechanism, n): IntegerMechanism}`` from ``[mechanism, n, path]`` triples of design artifacts.
+    """``{(mechanism, n): certified mechanism}`` from ``[mechanism, n, path]`` rows of design artifacts, and
+    ``[mechanism, n, "structural", exact alpha]`` rows of structural forms.
 
     Every file is read with :func:`countdp.mechanisms.artifact.load_certified` (the float certificate and the
     exact certificate of the release weights are re-verified) and must hold the stated ``n``
-    and ``alpha``.
+    and ``alpha``: an :class:`~countdp.privacy.exact.IntegerMechanism`.  A structural row is built
+    and certified by :func:`countdp.evaluate.routing.evaluation_form` (milliseconds), at the exact
+    alpha given, which must be ``alpha``: a :class:`~countdp.structural.form.StructuralMechanism`.
     """
     out = {}
-    for mechanism, n, path in files:
+    for mechanism, n, path, *exact in files:
+        if path == REPRESENTATION:
+            form, _ = evaluation_form(mechanism, int(n), exact[0])
+            if abs(float(form.alpha) - float(alpha)) > 1e-12:
+                raise ValueError(f"{mechanism} n={n}: structural alpha {exact[0]} is not alpha={alpha}")
+            out[(str(mechanism), int(n))] = form
+            continue
         record = load_certified(path)
         if int(record["n"]) != int(n) or abs(float(record["alpha"]) - float(alpha)) > 1e-12:
             raise ValueError(f"{path}: holds n={record['n']}, alpha={record['alpha']}; expected n={n}, alpha={alpha}")
@@ -200,6 +239,6 @@ def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, 
 
 
 __all__ = [
-    "adult_sweep", "binomial_sweep", "canonical", "load_mechanisms", "released_matrix", "rng_for", "seed_sequence",
-    "simulate", "summarise",
+    "adult_sweep", "binomial_sweep", "canonical", "expected_with", "load_mechanisms", "release_with", "released_matrix",
+    "released_size", "rng_for", "seed_sequence", "simulate", "summarise",
 ]

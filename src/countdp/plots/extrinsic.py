@@ -19,6 +19,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from countdp.plots.canvas import drawing, save_figure, subplots
+from countdp.plots.intrinsic import log_n_axis
 from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER
 
 TARGET_TITLES = {"young": "Estimating young population (age < 30)",
@@ -46,9 +47,16 @@ def legend_handles(mechanisms, exact_label="exact expectation", exact_style="lin
     return handles
 
 
-def curve(ax, frame, x, err, mechanisms, offset=0.0):
-    """Markers +- err (Monte Carlo) and a thin line (exact) per mechanism, against column x."""
-    span = frame[x].max() - frame[x].min() or 1.0
+def curve(ax, frame, x, err, mechanisms, offset=0.0, log_x=False):
+    """Markers +- err (Monte Carlo) and a thin line (exact) per mechanism, against column x.
+
+    ``offset`` spreads the mechanisms' markers sideways by that fraction of the axis: of its span,
+    or with ``log_x`` (a log axis) of its span in decades, as a factor.
+    """
+    if log_x:
+        span = np.log10(frame[x].max() / frame[x].min()) or 1.0
+    else:
+        span = frame[x].max() - frame[x].min() or 1.0
     for k, m in enumerate(mechanisms):
         sub = frame[frame["mechanism"] == m].sort_values(x)
         if sub.empty:
@@ -56,7 +64,8 @@ def curve(ax, frame, x, err, mechanisms, offset=0.0):
         color = MECHANISM_COLORS.get(m, "k")
         shift = (k - (len(mechanisms) - 1) / 2) * offset * span
         ax.plot(sub[x], sub["exact"], color=color, linewidth=1.1, alpha=0.8, zorder=2)
-        ax.errorbar(sub[x] + shift, sub["mean"], yerr=sub[err], color=color, marker=MECHANISM_MARKERS.get(m, "o"),
+        position = sub[x] * 10.0**shift if log_x else sub[x] + shift
+        ax.errorbar(position, sub["mean"], yerr=sub[err], color=color, marker=MECHANISM_MARKERS.get(m, "o"),
                     markersize=4.5, linestyle="none", capsize=2.5, elinewidth=1, zorder=3,
                     markerfacecolor="none" if m == "UM" else color)
 
@@ -83,14 +92,18 @@ def fig10(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     targets = [t for t in settings["targets"] if t in set(table["target"])]
     fig, axes = subplots(1, len(targets), figsize=(4.6 * len(targets), 4.0), squeeze=False, sharey=True)
+    log_x = log_n_axis(table["n"])
     for k, (ax, target) in enumerate(zip(axes[0], targets, strict=True)):
         sub = table[table["target"] == target]
-        curve(ax, sub, "n", "se", mechanisms, offset=0.006)
+        if log_x:
+            ax.set_xscale("log")
+        curve(ax, sub, "n", "se", mechanisms, offset=0.006, log_x=log_x)
         ax.set_title(f"({chr(97 + k)}) {TARGET_TITLES.get(target, target)}\n"
                      f"Adult, $\\alpha$ = {fmt(sub['alpha'].iloc[0])}", fontsize=10)
-        ax.set_xlabel("group size n")
+        ax.set_xlabel("group size n (log scale)" if log_x else "group size n")
         ns = sorted(sub["n"].unique())
-        ax.set_xticks(ns[:: max(1, (len(ns) + 9) // 10)])
+        if not log_x:
+            ax.set_xticks(ns[:: max(1, (len(ns) + 9) // 10)])
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("fraction of groups with noisy count $\\neq$ true count")
     reps = int(table["repetitions"].max())
@@ -101,16 +114,21 @@ def fig10(table, settings):
     return fig
 
 
-def curve_panels(table, mechanisms, rows, cols, x, panel_size, title, xlabel, ylabel, offset=0.0):
+def curve_panels(table, mechanisms, rows, cols, x, panel_size, title, xlabel, ylabel, offset=0.0, log=False):
     """A grid of ``curve`` panels (mean +- 1 s.d. vs ``x``): one row per value of ``rows = (key, values)``,
-    one column per value of ``cols``; ``title(row_value, col_value)`` names each panel."""
+    one column per value of ``cols``; ``title(row_value, col_value)`` names each panel; ``log``: both
+    axes logarithmic."""
     (row_key, row_values), (col_key, col_values) = rows, cols
     fig, axes = subplots(len(row_values), len(col_values), squeeze=False, sharex=True,
                              figsize=(panel_size[0] * len(col_values), panel_size[1] * len(row_values)))
     for r, rv in enumerate(row_values):
         for c, cv in enumerate(col_values):
             ax = axes[r, c]
-            curve(ax, table[(table[row_key] == rv) & (table[col_key] == cv)], x, "sd", mechanisms, offset=offset)
+            if log:
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+            curve(ax, table[(table[row_key] == rv) & (table[col_key] == cv)], x, "sd", mechanisms, offset=offset,
+                  log_x=log)
             ax.set_title(title(rv, cv), fontsize=10)
             ax.grid(alpha=0.3)
             if r == len(row_values) - 1:
@@ -187,9 +205,11 @@ def fig13(table, settings):
     mechanisms = ordered(table["mechanism"].unique())
     alphas = sorted(table["alpha"].unique(), reverse=True)
     ps = [p for p in settings["p"] if p in set(table["p"])]
+    log = log_n_axis(table["n"])  # large n (up to 10^4): RMSE from about 1 to thousands
     fig = curve_panels(table, mechanisms, ("alpha", alphas), ("p", ps), "n", (4.8, 3.5),
-                       lambda a, p: f"$\\alpha$ = {fmt(a)}, p = {fmt(p)}", "group size n", "RMSE of noisy counts",
-                       offset=0.008)
+                       lambda a, p: f"$\\alpha$ = {fmt(a)}, p = {fmt(p)}",
+                       "group size n (log scale)" if log else "group size n",
+                       "RMSE of noisy counts (log scale)" if log else "RMSE of noisy counts", offset=0.008, log=log)
     reps = int(table["repetitions"].max())
     fig.legend(handles=legend_handles(mechanisms, "exact $\\sqrt{E(out-in)^2}$, Binomial(n, p)"),
                loc="lower center", ncol=len(mechanisms) + 1, frameon=False,

@@ -249,12 +249,24 @@ def wh_combinations(table: pd.DataFrame, title: str):
     return fig
 
 
+LOG_N_SPAN = 50
+"""A group-size axis spanning more than this factor (largest n / smallest n) is drawn on a log scale."""
+
+
+def log_n_axis(ns: Sequence[int]) -> bool:
+    """Whether an axis of group sizes ``ns`` is drawn logarithmically (large n, Figures 9-13 up to ``10**4``)."""
+    lo, hi = float(np.min(ns)), float(np.max(ns))
+    return hi > LOG_N_SPAN * max(lo, 1.0)
+
+
 @_paper_figure
 def named_l0_vs_n(table: pd.DataFrame, title: str):
-    """Figure 9: L0 of the named mechanisms vs n, one panel per alpha, GM's WH threshold marked."""
+    """Figure 9: L0 of the named mechanisms vs n, one panel per alpha, GM's WH threshold marked
+    (n on a log axis when the sizes span more than :data:`LOG_N_SPAN`)."""
     alphas = sorted(table["alpha"].unique())
     fig, axes = subplots(1, len(alphas), figsize=(2.6 * len(alphas) + 0.6, 3.2), squeeze=False)
     order = [m for m in ("UM", "EM", "WM", "WH", "GM") if m in set(table["mechanism"])]
+    log_x = log_n_axis(table["n"])
     for k, (ax, a) in enumerate(zip(axes[0], alphas, strict=True)):
         sub = table[np.isclose(table["alpha"], a)]
         for m in order:
@@ -264,6 +276,8 @@ def named_l0_vs_n(table: pd.DataFrame, title: str):
                     linewidth=1.3, label=MECHANISM_LABELS[m], linestyle="--" if m == "WH" else "-")
         t = wh_threshold(a)
         lo, hi = sub["n"].min(), sub["n"].max()
+        if log_x:
+            ax.set_xscale("log")
         if t <= hi:
             ax.axvline(t, color="black", linestyle=":", linewidth=1)
             ax.annotate(f"GM weakly honest\nfor n ≥ {t:.3g}", (t, 0.5), xycoords=("data", "axes fraction"),
@@ -271,9 +285,9 @@ def named_l0_vs_n(table: pd.DataFrame, title: str):
         else:
             ax.annotate(f"GM weak-honesty threshold\nn = {t:.3g} (off the axis)", (0.97, 0.5),
                         xycoords="axes fraction", ha="right", fontsize=6.8)
-        ax.set_xlim(lo - 0.5, hi + 0.5)
+        ax.set_xlim((lo / 1.2, hi * 1.2) if log_x else (lo - 0.5, hi + 0.5))
         ax.set_title(f"({'abc'[k] if k < 3 else k}) α = {alpha_label(a)}")
-        ax.set_xlabel("n (group size)")
+        ax.set_xlabel("n (group size, log scale)" if log_x else "n (group size)")
         if k == 0:
             ax.set_ylabel("L0 (rescaled, uniform prior)")
     handles, labels = axes[0][0].get_legend_handles_labels()

@@ -24,7 +24,7 @@ from countdp.privacy.rounding import check_release_alpha
 from countdp.structural.fair import fair_form
 from countdp.structural.form import REPRESENTATION, WIDE_K, StructuralMechanism
 from countdp.structural.geometric import geometric_form
-from countdp.structural.template import template_form
+from countdp.structural.template import MAX_CANONICAL, canonical_size_for, template_form
 from countdp.structural.uniform import uniform_form
 from countdp.validation import check_fits_in_memory, check_n
 
@@ -83,6 +83,19 @@ def served_as_structure(mechanism: str, n: int, objective: str = "L0") -> bool:
     if mechanism not in FORMS:
         return False
     return mechanism not in SPREADS or (objective == "L0" and n > NARROW_MAX_N)
+
+
+def structure_problem(mechanism: str, alpha: object) -> str | None:
+    """Why ``mechanism`` has no structural form at ``alpha`` (one line), or ``None``; cheap (no solve):
+    a template design whose canonical size is beyond :data:`~countdp.structural.template.MAX_CANONICAL`."""
+    if mechanism not in FORMS:
+        return f"{mechanism} has no structural form; structural forms: {', '.join(FORMS)}"
+    if mechanism in SPREADS:
+        m = canonical_size_for(Fraction(alpha))
+        if m > MAX_CANONICAL:
+            return (f"{mechanism} at alpha = {float(Fraction(alpha)):.6g} has no structure yet: its canonical size "
+                    f"{m:,} is beyond {MAX_CANONICAL}")
+    return None
 
 
 def stand_in(mechanism: str, objective: str) -> str | None:
@@ -166,5 +179,5 @@ def structural_design(mechanism: str, n: int, alpha: object, K: int | None = Non
 
 
 __all__ = ["FORMS", "NARROW_MAX_N", "SPREADS", "STAND_INS", "STAND_IN_REASON", "GroupMechanism", "released_weights",
-           "served_as_structure",
+           "served_as_structure", "structure_problem",
            "stand_in", "stand_in_lower_bound", "structural_design", "structural_form", "weakly_honest_from"]

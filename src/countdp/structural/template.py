@@ -35,14 +35,13 @@ MAX_CANONICAL = 2048
 def canonical_design(mechanism: str, alpha: Fraction, K: int) -> tuple[np.ndarray, dict]:
     """``(P, source)``: the proven template design of ``mechanism`` at its canonical size, and its record."""
     # lazy: the design engine (HiGHS, Clarabel, scipy) loads only when a template design is built
-    from countdp.design import planner, policy, request, settings
+    from countdp.design import planner, request
 
     # lazy: the same engine's template strategy
     from countdp.design.strategies import large_n_template
 
     objective = parse_objective("L0")
-    widths = policy.template_widths(float(alpha), objective, settings.DEFAULT_SETTINGS)
-    m = canonical_size(widths[0], alpha, K) if widths else MAX_CANONICAL + 1
+    m = canonical_size_for(alpha, K)
     if m > MAX_CANONICAL:
         raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g} has no structure yet: its canonical size "
                          f"{m:,} is beyond {MAX_CANONICAL} (the corners and tails are too long)")
@@ -63,13 +62,19 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> tuple[np.ndarra
 def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM") -> tuple[int, int]:
     """The size range whose table serves ``n`` (:func:`countdp.structural.spread_build.spread_mechanism`),
     known without solving the canonical design (for finding a stored table)."""
+    m = canonical_size_for(alpha, K)
+    bits = (n + 1).bit_length()
+    return max(m, (1 << (bits - 1)) - 1), (1 << bits) - 2
+
+
+def canonical_size_for(alpha: Fraction, K: int = 62) -> int:
+    """The canonical size of WM's template design at ``alpha`` (no solve): beyond :data:`MAX_CANONICAL`
+    it has no structure yet."""
     # lazy: the design engine's policy and settings load only when a template design is looked up
     from countdp.design import policy, settings
 
     widths = policy.template_widths(float(alpha), parse_objective("L0"), settings.DEFAULT_SETTINGS)
-    m = canonical_size(widths[0], Fraction(alpha), K) if widths else MAX_CANONICAL + 1
-    bits = (n + 1).bit_length()
-    return max(m, (1 << (bits - 1)) - 1), (1 << bits) - 2
+    return canonical_size(widths[0], Fraction(alpha), K) if widths else MAX_CANONICAL + 1
 
 
 def stored_spread(record: dict, S: np.ndarray, delta: np.ndarray) -> StructuralSpread:
@@ -93,5 +98,5 @@ def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> Str
     return spread_mechanism(mechanism, P, n, Fraction(alpha), K, source)
 
 
-__all__ = ["MAX_CANONICAL", "TEMPLATE_MECHANISMS", "canonical_design", "spread_sizes", "stored_spread",
-           "template_form"]
+__all__ = ["MAX_CANONICAL", "TEMPLATE_MECHANISMS", "canonical_design", "canonical_size_for", "spread_sizes",
+           "stored_spread", "template_form"]
