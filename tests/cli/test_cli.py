@@ -243,6 +243,7 @@ def test_a_size_beyond_the_machine_is_one_line_before_allocating(mechanism, n, c
     assert len(err.splitlines()) == 1 and f"n = {n} is beyond this machine" in err
     need = float(err.split("needs about ")[1].split(" GiB")[0].replace(",", ""))
     assert need * 2**30 > available_memory()
+    assert "countdp release draws" in err  # GM from its structure, WM under L0 from its template structure
 
 
 def test_stage_log_shows_the_stage_under_way_once_work_is_slow():

@@ -25,7 +25,7 @@ from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
 from countdp.privacy.exact import RELEASE_K, IntegerMechanism
 from countdp.privacy.rounding import check_release_alpha, round_to_release
-from countdp.structural.catalogue import released_weights, structural_form
+from countdp.structural.catalogue import NARROW_MAX_N, SPREADS, released_weights, structural_form
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -207,4 +207,10 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
                              max_repair_lambda=bound, structure=structural_form(name, n, alpha_q, RELEASE_K))
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else properties
-    return design_lp(n, alpha, props, objective, mechanism=name, **lp_options)
+    try:
+        return design_lp(n, alpha, props, objective, mechanism=name, **lp_options)
+    except ValueError as exc:
+        if name in SPREADS and "beyond this machine" in str(exc) and str(parse_objective(objective)) == "L0":
+            raise ValueError(f"{exc}; countdp release draws {name} under L0 beyond n = {NARROW_MAX_N} from its "
+                             "template structure (countdp.structural.template), without the matrix") from None
+        raise
