@@ -2,7 +2,8 @@
 
 ::
 
-    DesignRequest ──► plan() ──► [closed form] ─► [large-n template] ─► [CM relaxed to CH]
+    DesignRequest ──► plan() ──► [closed form] ─► [relaxed large-n template] ─► [large-n template]
+                                  ─► [CM relaxed to CH]
                                   ─► [S folded] ─► [reduced LP] ─► [symmetrized] ─► [cold methods]
                       (backend cvxpy or a small n: [dense cvxpy model])
 
@@ -32,6 +33,7 @@ from countdp.design.strategies import (
     folded,
     large_n_template,
     reduced_lp,
+    relaxed_template,
     symmetrized,
 )
 from countdp.design.strategy import SolveContext, Strategy, skipped_unless_accepted
@@ -40,6 +42,7 @@ LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.Sta
 
 REDUCED_MODEL_PLAN: tuple[Strategy, ...] = (
     closed_form.STRATEGY,
+    relaxed_template.STRATEGY,
     large_n_template.STRATEGY,
     cm_relaxation.STRATEGY,
     folded.STRATEGY,

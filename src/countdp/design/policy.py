@@ -102,3 +102,22 @@ def template_widths(alpha: float, objective, settings: SolverSettings) -> tuple[
     corner = np.log(settings.corner_decay) / np.log(alpha) if 0 < alpha < 1 else 0.0
     W = max(settings.min_width, 4 * int(np.ceil(corner / 4)))
     return W, 4 * int(np.ceil(settings.widening * W / 4))
+
+
+def relaxed_width(alpha: float, objective, settings: SolverSettings) -> int | None:
+    """The relaxed large-n template's corner width ``W`` for ``objective`` at ``alpha`` (``None``:
+    no rule for the objective): ``ceil(k ln(1 - alpha) / ln alpha)`` for the objectives of
+    :attr:`~SolverSettings.relaxed_width_log_factors` (L1, L2: corners where ``alpha^W`` is still
+    above about ``(1 - alpha)^k``), ``ceil(k / (1 - alpha))`` for those of
+    :attr:`~SolverSettings.relaxed_width_linear_factors` (L0, L0d), plus
+    :attr:`~SolverSettings.relaxed_width_margin`."""
+    if not 0.0 < alpha < 1.0:
+        return None
+    logs, linear = dict(settings.relaxed_width_log_factors), dict(settings.relaxed_width_linear_factors)
+    if objective.name in logs:
+        corner = logs[objective.name] * np.log(1.0 - alpha) / np.log(alpha)
+    elif objective.name in linear:
+        corner = linear[objective.name] / (1.0 - alpha)
+    else:
+        return None
+    return int(np.ceil(corner)) + settings.relaxed_width_margin

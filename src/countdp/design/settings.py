@@ -105,6 +105,29 @@ class SolverSettings:
     """Most surplus support rows the support dual pins by seeded random rows."""
     support_refinements: int = 3
     """Steps of iterative refinement of the support dual's sparse solve."""
+    relaxed_width_log_factors: tuple[tuple[str, float], ...] = (("L1", 1.25), ("L2", 2.1))
+    """The relaxed template's corner width for these objectives: ``ceil(k ln(1 - alpha) / ln alpha)``
+    plus :attr:`relaxed_width_margin` (their corners hold ``alpha^W`` down to about ``(1 - alpha)^k``)."""
+    relaxed_width_linear_factors: tuple[tuple[str, float], ...] = (("L0", 1.5), ("L0d", 1.5))
+    """The relaxed template's corner width for these objectives: ``ceil(k / (1 - alpha))`` plus
+    :attr:`relaxed_width_margin` (their corners are about ``1.3 / (1 - alpha)`` wide)."""
+    relaxed_width_margin: int = 2
+    """Added to the relaxed template's width rule."""
+    relaxed_max_template_n: int = 160
+    """The relaxed large-n template is tried only up to this template size ``3 W + 4``: its vertex at
+    template size is a general LP whose simplex grows steeply with its size (L2 at alpha 0.9 is 148
+    wide; L1 at 0.95, 232 wide, and L0 at 0.99, over 400, find no vertex within the simplex limits)."""
+    relaxed_objectives: tuple[str, ...] = ("L0d", "L1", "L2")
+    """Objectives the relaxed large-n template tries (L0 has its own copied dual)."""
+    support_dual_methods: tuple[str, ...] = ("guided", "simplex")
+    """The methods of the template-size dual whose support the relaxed template copies, tried in
+    turn until one answers with a vertex (an interior point's dual carries every degenerate tight
+    row, too many for the support); ``guided`` (the simplex from Clarabel's basis) is the fastest."""
+    closure_objectives: tuple[str, ...] = ("L2",)
+    """Objectives whose relaxed-template vertex is proven by its DP closure at once: the UM repair
+    of its rounding costs its weight times UM's loss (~n^2/6 for L2), more than the gap allows."""
+    chain_refinements: int = 2
+    """Steps of iterative refinement of the chain solve of the relaxed template's support dual."""
     large_n_seconds: float = 120.0
     """Time budget of the large-n template path (it then gives way to the general LP)."""
 

@@ -10,11 +10,13 @@ reported as certified.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from countdp.design.model import DesignProblem
-from countdp.design.optimality import check_optimality, lower_column_multipliers, not_proven
-from countdp.design.polish import certified_and_proven
+from countdp.design.optimality import UNIT, check_optimality, not_proven
+from countdp.design.polish import certified_and_proven, dp_closure
 from countdp.design.reductions.relax_cm import spread_dual
 from countdp.design.strategy import SolveContext
 from countdp.design.template.restricted import dual_properties, solve_template, template_maps
@@ -62,25 +64,58 @@ def prove_width(problem: DesignProblem, W: int, time_limit: float, template_size
 
 
 def certify_expansion(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, dual_props: tuple[str, ...],
-                      info: dict) -> dict:
+                      info: dict, closure_first: bool = False) -> dict:
     """The certificate of ``certify(raw)`` on ``problem``'s LP with the multipliers ``y`` of the
-    inequality rows and column sums of the LP with ``dual_props`` (CH's spread over CM's rows).
+    inequality rows and column sums of the LP with ``dual_props`` (CH's spread over CM's rows; the
+    rows of properties ``dual_props`` lacks, such as S or WH, given 0).
 
     The result of :func:`countdp.design.optimality.check_optimality` (``"certified"`` only when
     the weak-duality gap closes) with ``repair_lambda``, ``info``, the ``"matrix"`` proven (``raw``
-    or its DP closure, ``"dp_closure"``) and the full model's multipliers ``"u"``, ``"v"``."""
+    or its DP closure, ``"dp_closure"``) and the full model's multipliers ``"u"``, ``"v"``.
+    ``closure_first``: prove the DP closure of ``raw`` at once (a vertex whose UM repair is known to
+    cost more than the gap allows, as L2's at large ``n``)."""
     full, N = problem.lp(), problem.N
     u, v = y[: y.size - N], np.concatenate([y[y.size - N:], np.zeros(full.b_eq.size - N)])
-    if dual_props != problem.properties:  # a dual of the LP with CM
+    if dual_props != problem.properties:  # a dual of the LP with CH for CM, or without S or WH
         relaxed = DesignProblem(problem.n, problem.alpha, dual_props, problem.objective, problem.weights,
                                 problem.aggregate)
-        u, v = spread_dual(relaxed, problem, u, v)
-    # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier (as polish does).
-    v = lower_column_multipliers(full, u, v)
+        u, v = spread_dual(relaxed, problem, u, v) if "CM" in problem.properties else problem.dual_from(relaxed, u, v)
+    # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier, with the check's
+    # own rounding allowance per entry (large for L2, whose reduced costs are sums of large terms)
+    v = lower_for_check(full, u, v)
     # UM's repair of an interior point costs lambda times UM's loss; where that keeps the gap open
     # the DP closure, which moves each column by about the violation, is proven instead
+    if closure_first:
+        raw = dp_closure(raw, problem.alpha)
     raw, _, repair, result = certified_and_proven(
-        raw, problem.alpha, lambda P: check_optimality(full, P.ravel(), u, v))
+        raw, problem.alpha, lambda P: check_optimality(full, P.ravel(), u, v), closure=not closure_first)
     result.update({"repair_lambda": repair.repair_lambda, **info})
+    if closure_first:
+        result["dp_closure"] = True
     result["matrix"], result["u"], result["v"] = raw, u, v
     return result
+
+
+CHECK_MARGIN = 4
+"""Units of rounding (``2^-53``) per unit of magnitude that :func:`lower_for_check` lowers beyond
+the check's own allowance (the lowering's rounding and the changed ``|v|`` in the magnitude)."""
+
+
+def lower_for_check(lp, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``v`` with each column-sum multiplier (the first ``N``) lowered by its column's worst
+    deficit plus the rounding allowance that :func:`countdp.design.optimality.check_optimality`
+    subtracts from each reduced cost (``2 gamma_(k+1)`` times its magnitude, ``k`` the entry's
+    terms) and :data:`CHECK_MARGIN` units: every reduced cost is then non-negative after that
+    allowance, and the check charges no box term.  A flat allowance per column falls short where
+    an entry has many terms (WM: DP, RM, CM, S, WH and the column sum), and each entry short of it
+    is charged in the box term; for L2 at ``n`` near 1000 that charge alone exceeds the gap allowed."""
+    u = np.maximum(u, 0.0)
+    AT, AeT = lp.A_ub.T.tocsr(), lp.A_eq.T.tocsr()
+    r = lp.c - AT @ u - AeT @ v
+    terms = (np.diff(AT.indptr) + np.diff(AeT.indptr) + 2).astype(float)
+    magnitude = np.abs(lp.c) + abs(AT) @ u + abs(AeT) @ np.abs(v)
+    need = np.maximum(0.0, -r) + (2.0 * terms * UNIT / (1.0 - terms * UNIT) + CHECK_MARGIN * UNIT) * magnitude
+    N = math.isqrt(lp.c.size)
+    out = np.array(v, float)
+    out[:N] -= need[: N * N].reshape(N, N).max(axis=0)
+    return out

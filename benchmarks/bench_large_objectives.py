@@ -1,0 +1,123 @@
+"""Every objective at n = 1024: the planner's design against another checkout's, one fresh process per row.
+
+Rows (each a new process running ``design_lp`` end to end, release weights included; wall time
+inside it, peak resident set from ``wait4``, whether the answer is proven optimal, its gap and the
+strategy that answered):
+
+* L1, L2 and L0d:1 on WM (WH+RM+CM+S) at n = 1024, alpha = 0.9;
+* L0 at n = 1024, alpha = 0.99 on ``--l0-sets`` (default WM);
+* ``--growth``: L0 on WM at n = 1024 for alpha in 0.95, 0.97, 0.98 (new code only; 0.99 is the row
+  above), to see how the cost grows with ``1 / (1 - alpha)``.
+
+``--baseline DIR`` is another checkout's ``src`` (e.g. a worktree of the previous main), run in the
+same sitting with ``--baseline-timeout`` seconds per row (a row not done by then is reported as such).
+
+    .venv/bin/python benchmarks/bench_large_objectives.py --baseline ../base/src --baseline-timeout 400
+
+Targets: every row <= 30 s and <= 2 GB, proven.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NEW_SRC = ROOT / "src"
+
+DESIGN = """
+import json, time
+from countdp.design.designer import design_lp
+t = time.perf_counter()
+d = design_lp({n}, {alpha!r}, {props!r}, {objective!r})
+o = d.extra.get("optimality", {{}})
+print(json.dumps({{"seconds": time.perf_counter() - t, "status": d.status, "gap": o.get("gap"),
+                  "method": d.method, "proven": bool(o.get("certified"))}}))
+"""
+
+WM = ("RM", "CM", "WH", "S")
+
+
+def measured(code: str, src: Path, timeout: float | None = None) -> dict:
+    """Run one child; its JSON line (or its failure), wall seconds and peak RSS in MB (``wait4``)."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=out, stderr=err)
+        timer = threading.Timer(timeout, child.kill) if timeout else None
+        if timer is not None:
+            timer.start()
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        killed = timer is not None and not timer.is_alive() and wall >= timeout
+        if timer is not None:
+            timer.cancel()
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read().decode(), err.read().decode()
+    rss, code_ = usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    if killed:
+        return {"wall": wall, "status": f"not done in {timeout:.0f} s", "rss": rss}
+    lines = [line for line in text.splitlines() if line.startswith("{")]
+    if code_ != 0 or not lines:
+        last = (errors.strip().splitlines() or ["(no message)"])[-1]
+        return {"wall": wall, "status": f"exit {code_}: {last[:60]}", "rss": rss}
+    return {**json.loads(lines[-1]), "wall": wall, "rss": rss}
+
+
+def cell(result: dict | None) -> str:
+    if result is None:
+        return ""
+    if "proven" not in result:
+        return f"{result['wall']:>7.1f} s {result['rss']:>6.0f} MB  {result['status']}"
+    gap = "" if result.get("gap") is None else f"gap {result['gap']:.1e}"
+    proven = "proven" if result["proven"] else "NOT proven"
+    return f"{result['wall']:>7.1f} s {result['rss']:>6.0f} MB  {proven:<10} {gap:<12} {result['method'][:26]}"
+
+
+def ratio(new: dict, base: dict | None) -> str:
+    """Baseline wall time over the new one; a lower bound (``>``) when the baseline was stopped."""
+    if base is None:
+        return ""
+    bound = ">" if base["status"].startswith("not done") else ""
+    return f"{bound}{base['wall'] / new['wall']:.1f}x"
+
+
+def rows(args) -> list[tuple[str, int, str, tuple[str, ...], str, bool]]:
+    """``(label, n, alpha, properties, objective, with baseline)`` of every row."""
+    out = [(f"{objective} WM n=1024 a=0.9", 1024, "0.9", WM, objective, True) for objective in ("L1", "L2", "L0d:1")]
+    for name in args.l0_sets.split(","):
+        props = WM if name == "WM" else tuple(name.split("+"))
+        out.append((f"L0 {name} n=1024 a=0.99", 1024, "0.99", props, "L0", True))
+    if args.growth:
+        out += [(f"L0 WM n=1024 a={a} (growth)", 1024, a, WM, "L0", False) for a in ("0.95", "0.97", "0.98")]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", type=Path, help="another checkout's src folder, run in the same sitting")
+    parser.add_argument("--baseline-timeout", type=float, default=400.0)
+    parser.add_argument("--l0-sets", default="WM", help="comma-separated property sets of the alpha = 0.99 L0 rows")
+    parser.add_argument("--growth", action="store_true", help="also L0 WM at alpha 0.95, 0.97, 0.98 (new code)")
+    args = parser.parse_args(argv)
+    print(f"# every objective at n = 1024; cpus {os.cpu_count()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"{'row':<34} {'load':>4} | {'new: wall, peak RSS, proven, gap, answered by':<75} | baseline | ratio")
+    for label, n, alpha, props, objective, with_base in rows(args):
+        code = DESIGN.format(n=n, alpha=alpha, props=props, objective=objective)
+        load = os.getloadavg()[0]
+        new = measured(code, NEW_SRC)
+        base = measured(code, args.baseline, args.baseline_timeout) if args.baseline and with_base else None
+        print(f"{label:<34} {load:>4.1f} | {cell(new):<75} | {cell(base)} | {ratio(new, base)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""The relaxed large-n template strategy (countdp.design.strategies.relaxed_template): when it
+applies, that the planner picks it, that its answer is the general LP's optimum (solved
+independently, without it), and that its certificate fails on a broken primal or dual."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from countdp.design.model import DesignProblem
+from countdp.design.optimality import check_optimality
+from countdp.design.planner import make_context
+from countdp.design.policy import relaxed_width
+from countdp.design.request import DesignRequest
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.strategies.relaxed_template import LABEL, STRATEGY
+from countdp.design.template.relaxed_proof import prove_relaxed_width, relaxed_problem
+from countdp.evaluate.metrics import parse_objective
+from countdp.privacy.certify import certify, is_alpha_dp
+from tests.helpers.design import general_optimum, reduced_design
+
+WM = ("RM", "CM", "WH", "S")
+
+
+@pytest.mark.parametrize(("request_args", "options", "reason"), [
+    ((256, 0.9, WM, "L1"), {}, None),
+    ((256, 0.9, ("CH",), "L0d:1"), {}, None),
+    ((192, 0.9, ("RH", "CH"), "L2"), {}, "below twice the template of width 48"),
+    ((256, 0.9, WM, "L0"), {}, "objective L0 not in"),
+    ((1024, 0.95, WM, "L1"), {}, "(232 wide, alpha = 0.95) is wider than 160"),
+    ((256, 0.9, WM, "L1"), {"method": "simplex"}, "method simplex"),
+    ((256, 0.9, WM, "L1"), {"use_closed_forms": False}, "switched off"),
+    ((256, 0.9, ("CM", "F"), "L1"), {}, "no F"),
+    ((256, 0.9, WM, "L1", None, "max"), {}, "uniform-prior sum"),
+])
+def test_accepts_the_uniform_sums_with_cm_or_ch_whose_template_fits_twice(request_args, options, reason):
+    got = STRATEGY.accepts(DesignRequest.of(*request_args, **options), DEFAULT_SETTINGS)
+    assert (got is None) if reason is None else (reason in got)
+
+
+def test_the_widest_template_is_a_setting():
+    request = DesignRequest.of(256, 0.9, WM, "L1")  # W = 30: a template 94 wide
+    assert STRATEGY.accepts(request, DEFAULT_SETTINGS) is None
+    assert "wider than 90" in STRATEGY.accepts(request, SolverSettings(relaxed_max_template_n=90))
+
+
+def test_the_relaxation_replaces_cm_by_ch_and_drops_s_and_wh():
+    """Each CH row is a sum of CM rows, and dropping rows only relaxes: the relaxed LP's optimum is
+    at most the target's, whatever the certificate later finds."""
+    assert set(relaxed_problem(DesignProblem(20, 0.5, WM, "L1")).properties) == {"RM", "CH"}
+    assert set(relaxed_problem(DesignProblem(20, 0.5, ("RH", "CH", "S"), "L2")).properties) == {"RH", "CH"}
+
+
+def test_width_rule_covers_the_measured_corners():
+    """The optimal corners measured on the general LP: L1 25 wide and L2 40 wide at alpha = 0.9, L0d:1
+    14; the rule's widths are at least these."""
+    for objective, corner in (("L1", 25), ("L2", 40), ("L0d:1", 14)):
+        assert relaxed_width(0.9, parse_objective(objective), DEFAULT_SETTINGS) >= corner
+
+
+@pytest.mark.parametrize(("props", "objective", "alpha"), [
+    (WM, "L1", 0.8),
+    (("CM",), "L2", 0.7),
+    (("RH", "CH"), "L0d:1", 0.8),
+])
+def test_the_planner_picks_it_and_it_answers_the_general_optimum(props, objective, alpha):
+    n = 160
+    answer = reduced_design(n, alpha, props, objective)
+    assert answer.method == LABEL and answer.status == "optimal"
+    assert [a["strategy"] for a in answer.extra["attempted"] if a["outcome"] == "proven"] == [LABEL]
+    optimality = answer.extra["optimality"]
+    assert optimality["certified"] and is_alpha_dp(certify(answer.matrix, alpha)[0], alpha)
+    expected = general_optimum(n, alpha, props, objective)  # the general path, without the template
+    assert abs(optimality["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
+
+
+def test_the_certificate_fails_on_a_broken_primal_or_dual():
+    """The certificate is the independent weak-duality check on the target's full LP (WM: CM, S and
+    WH included) with the multipliers the path produced; it closes on the answer, not on a
+    perturbed dual, a column with mass moved, or one copied from its neighbour (CM broken)."""
+    alpha = 0.8
+    target = DesignProblem(160, alpha, WM, "L1")
+    W = relaxed_width(alpha, target.objective, DEFAULT_SETTINGS)
+    result = prove_relaxed_width(target, W, 60.0, context=make_context())
+    assert result["certified"] and result["width"] == W
+    full, u, v = target.lp(), result["u"], result["v"]
+    P = certify(result["matrix"], alpha)[0]
+    assert check_optimality(full, P.ravel(), u, v)["certified"]
+    broken = u.copy()
+    broken[np.flatnonzero(u > 0)[::7]] *= 1.001  # a perturbed dual: its reduced costs turn negative
+    assert not check_optimality(full, P.ravel(), broken, v)["certified"]
+    moved = P.copy()
+    moved[80, 80], moved[0, 80] = moved[80, 80] - 1e-4, moved[0, 80] + 1e-4  # mass moved 80 steps away
+    assert not check_optimality(full, moved.ravel(), u, v)["certified"]
+    flat = P.copy()
+    flat[:, 80] = flat[:, 79]  # the column of input 79 repeated: it peaks at row 79, not 80 (CM)
+    assert not check_optimality(full, flat.ravel(), u, v)["certified"]

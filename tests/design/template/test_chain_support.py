@@ -1,0 +1,66 @@
+"""The chain elimination of complementary slackness (countdp.design.template.chain_support, through
+countdp.design.template.relaxed_proof.chain_dual): given the support of an optimal vertex's dual,
+it recovers that dual and that vertex, as HiGHS's simplex found them independently."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from countdp.design.model import DesignProblem
+from countdp.design.optimality import check_optimality
+from countdp.design.planner import make_context
+from countdp.design.polish import full_dual
+from countdp.design.template.relaxed_proof import chain_dual
+
+
+def simplex_optimum(n: int, alpha: float, props: tuple[str, ...], objective: str):
+    """``(problem, P, u, v)``: the optimal vertex of the general LP and its dual on the full model,
+    by HiGHS's dual simplex (polished from its basis), proven optimal."""
+    context = make_context()
+    problem = DesignProblem(n, alpha, props, objective)
+    lp = context.reduced_lp(problem)
+    P, _, run, optimality = context.solve_proven(lp, "simplex", fallback=False)
+    assert optimality["certified"] and run.basis is not None
+    u, v = full_dual(lp, run.row_dual, run.col_dual)
+    return problem, P, u, v
+
+
+@pytest.mark.parametrize(("props", "objective", "alpha"), [
+    (("CH",), "L1", 0.7),
+    (("RM", "CH"), "L1", 0.7),  # RM's rows are chain edges too (coefficients 1 and -1)
+    (("RH", "CH"), "L2", 0.6),  # RH's rows are not: they couple an entry with the diagonal
+    (("CH",), "L0d:1", 0.6),
+])
+def test_the_support_gives_back_the_simplex_dual_and_vertex(props, objective, alpha):
+    n = 40
+    problem, P, u, v = simplex_optimum(n, alpha, props, objective)
+    N = n + 1
+    support = np.flatnonzero(u > 1e-12 * u.max())
+    y, x = chain_dual(problem.lp(), support, P.max(axis=1) > 0, 2)
+    assert np.abs(x.reshape(N, N) - P).max() <= 1e-12
+    assert np.abs(y - np.concatenate([u, v[:N]])).max() <= 1e-10 * max(1.0, np.abs(u).max())
+
+
+def test_a_support_with_a_row_too_many_is_refused_with_the_count():
+    problem, P, u, _ = simplex_optimum(40, 0.7, ("CH",), "L1")
+    ch_rows = problem.blocks["CH"][1]
+    idle = np.flatnonzero(u[ch_rows] == 0)[0] + ch_rows.start  # a CH row with no multiplier
+    support = np.union1d(np.flatnonzero(u > 1e-12 * u.max()), [idle])
+    with pytest.raises(ValueError, match=r"\+1 coupling rows"):
+        chain_dual(problem.lp(), support, P.max(axis=1) > 0, 2)
+
+
+def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():
+    """One CH row short, the paths' conditions outnumber the coupling unknowns: the least-squares
+    dual leaves reduced costs negative, and the independent check does not certify it."""
+    problem, P, u, _ = simplex_optimum(40, 0.7, ("CH",), "L1")
+    support = np.flatnonzero(u > 1e-12 * u.max())
+    ch_rows = problem.blocks["CH"][1]
+    dropped = support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]
+    full = problem.lp()
+    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, 2)
+    assert x is None
+    N = problem.N
+    v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
+    assert not check_optimality(full, P.ravel(), y[: full.b_ub.size], v)["certified"]
