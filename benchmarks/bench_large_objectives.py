@@ -22,12 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
+
+from child_run import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 NEW_SRC = ROOT / "src"
@@ -47,28 +46,14 @@ WM = ("RM", "CM", "WH", "S")
 
 def measured(code: str, src: Path, timeout: float | None = None) -> dict:
     """Run one child; its JSON line (or its failure), wall seconds and peak RSS in MB (``wait4``)."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=out, stderr=err)
-        timer = threading.Timer(timeout, child.kill) if timeout else None
-        if timer is not None:
-            timer.start()
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - start
-        killed = timer is not None and not timer.is_alive() and wall >= timeout
-        if timer is not None:
-            timer.cancel()
-        out.seek(0)
-        err.seek(0)
-        text, errors = out.read().decode(), err.read().decode()
-    rss, code_ = usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
-    if killed:
+    run = run_child([sys.executable, "-c", code], src, timeout)
+    wall, rss, status = run["wall"], run["rss"], run["code"]
+    if run["killed"]:
         return {"wall": wall, "status": f"not done in {timeout:.0f} s", "rss": rss}
-    lines = [line for line in text.splitlines() if line.startswith("{")]
-    if code_ != 0 or not lines:
-        last = (errors.strip().splitlines() or ["(no message)"])[-1]
-        return {"wall": wall, "status": f"exit {code_}: {last[:60]}", "rss": rss}
+    lines = [line for line in run["text"].splitlines() if line.startswith("{")]
+    if status != 0 or not lines:
+        last = (run["errors"].strip().splitlines() or ["(no message)"])[-1]
+        return {"wall": wall, "status": f"exit {status}: {last[:60]}", "rss": rss}
     return {**json.loads(lines[-1]), "wall": wall, "rss": rss}
 
 

@@ -25,17 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from child_run import run_child
 
 ROOT = Path(__file__).resolve().parent.parent
 NEW_SRC = ROOT / "src"
@@ -86,32 +84,13 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "status": f"{{N / (time.p
 
 def measured(command: list[str], src: Path, timeout: float | None = None, limit_gib: int | None = None) -> dict:
     """Run one child; its JSON line (or its failure), wall seconds and peak RSS in MB (``wait4``)."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
-
-    def limits():
-        if limit_gib:
-            resource.setrlimit(resource.RLIMIT_AS, (limit_gib << 30, limit_gib << 30))
-
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        child = subprocess.Popen(command, env=env, stdout=out, stderr=err, preexec_fn=limits)
-        timer = threading.Timer(timeout, child.kill) if timeout else None
-        if timer is not None:
-            timer.start()
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - start
-        killed = timer is not None and not timer.is_alive() and wall >= timeout
-        if timer is not None:
-            timer.cancel()
-        out.seek(0)
-        err.seek(0)
-        text, errors = out.read().decode(), err.read().decode()
-    rss, code = usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
-    if killed:
+    run = run_child(command, src, timeout, limit_gib)
+    wall, rss, code = run["wall"], run["rss"], run["code"]
+    if run["killed"]:
         return {"seconds": wall, "status": f"not done in {timeout:.0f} s", "rss": rss}
-    lines = [line for line in text.splitlines() if line.startswith("{")]
+    lines = [line for line in run["text"].splitlines() if line.startswith("{")]
     if code != 0:
-        last = (errors.strip().splitlines() or ["(no message)"])[-1]
+        last = (run["errors"].strip().splitlines() or ["(no message)"])[-1]
         return {"seconds": wall, "status": f"exit {code}: {last[:80]}", "rss": rss}
     if not lines:
         return {"seconds": wall, "status": "done", "rss": rss}
