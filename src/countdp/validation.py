@@ -98,8 +98,8 @@ def check_matrices_fit(sizes: np.ndarray, copies: int, bytes_per_entry: int, wha
     need = copies * bytes_per_entry * int(np.sum((sizes.astype(object) + 1) ** 2))
     have = available_memory()
     if have is not None and need > have:
-        raise ValueError(f"{what}: {sizes.size:,} group sizes up to n = {int(sizes.max()):,} held as matrices need "
-                         f"about {need / 2**30:,.1f} GiB at once, and {have / 2**30:,.1f} GiB is available")
+        raise ValueError(f"{what}: {sizes.size:,} matrices (group sizes up to n = {int(sizes.max()):,}) held at once "
+                         f"need about {need / 2**30:,.1f} GiB, and {have / 2**30:,.1f} GiB is available")
 
 
 def check_tol(tol: object) -> float:

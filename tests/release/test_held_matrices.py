@@ -42,7 +42,7 @@ def test_matrices_beyond_memory_are_refused_at_once(many_sizes, tmp_path, capsys
     assert time.perf_counter() - start < 30  # refused before designing (one WM at n = 1,000 takes longer)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("countdp: error:")
-    assert str(many_sizes) in err[0] and "1,000 group sizes up to n = 1,999" in err[0]
+    assert str(many_sizes) in err[0] and "1,000 matrices (group sizes up to n = 1,999)" in err[0]
     assert not (tmp_path / "o.csv").exists() and not (tmp_path / "o.csv.release.json").exists()
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.json"))
 
@@ -55,7 +55,7 @@ def test_each_noisy_column_holds_its_own_matrices(tmp_path, capsys):
     sizes = np.array([2000])
     per_copy = 80 * 2001 ** 2
     copies = have // per_copy + 1  # just beyond what is available
-    with pytest.raises(ValueError, match="held as matrices"):
+    with pytest.raises(ValueError, match="held at once"):
         check_matrices_fit(sizes, int(copies), 80, "t.csv")
     check_matrices_fit(sizes, max(1, int(copies) - 2), 80, "t.csv")  # fewer copies fit
 
@@ -78,3 +78,20 @@ def test_structural_mechanisms_release_the_same_table(many_sizes, tmp_path, mech
 def test_a_few_matrices_pass_the_check(tmp_path):
     table = _table(tmp_path / "few.csv", [5, 6, 6, 7])
     assert _release(table, tmp_path / "o.csv", tmp_path / "cache", "WM") == 0
+
+
+def test_each_column_counts_its_own_sizes_at_its_own_alpha(tmp_path, capsys):
+    """WH under L0 is GM's structure from n >= 2a/(1-a) where GM's rounded weights are weakly honest: at
+    alpha = 1/2 every size here is structure; at alpha = 0.999 (2a/(1-a) = 1998, where GM's diagonal
+    is exactly 1/(n+1) and its rounded weights fall below) sizes 1000..1998 are LP matrices and 1999
+    is structure. A second column at 0.999 makes the release hold those 999 matrices; the check
+    counts them, exactly as the cache serves them."""
+    table = tmp_path / "two.csv"
+    table.write_text("n,c,d\n" + "".join(f"{n},{n // 3},{n // 5}\n" for n in range(1000, 2000)))
+    common = ["release", "--input", str(table), "--size-column", "n", "--mechanism", "WH", "--out",
+              str(tmp_path / "o.csv"), "--cache", str(tmp_path / "cache"), "--seed", "1"]
+    assert main(common + ["--count-column", "c", "--alpha", "1/2", "--dry-run"]) == 0
+    capsys.readouterr()
+    assert main(common + ["--count-column", "c,d", "--alpha", "1/2,999/1000"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "999 matrices (group sizes up to n = 1,998)" in err and not (tmp_path / "o.csv").exists()

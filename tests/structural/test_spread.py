@@ -28,6 +28,7 @@ from countdp.privacy.exact import IntegerMechanism, exact_dp_check
 from countdp.privacy.expected_error import release_errors
 from countdp.structural.errors import structural_errors
 from countdp.structural.spread import StructuralSpread
+from countdp.structural.spread_build import floors_needed
 from countdp.structural.spread_errors import spread_errors
 from countdp.structural.template import template_form
 
@@ -170,3 +171,30 @@ def test_the_spread_is_the_proven_design(alpha, n):
     assert float(l0) == pytest.approx(float(release_errors(design).l0_uniform), abs=1e-9)
     assert float(l0) * (n + 1) / n == pytest.approx(objective_value(design.matrix, "L0"), abs=1e-9)  # L0 rescaled
     assert spread.source["optimal_proven_at_n"] == spread.m
+
+
+def test_a_reserve_difference_is_refused_by_the_floors_condition_alone(form):
+    """Mass moved from a diagonal entry into its column's reserve keeps every entry's ratio and every
+    total, but that column's floor is then far above its neighbours': the floors' condition (and only
+    it) refuses, and the dense test refuses the matrix too."""
+    S, delta = np.array(form.S), np.array(form.delta)
+    moved = 8 * form.reserve
+    S[5, 5] -= moved
+    delta[5] += moved
+    broken = StructuralSpread(form.mechanism, form.n, form.alpha, form.K, form.reserve, S, delta, form.sigma,
+                              form.sizes)
+    check = broken.certify()
+    assert not check.holds and check.reason.startswith("each floor covers sigma"), check.reason
+    assert not _dense_dp(broken.for_size(form.sizes[1]).dense_weights(), HALF)
+    assert floors_needed(delta, HALF, form.sizes[1] + 1, form.sigma) > form.reserve
+
+
+def test_an_altered_total_past_2_63_is_refused():
+    """Column totals are summed exactly: five entries of 2^62 sum to 2^62 in wrapping int64 arithmetic,
+    and the certificate must still see 5 * 2^62."""
+    S = np.zeros((8, 8), dtype=np.int64)
+    S[0, :] = 1 << 62  # every column totals 2^62 ...
+    S[1:5, 2] = 1 << 62  # ... except column 2: 5 * 2^62, which int64 wraps to 2^62
+    assert int(S[:, 2].sum()) == 1 << 62
+    check = StructuralSpread("WM", 7, HALF, 62, 0, S, np.zeros(8, dtype=np.int64), 1, (7, 7)).certify()
+    assert not check.holds and "every column totals 2^K" in check.reason, check.reason

@@ -62,3 +62,16 @@ def test_wh_threshold_check_on_a_coarse_grid():
     assert bool(row["holds"]) and row["our_value"] == 24 and "first n >= 20 is 24" in row["note"]
     late = fig09_checks(table([16, 24, 32], lambda n: gm + (0.01 if n < 30 else 0.0)), empty, 1e-6)
     assert not bool(late[late["claim"].str.contains("LP\\(WH\\) equals GM")].iloc[0]["holds"])
+
+
+def test_wh_rows_evaluated_as_gm_are_not_evidence_for_the_lp():
+    """Beyond 256, WH is GM's own form: the check judges the LP on its LP rows alone, so an LP that has
+    not reached GM by the threshold fails even though the GM-evaluated rows equal GM."""
+    a, gm = 10 / 11, 2 * (10 / 11) / (1 + 10 / 11)
+    rows = [{"mechanism": "GM", "alpha": a, "n": n, "l0": gm, "evaluated_as": "GM"} for n in (16, 24, 300, 400)]
+    lp = [{"mechanism": "WH", "alpha": a, "n": n, "l0": gm + 0.01, "evaluated_as": "WH"} for n in (16, 24)]
+    as_gm = [{"mechanism": "WH", "alpha": a, "n": n, "l0": gm, "evaluated_as": "GM"} for n in (300, 400)]
+    empty = pd.DataFrame(columns=["mechanism", "n", "alpha", "l0", "gm_l0", "gap", "converged", "tolerance"])
+    checks = fig09_checks(pd.DataFrame(rows + lp + as_gm), empty, 1e-6)
+    row = checks[checks["claim"].str.contains("LP\\(WH\\) equals GM")].iloc[0]
+    assert not bool(row["holds"]) and "where WH is solved as an LP" in row["note"]

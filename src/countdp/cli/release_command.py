@@ -269,10 +269,10 @@ class CachedMechanisms:
         request = self.request
         return self.cache.get_many(request.mechanism, sizes, request.columns[k].alpha, request.objective)
 
-    def matrix_sizes(self, sizes):
-        """The sizes whose mechanism the release holds as a matrix (the rest as structure)."""
+    def matrix_sizes(self, k: int, sizes):
+        """The sizes whose mechanism count column ``k`` holds as a matrix (the rest as structure)."""
         request = self.request
-        return self.cache.matrix_sizes(request.mechanism, sizes, request.columns[0].alpha, request.objective)
+        return self.cache.matrix_sizes(request.mechanism, sizes, request.columns[k].alpha, request.objective)
 
 
 def _release_table(args: argparse.Namespace) -> int:

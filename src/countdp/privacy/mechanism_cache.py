@@ -108,7 +108,13 @@ class MechanismCache:
             return sizes[sizes <= self.matrix_max_n]
         if stand_in(mechanism, objective) is None or alpha is None:
             return sizes
-        return sizes[(sizes <= self.matrix_max_n) | (sizes < stand_in_lower_bound(mechanism, exact_alpha(alpha)))]
+        a = exact_alpha(alpha)
+        matrix = (sizes <= self.matrix_max_n) | (sizes < stand_in_lower_bound(mechanism, a))
+        for index in np.flatnonzero(~matrix).tolist():  # the exact bound is at most a size or two higher
+            if self.as_structure(mechanism, int(sizes[index]), a, objective) is not None:
+                break
+            matrix[index] = True
+        return sizes[matrix]
 
     def as_structure(self, mechanism: str, n: int, alpha: object, objective: str = "L0") -> GroupMechanism | None:
         """Size ``n``'s mechanism as structure, or ``None`` when it is served as a matrix: GM, EM and UM

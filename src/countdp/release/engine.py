@@ -38,7 +38,8 @@ from countdp.validation import check_matrices_fit
 
 HELD_BYTES_PER_ENTRY = 80
 """Memory per entry of a group size's matrix mechanism while a release holds it: the loaded design,
-its integer weights and cumulative weights, and the sampler's share (measured 59 to 78 bytes)."""
+its integer weights and cumulative weights, and the sampler's share (the measurement is in
+docs/release.md)."""
 
 LOOKUP_LIMIT = 1 << 24
 """Largest group size for which rows find their mechanism by a lookup table rather than a search."""
@@ -138,13 +139,15 @@ def check_held_matrices(request: ReleaseRequest, sizes: np.ndarray, mechanism_fo
     """Refuse, before any design, a release whose matrix mechanisms would not fit in memory at once.
 
     Every noisy column (each level of a multi-level one) holds a matrix per group size while the
-    table is streamed, except the sizes ``mechanism_for.matrix_sizes`` says it holds as structure
-    (GM, EM and UM from the cache); a conditioned release samples matrices for every size.
+    table is streamed, except the sizes ``mechanism_for.matrix_sizes(k, sizes)`` says count column
+    ``k`` holds as structure (from the cache); a conditioned release samples matrices for every size.
     """
     held = getattr(mechanism_for, "matrix_sizes", None)
-    matrices = sizes if held is None or request.invariant else held(sizes)
-    copies = len(request.columns) * max(1, len(request.columns[0].levels or ()))
-    hint = "" if request.mechanism in ("GM", "EM", "UM") else " (GM, EM and UM are held as structure)"
+    matrices = np.concatenate([sizes if held is None or request.invariant else held(k, sizes)
+                               for k in range(len(request.columns))])
+    copies = max(1, len(request.columns[0].levels or ()))
+    hint = "" if request.mechanism in ("GM", "EM", "UM") else \
+        " (GM, EM and UM are held as structure at any size, WM and WH under L0 at large sizes)"
     what = f"{request.input}: --mechanism {request.mechanism}{hint}"
     check_matrices_fit(matrices, copies, HELD_BYTES_PER_ENTRY, what)
 

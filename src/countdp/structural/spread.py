@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
-from countdp.structural.chain import exact_sum, ratio_holds
+from countdp.structural.chain import ratio_holds
 from countdp.structural.form import StructuralMechanism
 
 ARGUMENT = ("every pair of neighbouring inputs of every size reads two neighbouring columns of the canonical "
@@ -118,9 +118,8 @@ class StructuralSpread(StructuralMechanism):
 
     # -- sampling ------------------------------------------------------------------------------
     def category_masses(self) -> np.ndarray:
-        """One category, the structured total of every column (what the base class checks against ``D``)."""
-        totals = self.S.sum(axis=0, dtype=np.int64) + self.delta
-        return np.array([int(totals.max(initial=0))], dtype=np.int64)
+        """One category, the largest structured total of a column (what the base class checks against ``D``)."""
+        return np.array([min(max(self.column_totals()), 1 << 62)], dtype=np.int64)
 
     def sampler_tables(self):
         """Per canonical column, the cumulative weights over ``[floor, rows 0..m]``, and their guide."""
@@ -154,13 +153,12 @@ class StructuralSpread(StructuralMechanism):
             ratio_holds(right, np.minimum(left + self.sigma, bound), self.alpha)
         moved = np.concatenate([[S[0, c + 1] == 0, S[m, c] == 0, self.delta[c] == self.delta[c + 1]],
                                 S[1:, c + 1] == S[:-1, c]])
-        totals = S.sum(axis=0, dtype=np.int64) + self.delta
+        totals = self.column_totals()
         return [("the canonical matrix has m = 2c + 1, entries in 0..2^62 and a reserve per column",
                  np.array([m == 2 * c + 1 and m >= 3, S.min(initial=0) >= 0, int(S.max(initial=0)) + self.sigma
                            <= 1 << 62, (self.delta >= 0).all(), self.delta.size == m + 1, self.sigma >= 0])),
                 ("column c + 1 is column c moved down one row", moved),
-                ("every column totals 2^K", np.array([exact_sum(totals) == (m + 1) * int(totals[0]),
-                                                      self.reserve + int(totals[0]) == D])),
+                ("every column totals 2^K", np.array([self.reserve + t == D for t in totals])),
                 ("the sizes are at least the canonical size", np.array([self.sizes[0] >= m])),
                 ("alpha-DP within sigma between neighbouring canonical columns", dp.ravel()),
                 ("each floor covers sigma and its neighbour's floor", self._floors_hold())]
@@ -169,9 +167,19 @@ class StructuralSpread(StructuralMechanism):
         """``(1 - alpha) R >= alpha delta' - delta + (1 + sigma + alpha) N - 1`` for every neighbouring
         pair, at ``N = hi + 1``."""
         a, N = self.alpha, self.sizes[1] + 1
-        d = [int(x) for x in self.delta]
-        worst = max(max(a * d[k + 1] - d[k], a * d[k] - d[k + 1]) for k in range(len(d) - 1))
-        return np.array([(1 - a) * self.reserve >= worst + (1 + self.sigma + a) * N - 1])
+        return np.array([(1 - a) * self.reserve >= worst_floor_term(self.delta, a) + (1 + self.sigma + a) * N - 1])
+
+    def column_totals(self) -> list[int]:
+        """Each canonical column's structured total plus its reserve's excess, exactly (Python integers:
+        a stored table is re-certified, and an altered one must not wrap around 2^63)."""
+        high = (self.S >> 31).sum(axis=0, dtype=np.int64)  # each at most (m + 1) 2^31
+        low = (self.S & (2**31 - 1)).sum(axis=0, dtype=np.int64)
+        return [(int(h) << 31) + int(lo) + int(d) for h, lo, d in zip(high, low, self.delta, strict=True)]
+
+    @property
+    def uniform_share(self) -> float:
+        """The largest floor's share of a column: the most UM weight any input's column holds."""
+        return (self.reserve + int(self.delta.max(initial=0))) / self.denominator
 
     def parameters(self) -> dict:
         return {"canonical_size": self.m, "middle_column": self.c, "sigma": self.sigma, **self.source}
@@ -180,4 +188,13 @@ class StructuralSpread(StructuralMechanism):
         return [self.S.ravel(), self.delta]
 
 
-__all__ = ["StructuralSpread"]
+def worst_floor_term(delta: np.ndarray, alpha: Fraction) -> Fraction:
+    """``max(alpha delta' - delta)`` over neighbouring columns, both orders, exactly: the reserves' part
+    of the floors' condition (module docstring, condition 2)."""
+    d = np.asarray(delta).astype(object)
+    if d.size < 2:
+        return Fraction(0)
+    return Fraction(max(max(alpha * d[1:] - d[:-1]), max(alpha * d[:-1] - d[1:])))
+
+
+__all__ = ["StructuralSpread", "worst_floor_term"]

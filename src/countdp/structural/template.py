@@ -22,7 +22,7 @@ import numpy as np
 
 from countdp.evaluate.metrics import parse_objective
 from countdp.structural.spread import StructuralSpread
-from countdp.structural.spread_build import canonical_size, spread_mechanism
+from countdp.structural.spread_build import canonical_size, size_range, spread_mechanism
 
 TEMPLATE_MECHANISMS = {"WM": ("WH", "RM", "CM", "S")}
 """Mechanisms with a spread structure, and their property sets (under L0)."""
@@ -62,9 +62,7 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> tuple[np.ndarra
 def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM") -> tuple[int, int]:
     """The size range whose table serves ``n`` (:func:`countdp.structural.spread_build.spread_mechanism`),
     known without solving the canonical design (for finding a stored table)."""
-    m = canonical_size_for(alpha, K)
-    bits = (n + 1).bit_length()
-    return max(m, (1 << (bits - 1)) - 1), (1 << bits) - 2
+    return size_range(n, canonical_size_for(alpha, K))
 
 
 def canonical_size_for(alpha: Fraction, K: int = 62) -> int:
