@@ -6,6 +6,8 @@ Rows (each a new process; wall time inside it and its peak resident set from ``w
   (WM's includes designing and proving its canonical design, once per process).  New code: the structural
   form (:func:`countdp.structural.catalogue.structural_form`, certificate included); baseline:
   ``design_named`` (the matrix and its release weights), which refuses sizes beyond memory;
+* ``design_named("WM", n, 9/10)`` at n = 1009 (its canonical size) and 2048: the spread proven at
+  n against the baseline's (the LP solved at n); ``--section named`` runs these alone;
 * exact sampling at n = 10^6 from the OS's secure source (``os.urandom``, included in the time),
   10^7 draws over random inputs, in a release's batches of 65,536 rows; the baseline's matrix
   sampler at the largest n it builds quickly (n = 1024), in one call, is printed for reference;
@@ -65,6 +67,15 @@ for start in range(0, N, 1 << 16):  # in a release's batches of 65,536 rows
 print(json.dumps({{"seconds": time.perf_counter() - t, "status": f"{{N / (time.perf_counter() - t) / 1e6:.1f}} M/s"}}))
 """
 
+NAMED = """
+import json, time
+from countdp.design.designer import design_named
+t = time.perf_counter()
+d = design_named("WM", {n}, "9/10")
+proven = "proven" if d.extra.get("optimality", {{}}).get("certified") else "NOT proven"
+print(json.dumps({{"seconds": time.perf_counter() - t, "status": f"{{proven}}, {{d.method[:18]}}"}}))
+"""
+
 MATRIX_SAMPLING = """
 import json, os, time
 import numpy as np
@@ -116,17 +127,31 @@ def row(label: str, new: dict, base: dict | None) -> None:
     print(f"{label:<44} {cell(new)} | {cell(base)}", flush=True)
 
 
+def named_rows(base: Path | None, timeout: float) -> None:
+    """``design_named("WM", n, 9/10)`` at its canonical size and at the matrix path's largest: the
+    spread proven at ``n`` (new) against the baseline's answer (the LP solved at ``n``)."""
+    for n in (1009, 2048):
+        new = measured(python(NAMED.format(n=n)), NEW_SRC)
+        old = None if base is None else measured(python(NAMED.format(n=n)), base, timeout=timeout, limit_gib=8)
+        row(f"WM n={n:,} (9/10): design_named, proven", new, old)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout's src folder, run in the same sitting")
     parser.add_argument("--baseline-timeout", type=float, default=120.0)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--draws", type=int, default=10_000_000)
+    parser.add_argument("--section", choices=("all", "named"), default="all",
+                        help="'named': only WM's named design from its canonical size")
     args = parser.parse_args(argv)
     print(f"# structural mechanisms; load {os.getloadavg()[0]:.1f}; cpus {os.cpu_count()}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{'what':<44} {'new: time, peak RSS, status':<44} | baseline")
     base = args.baseline
+    if args.section == "named":
+        named_rows(base, args.baseline_timeout)
+        return 0
     for mechanism in ("GM", "EM", "WM"):
         for n in (10**4, 10**6, 10**7):
             new = measured(python(MECHANISM.format(module="structural.catalogue", function="structural_form",
@@ -135,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 module="design.designer", function="design_named", mechanism=mechanism, n=n)), base,
                 timeout=args.baseline_timeout, limit_gib=8)
             row(f"{mechanism} n={n:,}: certified mechanism", new, old)
+    named_rows(base, args.baseline_timeout)
     for mechanism in ("GM", "EM", "UM", "WM"):
         new = measured(python(SAMPLING.format(mechanism=mechanism, n=10**6, draws=args.draws)), NEW_SRC)
         row(f"{mechanism} n=10^6: {args.draws:,} draws, OS source", new, None)

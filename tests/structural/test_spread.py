@@ -21,7 +21,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from countdp.design.designer import design_named
+from countdp.design.designer import NAMED_DESIGNS, design_lp
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.properties import check_property
 from countdp.privacy.exact import IntegerMechanism, exact_dp_check
@@ -160,12 +160,13 @@ def test_errors_without_the_matrix_are_the_dense_ones(form):
 
 @pytest.mark.parametrize("alpha, n", [(HALF, 400), (Fraction(3, 4), 600)])
 def test_the_spread_is_the_proven_design(alpha, n):
-    """At a size of the matrix path the design engine proves WM there (GM at 1/2, a template design
-    at 3/4, where GM is not column monotone); the spread's L0 is within the floor's share (and the
-    optimality gap) of that proven optimum, and the dense test accepts its weights."""
+    """At a size of the matrix path the design engine's LP proves WM's optimum there by its own
+    route (GM at 1/2, a template design at 3/4, where GM is not column monotone); the spread's L0
+    is within the floor's share (and the optimality gap) of that proven optimum, and the dense test
+    accepts its weights.  (The named design at these sizes is the spread itself.)"""
     spread = template_form(n, alpha, 62).for_size(n)
     assert _dense_dp(spread.dense_weights(), alpha)
-    design = design_named("WM", n, alpha)
+    design = design_lp(n, alpha, NAMED_DESIGNS["WM"], "L0")
     assert design.status == "optimal"
     l0 = structural_errors(spread).l0_uniform
     assert float(l0) == pytest.approx(float(release_errors(design).l0_uniform), abs=1e-9)

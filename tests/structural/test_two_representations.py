@@ -92,3 +92,26 @@ def test_the_weights_are_the_closed_form_mixed_with_a_tiny_uniform(alpha):
             W = form.dense_weights() / 2.0**62
             assert form.uniform_share <= 1e-9, (mechanism, n)
             assert np.max(np.abs(W - closed(n, float(alpha)))) <= form.uniform_share + 1e-14, (mechanism, n)
+
+
+WM_SIZES = [(Fraction(1, 2), n) for n in (319, 320, 511, 512, 513, 1000)] + [(Fraction(3, 4), n) for n in (493, 2048)]
+
+
+@pytest.mark.parametrize("alpha, n", WM_SIZES)
+def test_wm_from_its_canonical_size(alpha, n):
+    """WM under L0 from its canonical size (319 at 1/2, 493 at 3/4) to the matrix path's largest: the
+    matrix form a mechanism file samples is the spread's weights, column by column, and the design
+    says how it was made and that it is proven optimal at ``n`` (the sampler's runs of draws are
+    checked against the same columns in ``test_spread.py``)."""
+    design = design_named("WM", n, alpha)
+    form = structural_form("WM", n, alpha)
+    assert design.method == "template spread" and design.extra["optimality"]["certified"]
+    for j in range(n + 1):
+        assert np.array_equal(form.column(j), design.released.weights[:, j]), f"WM n={n} column {j}"
+
+
+def test_wm_below_its_canonical_size_is_the_lp():
+    """Below the canonical size there is one representation, the LP's matrix, and no structure."""
+    assert design_named("WM", 318, Fraction(1, 2)).method != "template spread"
+    with pytest.raises(ValueError, match="at least 319"):
+        structural_form("WM", 318, Fraction(1, 2))

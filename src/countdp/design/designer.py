@@ -20,6 +20,9 @@ import numpy as np
 
 from countdp.design.constraints import parse_properties
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.spread_proof import METHOD as SPREAD_METHOD
+from countdp.design.spread_proof import SOLVER as SPREAD_SOLVER
+from countdp.design.spread_proof import proven_spread, spread_serves
 from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
@@ -119,6 +122,22 @@ def finish_design(raw: np.ndarray, mechanism: str, n: int, alpha: Fraction, obje
                   aggregate=aggregate, weights=None if weights is None else w.tolist(), **provenance)
 
 
+def spread_design(name: str, n: int, alpha: Fraction, objective: object, lp_options: dict) -> Design | None:
+    """The named template design ``name`` as its spread at size ``n``, proven optimal there
+    (:mod:`countdp.design.spread_proof`), where the spread serves; else ``None`` (the LP then solves
+    ``n``: logged when the spread's proof did not close)."""
+    if not spread_serves(name, n, alpha, objective, lp_options):
+        return None
+    form, matrix, record = proven_spread(name, n, alpha)
+    if matrix is None:
+        LOG.warning("%s; solving the LP at n = %d instead", record["reason"], n)
+        return None
+    bound = lp_options.get("max_repair_lambda", MAX_REPAIR_LAMBDA)
+    return finish_design(matrix, name, n, alpha, parse_objective(objective), NAMED_DESIGNS[name],
+                         max_repair_lambda=bound, structure=form, solver=SPREAD_SOLVER, method=SPREAD_METHOD,
+                         solver_objective=record["optimality"].get("primal_objective"), extra=record)
+
+
 def check_solver(solver: str, method: str | None) -> tuple[str, str]:
     """Normalise a solver/method pair, or raise ``ValueError`` naming the allowed values."""
     name = str(solver).upper()
@@ -207,6 +226,10 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
                              max_repair_lambda=bound, structure=structural_form(name, n, alpha_q, RELEASE_K))
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else properties
+    if name in SPREADS:
+        spread = spread_design(name, check_n(n), check_release_alpha(alpha), objective, lp_options)
+        if spread is not None:
+            return spread
     try:
         return design_lp(n, alpha, props, objective, mechanism=name, **lp_options)
     except ValueError as exc:

@@ -4,9 +4,11 @@ The canonical design is :func:`countdp.design.strategies.large_n_template.large_
 canonical size ``m`` (:func:`countdp.structural.spread_build.canonical_size`): the template
 solved at twice its size, expanded to ``m`` and proven optimal on the full model there.  Its
 integer form (:func:`countdp.structural.spread_build.spread_mechanism`) serves every size from
-``m`` up, certified alpha-DP by its structure.  Optimality is proven at ``m``; a larger size gets
-the same corners and the same middle column, which is how the template path's designs look at
-every size it has proven (up to ``n = 2048``), but it is not proven there: the record says so.
+``m`` up, certified alpha-DP by its structure.  Optimality is proven at ``m``; up to ``n = 2048``
+:mod:`countdp.design.spread_proof` proves each size that is designed as a matrix (the spread is
+then the matrix), with the template's dual copied to that size.  Beyond, a size gets the same
+corners and middle column, which is how every proven size looks, but it is not proven there: the
+record says so.
 
 The canonical design is solved once per (mechanism, alpha) in a process, and rebuilt (seconds)
 in the next.  A design whose ``m`` exceeds the matrix path's sizes (alpha near 1: the corners and
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import functools
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,10 +33,27 @@ TEMPLATE_MECHANISMS = {"WM": ("WH", "RM", "CM", "S")}
 MAX_CANONICAL = 2048
 """Largest canonical size solved: the matrix path's largest default size."""
 
+OPTIMALITY_BEYOND = (f"proven at each size up to {MAX_CANONICAL} that is designed as a matrix (the template's dual "
+                     f"copied to that size); beyond {MAX_CANONICAL} not proven (the same corners and middle column "
+                     "as the proven designs)")
+"""What the record says of the spread's optimality away from its canonical size."""
+
+
+class CanonicalDesign(NamedTuple):
+    """A template design at its canonical size, as the design engine proved it."""
+
+    matrix: np.ndarray
+    """The proven design (floats, read-only)."""
+    source: dict
+    """Its record: the strategy, the template width, the size and gap it was proven at."""
+    dual: np.ndarray
+    """The template's restricted dual in units where the costs are 1 (read-only): its rows are local,
+    so copied to any size it proves that size's spread (:func:`countdp.design.template.proof.prove_copied_dual`)."""
+
 
 @functools.lru_cache(maxsize=8)
-def canonical_design(mechanism: str, alpha: Fraction, K: int) -> tuple[np.ndarray, dict]:
-    """``(P, source)``: the proven template design of ``mechanism`` at its canonical size, and its record."""
+def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign:
+    """The proven template design of ``mechanism`` at its canonical size, its record and its template dual."""
     # lazy: the design engine (HiGHS, Clarabel, scipy) loads only when a template design is built
     from countdp.design import planner, request
 
@@ -53,10 +73,11 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> tuple[np.ndarra
     proof = info["optimality"]
     source = {"canonical_design": "large-n template", "template_width": int(info["width"]),
               "optimal_proven_at_n": m, "optimality_gap": float(proof.get("gap", float("nan"))),
-              "optimality_beyond": "not proven (the same corners and middle column as the proven design)"}
-    P = np.array(P, dtype=float)
+              "optimality_beyond": OPTIMALITY_BEYOND}
+    P, dual = np.array(P, dtype=float), np.array(info["template_dual"], dtype=float)
     P.setflags(write=False)
-    return P, source
+    dual.setflags(write=False)
+    return CanonicalDesign(P, source, dual)
 
 
 def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM") -> tuple[int, int]:
@@ -92,9 +113,9 @@ def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> Str
     """
     if K != 62:
         raise ValueError(f"{mechanism}'s structure is over 2^62 only, not 2^{K}")
-    P, source = canonical_design(mechanism, Fraction(alpha), K)
-    return spread_mechanism(mechanism, P, n, Fraction(alpha), K, source)
+    design = canonical_design(mechanism, Fraction(alpha), K)
+    return spread_mechanism(mechanism, design.matrix, n, Fraction(alpha), K, design.source)
 
 
-__all__ = ["MAX_CANONICAL", "TEMPLATE_MECHANISMS", "canonical_design", "canonical_size_for", "spread_sizes",
-           "stored_spread", "template_form"]
+__all__ = ["MAX_CANONICAL", "OPTIMALITY_BEYOND", "TEMPLATE_MECHANISMS", "CanonicalDesign", "canonical_design",
+           "canonical_size_for", "spread_sizes", "stored_spread", "template_form"]

@@ -45,7 +45,9 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
     every strategy returns matrices), or its DP closure (``info["optimality"]["dp_closure"]``);
     ``info["optimality"]`` is the certificate of :func:`countdp.design.optimality.check_optimality`
     on the full model, with the expanded dual, for ``certify(P)`` (deterministic, so for the matrix
-    the caller releases)."""
+    the caller releases).  For L0, ``info["template_dual"]`` is the template dual that proved it, in
+    units where the costs are 1: it proves the same template's spread at other sizes
+    (:func:`countdp.design.template.proof.prove_copied_dual`)."""
     settings = context.settings
     n, alpha, objective = request.n, request.alpha, request.objective
     time_limit = settings.large_n_seconds if time_limit is None else time_limit
@@ -67,11 +69,12 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
                              template_size=2 * (3 * W + 4), context=context)
         P = result.pop("matrix", None)
         result.pop("u", None), result.pop("v", None)
+        template_dual = result.pop("template_dual", None)
         tried.append({"width": W, "gap": result.get("gap"), "certified": result["certified"],
                       **({"reason": result["reason"]} if "reason" in result else {})})
         if result["certified"]:
             return P, {"used": True, "width": W, "template_n": 3 * W + 4, "tried": tried,
-                       "seconds": time.perf_counter() - start, "optimality": result}
+                       "seconds": time.perf_counter() - start, "optimality": result, "template_dual": template_dual}
         if time.perf_counter() - start > time_limit or 2 * (3 * W + 4) >= n:
             break  # a wider template would be most of the model: the general path is as good
     if tried:
@@ -109,6 +112,7 @@ class LargeNTemplate:
         solved at full size; ``proven`` with the answer, else ``failed`` with the record of the
         widths tried (``info``, kept in a later answer's ``extra["large_n"]``)."""
         P, large = large_n_design(request, at_full_size=False, context=context)
+        large.pop("template_dual", None)  # an array: the record keeps the width that proves it
         seconds = time.perf_counter() - context.start
         if P is None:
             LOG.info("large n: %s; the general path", large["reason"])

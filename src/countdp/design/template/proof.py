@@ -57,9 +57,26 @@ def prove_width(problem: DesignProblem, W: int, time_limit: float, template_size
         info["dual"] = "the template's with CH in place of CM, CH's multipliers spread over the CM rows"
     result = not_proven(f"W={W}: restricted dual not solved")
     for y0 in duals:  # the objective's costs are 1/n: the same dual, rescaled
-        result = certify_expansion(problem, raw, F @ (y0 * (m / n)), dual_props, info)
+        result = prove_copied_dual(problem, raw, y0 * m, W, info, F)
         if result["certified"]:
             break
+    return result
+
+
+def prove_copied_dual(problem: DesignProblem, raw: np.ndarray, template_dual: np.ndarray, W: int, info: dict,
+                      F=None) -> dict:
+    """L0: ``raw`` proven on ``problem``'s full model with the template dual copied to its size.
+
+    ``template_dual`` is the restricted dual of the width-``W`` template in units where the costs are
+    1 (it does not depend on ``n``: its rows are local), of the LP with
+    :func:`~countdp.design.template.restricted.dual_properties`; ``F`` its copy map at ``problem.n``
+    (built when not given).  The result of :func:`certify_expansion`, with ``"template_dual"``."""
+    n, props = problem.n, problem.properties
+    dual_props = dual_properties(props)
+    if F is None:
+        F = template_maps(n, 3 * W + 4, W, problem.alpha, dual_props).F
+    result = certify_expansion(problem, raw, F @ (template_dual / n), dual_props, info)
+    result["template_dual"] = template_dual
     return result
 
 
