@@ -22,6 +22,7 @@ from countdp.evaluate.structural import column_losses, release_structural, struc
 from countdp.structural.catalogue import FORMS, served_as_structure, structural_form
 from countdp.structural.errors import structural_errors
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
+from countdp.structural.template import template_form
 
 MEASURES = ["L0", "L0d:1", "L0d:3", "RMSE"]
 
@@ -66,6 +67,14 @@ def test_column_losses_equal_the_dense_weights(name, n):
     form = structural_form(name, n, "91/100")
     for measure in MEASURES:
         assert np.allclose(column_losses(form, measure), _dense_losses(form, measure), rtol=1e-12, atol=1e-15), measure
+
+
+def test_spread_column_losses_equal_the_dense_weights():
+    """A template design's spread (WM at alpha = 1/2, canonical size 319) at a size with a long middle: every
+    input's loss under every measure, against its dense integer weights summed entry by entry."""
+    form = template_form(400, Fraction(1, 2), 62).for_size(400)
+    for measure in MEASURES:
+        assert np.allclose(column_losses(form, measure), _dense_losses(form, measure), rtol=1e-14, atol=0), measure
 
 
 @pytest.mark.parametrize("name", sorted(FORMS))

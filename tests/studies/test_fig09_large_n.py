@@ -8,7 +8,9 @@ import pytest
 
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
-from countdp.studies.fig09 import fig09_checks, fig09_table, structural_records
+from countdp.plots.intrinsic import named_l0_vs_n
+from countdp.plots.style import MECHANISM_LABELS, evaluated_label
+from countdp.studies.fig09 import fig09_checks, fig09_convergence, fig09_table, structural_records
 
 CLOSED = {"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}
 
@@ -75,3 +77,45 @@ def test_wh_rows_evaluated_as_gm_are_not_evidence_for_the_lp():
     checks = fig09_checks(pd.DataFrame(rows + lp + as_gm), empty, 1e-6)
     row = checks[checks["claim"].str.contains("LP\\(WH\\) equals GM")].iloc[0]
     assert not bool(row["holds"]) and "where WH is solved as an LP" in row["note"]
+
+
+def test_wh_label_says_where_it_is_gm():
+    """The legend's label follows the table's evaluated_as values; without stand-ins it is the usual one."""
+    lp = [(n, "WH") for n in (2, 16, 256)]
+    assert evaluated_label("WH", lp) == MECHANISM_LABELS["WH"] == "LP(WH alone)"
+    assert evaluated_label("WH", lp + [(384, "GM"), (10_000, "GM")]) == "LP(WH alone); GM beyond n = 256"
+    assert evaluated_label("WH", [(384, "GM")]) == "LP(WH alone); GM"
+    assert evaluated_label("WH", [(16, "WH"), (384, "GM"), (512, "WH")]) == "LP(WH alone); GM at n = 384"
+    assert evaluated_label("GM", [(n, "GM") for n in (2, 10_000)]) == MECHANISM_LABELS["GM"]
+
+
+def _legend(table: pd.DataFrame) -> list[str]:
+    fig = named_l0_vs_n.__wrapped__(table, "")  # the drawing itself, before the decorator saves it
+    return [text.get_text() for text in fig.legends[0].get_texts()]
+
+
+def test_figure_9_legend_names_wh_beyond_256_as_gm_and_only_there():
+    a, gm = 10 / 11, 2 * (10 / 11) / (1 + 10 / 11)
+    rows = [{"mechanism": m, "alpha": a, "n": n, "l0": gm + (0.01 if m == "WH" and n < 20 else 0.0),
+             "gm_threshold": 20.0} for m in ("GM", "WH") for n in (16, 24, 256, 384, 10_000)]
+    default = pd.DataFrame([r for r in rows if r["n"] <= 256])
+    assert _legend(default) == [MECHANISM_LABELS["WH"], MECHANISM_LABELS["GM"]]  # as it always was
+    large = pd.DataFrame([{**r, "evaluated_as": "GM" if r["n"] > 256 else r["mechanism"]} for r in rows])
+    assert _legend(large) == ["LP(WH alone); GM beyond n = 256", MECHANISM_LABELS["GM"]]
+
+
+def test_convergence_check_names_a_wh_record_evaluated_as_gm():
+    """At a matrix size the convergence table and its check read as before; from structural records
+    (WH beyond 256 is GM) the table says what WH was evaluated as and the check's label does too."""
+    records = structural_records([[m, "10/11", 300] for m in ("GM", "WH")])
+    records.append({"mechanism": "WM", "n": 300, "alpha": records[0]["alpha"], "l0": 0.96, "objective": "L0"})
+    convergence = fig09_convergence(records, 10 / 11, 300, 1e-6)
+    assert convergence.set_index("mechanism")["evaluated_as"].fillna("").to_dict() == {"WM": "", "WH": "GM"}
+    claims = fig09_checks(pd.DataFrame(columns=["mechanism", "alpha", "n", "l0"]), convergence, 1e-6)["claim"]
+    assert claims.str.startswith("LP(WH alone), evaluated as GM").sum() == 1
+    assert claims.str.startswith("WM (WH+RM+CM) converges").sum() == 1
+    plain = [{"mechanism": m, "n": 20, "alpha": 10 / 11, "l0": 0.9, "objective": "L0"} for m in ("GM", "WM", "WH")]
+    table = fig09_convergence(plain, 10 / 11, 20, 1e-6)
+    assert "evaluated_as" not in table.columns
+    assert fig09_checks(pd.DataFrame(columns=["mechanism", "alpha", "n", "l0"]), table, 1e-6)["claim"].str.startswith(
+        "LP(WH alone) converges").sum() == 1

@@ -19,8 +19,9 @@ The two things :func:`countdp.evaluate.experiments.simulate` needs of a mechanis
   :func:`countdp.evaluate.metrics.expected_errors` (``W / D`` in float); the two agree to
   rounding wherever both exist.  A structure whose draws are not categories of one table (a
   template design's spread: per-column reserves, its own sampler) has no
-  :meth:`~countdp.structural.form.StructuralMechanism.category_outputs`; its losses are read
-  off its columns (:meth:`~countdp.structural.form.StructuralMechanism.column`), one by one.
+  :meth:`~countdp.structural.form.StructuralMechanism.category_outputs`; its losses are its
+  exact per-input numerators (:func:`countdp.structural.spread_errors.spread_losses`: prefix
+  sums of its canonical columns and closed forms, O(m^2 + n)), each rounded to float once.
 
 Every name of :data:`countdp.structural.catalogue.FORMS` works: nothing here depends on which
 structure the form has.
@@ -28,13 +29,15 @@ structure the form has.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from countdp.evaluate.metrics import parse_objective
 from countdp.structural.form import StructuralMechanism
+from countdp.structural.power_sums import band_count, floor_squares
+from countdp.structural.spread import StructuralSpread
+from countdp.structural.spread_errors import spread_losses
 from countdp.validation import check_distribution
 
 BLOCK_ENTRIES = 1 << 21
@@ -93,70 +96,35 @@ def _category_losses(form: StructuralMechanism, kind: str, d: int) -> np.ndarray
 
 
 def _floor_losses(form: StructuralMechanism, kind: str, d: int) -> np.ndarray:
-    """The floor's part of each input's loss: ``(f sum_{i<=n} loss(i - j) + sum_{i<r} loss(i - j)) / D``."""
-    n, f, r = form.n, form.floor, form.extra_rows
+    """The floor's part of each input's loss: ``sum_{i<=n} loss(i - j) (f + [i < r]) / D``, from the floor's
+    closed forms (:mod:`countdp.structural.power_sums`).  In float, as the rest of this path: the squares'
+    ``f (T(j) + T(n - j))`` passes ``2**63``, and Python integers would make this O(n) big-integer work;
+    the band's row counts are exact int64 and only ``f`` times them is rounded."""
+    n, f, r, D = form.n, form.floor, form.extra_rows, float(form.denominator)
     j = np.arange(n + 1, dtype=np.int64)
     if kind == "L2":
-        every = _square_sum(j) + _square_sum(n - j)  # sum over i = 0..n of (i - j)**2
-        first = _square_sum(j) - _square_sum(np.maximum(j - r, 0)) + np.where(j < r, _square_sum(r - 1 - j), 0.0)
-    else:  # how many outputs lie more than d from j: among 0..n, and among 0..r-1
-        every = (n + 1) - (np.minimum(n, j + d) - np.maximum(0, j - d) + 1)
-        first = r - np.clip(np.minimum(r - 1, j + d) - np.maximum(0, j - d) + 1, 0, None)
-    D = float(form.denominator)
-    return (float(f) / D) * every.astype(float) + first.astype(float) / D
-
-
-def _square_sum(x: np.ndarray) -> np.ndarray:
-    """``0**2 + 1**2 + ... + x**2`` elementwise, in float (exact below 2**53: up to x of about 4 * 10**5)."""
-    x = np.asarray(x, dtype=float)
-    return x * (x + 1) * (2 * x + 1) / 6
-
-
-def _losses_from_columns(form: StructuralMechanism, kind: str, d: int) -> np.ndarray:
-    """Each input's loss read off its own column of integer weights (:meth:`column`, as floats over ``D``):
-    ``1 - W[j, j] / D`` (L0), one minus the band ``|i - j| <= d`` (L0d), or ``sum_i (i - j)**2 W[i, j] / D``.
-    O(n) per input: the path for a structure whose draws are not categories of one table."""
-    n, D = form.n, float(form.denominator)
-    i = np.arange(n + 1)
-    out = np.empty(n + 1)
-    for j in range(n + 1):
-        w = np.asarray(form.column(j)).astype(float) / D
-        if kind == "L2":
-            out[j] = float(((i - j).astype(float) ** 2) @ w)
-        else:
-            out[j] = 1.0 - float(w[max(0, j - d):j + d + 1].sum())
-    return out
+        return floor_squares(j.astype(float), n, float(f), float(r)) / D
+    # the floor's draws more than d from j: its rows of 0..n, and of 0..r-1, outside the band
+    return (float(f) * ((n + 1) - band_count(j, d, n)) + (r - band_count(j, d, r - 1))) / D
 
 
 def column_losses(form: StructuralMechanism, measure: str) -> np.ndarray:
     """``E[loss | input j]`` for ``j = 0..n`` under ``measure`` (L0, L0d:D, or RMSE's squared error).
 
-    From the categories of the form's table (module docstring), or, for a structure that draws
-    otherwise (its :meth:`category_outputs` is not defined: a template design's spread), from
-    its columns one by one.
+    From the categories of the form's table (module docstring), or, for a template design's
+    spread (whose draws are not categories of one table), from its exact per-input numerators.
     """
     kind, d = _loss_kind(measure)
-    try:
-        structured = _category_losses(form, kind, d)
-    except NotImplementedError:
-        return _losses_from_columns(form, kind, d)
-    return structured + _floor_losses(form, kind, d)
-
-
-@functools.lru_cache(maxsize=64)
-def _cached_losses(form: StructuralMechanism, measure: str) -> np.ndarray:
-    """:func:`column_losses` kept for the forms evaluated last (keyed by the form object itself: a sweep
-    asks for the same form's losses for its Monte Carlo rows and again for the model's expectation)."""
-    losses = column_losses(form, measure)
-    losses.flags.writeable = False
-    return losses
+    if isinstance(form, StructuralSpread):
+        return spread_losses(form, kind, d)
+    return _category_losses(form, kind, d) + _floor_losses(form, kind, d)
 
 
 def structural_expected_errors(form: StructuralMechanism, input_distributions: Sequence[object],
                                measure: str = "L0") -> np.ndarray:
     """The exact expected release error under each input distribution (RMSE: the root of the expected
     squared error), as :func:`countdp.evaluate.metrics.expected_errors` gives for the matrix form."""
-    losses = _cached_losses(form, measure)
+    losses = column_losses(form, measure)
     values = np.array([float(check_distribution(q, form.n, "input_distribution") @ losses)
                        for q in input_distributions], dtype=float)
     return np.sqrt(values) if _loss_kind(measure)[0] == "L2" else values

@@ -22,7 +22,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.ticker import MaxNLocator
 
 from countdp.plots.canvas import drawing, new_figure, save_figure, subplots
-from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, evaluated_label
 from countdp.studies.records import wh_threshold
 
 PAPER_RC = {
@@ -262,10 +262,16 @@ def log_n_axis(ns: Sequence[int]) -> bool:
 @_paper_figure
 def named_l0_vs_n(table: pd.DataFrame, title: str):
     """Figure 9: L0 of the named mechanisms vs n, one panel per alpha, GM's WH threshold marked
-    (n on a log axis when the sizes span more than :data:`LOG_N_SPAN`)."""
+    (n on a log axis when the sizes span more than :data:`LOG_N_SPAN`).  A large-n table's
+    ``evaluated_as`` column names each point's stand-in (WH as GM beyond the matrix path); the legend
+    says so (:func:`countdp.plots.style.evaluated_label`)."""
     alphas = sorted(table["alpha"].unique())
     fig, axes = subplots(1, len(alphas), figsize=(2.6 * len(alphas) + 0.6, 3.2), squeeze=False)
     order = [m for m in ("UM", "EM", "WM", "WH", "GM") if m in set(table["mechanism"])]
+    labels = {m: MECHANISM_LABELS[m] for m in order}
+    if "evaluated_as" in table.columns:
+        labels = {m: evaluated_label(m, table.loc[table["mechanism"] == m, ["n", "evaluated_as"]].itertuples(
+            index=False, name=None)) for m in order}
     log_x = log_n_axis(table["n"])
     for k, (ax, a) in enumerate(zip(axes[0], alphas, strict=True)):
         sub = table[np.isclose(table["alpha"], a)]
@@ -273,7 +279,7 @@ def named_l0_vs_n(table: pd.DataFrame, title: str):
             line = sub[sub["mechanism"] == m].sort_values("n")
             ax.plot(line["n"], line["l0"], color=MECHANISM_COLORS[m], marker=MECHANISM_MARKERS[m],
                     markersize=3.5 if m != "WH" else 5, markerfacecolor="none" if m == "WH" else MECHANISM_COLORS[m],
-                    linewidth=1.3, label=MECHANISM_LABELS[m], linestyle="--" if m == "WH" else "-")
+                    linewidth=1.3, label=labels[m], linestyle="--" if m == "WH" else "-")
         t = wh_threshold(a)
         lo, hi = sub["n"].min(), sub["n"].max()
         if log_x:

@@ -1,6 +1,8 @@
-"""One colour and marker per mechanism, shared by every figure of the project."""
+"""One colour, marker and legend label per mechanism, shared by every figure of the project."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 MECHANISM_ORDER = ("GM", "WM", "WH", "EM", "UM", "EXP", "CGM", "RR")
 
@@ -27,3 +29,26 @@ MECHANISM_LABELS = {
     "CGM": "Conditioned GM",
     "RR": "Randomized response",
 }
+
+
+def evaluated_label(mechanism: str, evaluated: Iterable[tuple[int, str]]) -> str:
+    """``mechanism``'s legend label, saying where its points were evaluated as another mechanism.
+
+    ``evaluated``: ``(n, evaluated_as)`` of the mechanism's plotted points (a large-n table's
+    ``evaluated_as`` column: WH beyond the matrix path is GM, an optimal WH design where GM is weakly
+    honest).  Points evaluated as the mechanism itself leave its label as :data:`MECHANISM_LABELS`
+    has it; a stand-in whose sizes all lie above the mechanism's own adds ``"; GM beyond n = 256"``
+    (the largest of its own sizes), or ``"; GM"`` when no point is its own, and otherwise lists the sizes.
+    """
+    label = MECHANISM_LABELS.get(mechanism, mechanism)
+    points = sorted({(int(n), str(name)) for n, name in evaluated})
+    own = [n for n, name in points if name == mechanism]
+    for stand_in in sorted({name for _, name in points} - {mechanism}):
+        sizes = [n for n, name in points if name == stand_in]
+        if not own:
+            label += f"; {stand_in}"
+        elif min(sizes) > max(own):
+            label += f"; {stand_in} beyond n = {max(own)}"
+        else:
+            label += f"; {stand_in} at n = {', '.join(str(n) for n in sizes)}"
+    return label

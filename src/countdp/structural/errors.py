@@ -21,8 +21,8 @@ found by comparing int64 index arrays (:func:`_runs`):
   the first run's start among those attaining the largest numerator.
 * **MSE.**  Input ``j``'s numerator ``S(j) = sum_i (i - j)**2 W[i, j]`` splits into the floor's
   part ``A(j) = f Q(j) + sum_{i<r} (i - j)**2`` with ``Q(j) = T(j) + T(n - j)``,
-  ``T(x) = x(x+1)(2x+1)/6`` (closed forms), and the structured part ``B(j)``, which is a short
-  exact table read at one or two clipped indices per input:
+  ``T(x) = x(x+1)(2x+1)/6`` (closed forms, :mod:`countdp.structural.power_sums`), and the
+  structured part ``B(j)``, which is a short exact table read at one or two clipped indices per input:
 
   - GM releases ``clamp(j + Z, 0, n)``, so its part is ``F(min(j, L)) + F(min(n - j, L))`` with
     ``F(x) = sum_{z>=1} g(z) min(z, x)**2 = sum_{z<=x} z**2 g(z) + x**2 T_tail(x + 1)``
@@ -55,6 +55,7 @@ from countdp.privacy.expected_error import ReleaseErrors, squared_error_sums
 from countdp.structural.fair import StructuralEM, exponents
 from countdp.structural.form import COARSE_BITS, StructuralMechanism
 from countdp.structural.geometric import StructuralGM
+from countdp.structural.power_sums import floor_squares, floor_squares_total
 from countdp.structural.spread import StructuralSpread
 from countdp.structural.spread_errors import spread_errors
 from countdp.structural.uniform import StructuralUM
@@ -203,22 +204,6 @@ def _near_errors(form: StructuralMechanism) -> tuple[Fraction, Fraction, int, Fr
 
 
 # -- the squared error --------------------------------------------------------------------------
-def _square_sum(x):
-    """``T(x) = 0**2 + 1**2 + ... + x**2`` elementwise (Python integers in, Python integers out)."""
-    return x * (x + 1) * (2 * x + 1) // 6
-
-
-def _floor_squares(j, n: int, f: int, r: int):
-    """The floor's part of ``S(j)``: ``f (T(j) + T(n - j)) + sum_{i<r} (i - j)**2``, elementwise, exactly."""
-    extra = r * j * j - j * (r * (r - 1)) + (r - 1) * r * (2 * r - 1) // 6
-    return f * (_square_sum(j) + _square_sum(n - j)) + extra
-
-
-def _pyramid(m: int) -> int:
-    """``T(0) + T(1) + ... + T(m)`` = ``m (m+1)**2 (m+2) / 12`` (0 for ``m = -1``)."""
-    return m * (m + 1) ** 2 * (m + 2) // 12
-
-
 def _geometric_profile(form: StructuralGM) -> tuple[np.ndarray, list[np.ndarray]]:
     """GM's structured squared error: the table ``F(x)``, ``x = 0..min(L, n)``, and its two indices per input."""
     n, top = form.n, min(int(form.tail.size), form.n)
@@ -265,12 +250,12 @@ def _structural_mse(form: StructuralMechanism) -> tuple[Fraction, Fraction, int]
     n, f, r, D = form.n, form.floor, form.extra_rows, form.denominator
     N = n + 1
     table, indices = _structured_profile(form)
-    total = f * (N * N * (N * N - 1) // 6) + _pyramid(r - 1) + _pyramid(n) - _pyramid(n - r)
+    total = floor_squares_total(0, n, n, f, r)
     for index in indices:
         total += int((np.bincount(index, minlength=table.size).astype(object) * table).sum())
     starts = _runs(N, indices)
     candidates = np.union1d(starts, np.append(starts[1:] - 1, n))  # every run's first and last input, in order
-    exact = _floor_squares(candidates.astype(object), n, f, r)
+    exact = floor_squares(candidates.astype(object), n, f, r)
     for index in indices:
         exact = exact + table[index[candidates]]
     best = int(np.argmax(exact))  # the first maximum: candidates are increasing

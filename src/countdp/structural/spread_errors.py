@@ -13,6 +13,14 @@ one.  The middle inputs all read column ``c``: their L0 and L0,1 numerators chan
 ``[i < r_c]`` does (at most four runs), and their MSE is ``B(c)`` plus ``A_c``, which is convex in
 ``j``: its sum over the middle is a sum of powers (closed forms) and its largest value is at one of
 the middle's two ends.  Everything is exact (Python integers), in O(m^2 + runs) work whatever ``n``.
+The floor's closed forms come from :mod:`countdp.structural.power_sums`.
+
+:func:`spread_losses` gives what the evaluation of Figures 9-13 needs instead: every input's own
+expected loss (L0, L0,d or the squared error), a vector of ``n + 1``.  Its exact numerators
+(:func:`spread_loss_numerators`) are formed for all inputs at once: the structured weight within
+``d`` of the diagonal is a difference of two prefix sums of the input's canonical column (read at
+indices clipped to ``0..m + 1``), the squared error is ``B(k)`` indexed by column, and the floor's
+parts are closed forms, so the work is O(m^2 + n) whatever the column's shift.
 """
 
 from __future__ import annotations
@@ -22,7 +30,11 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.privacy.expected_error import ReleaseErrors, squared_error_sums
+from countdp.structural.power_sums import floor_band, floor_squares, floor_squares_total
 from countdp.structural.spread import StructuralSpread
+
+LOSS_KINDS = ("L0", "L0d", "L2")
+"""The per-input losses :func:`spread_losses` gives: ``[out != j]``, ``[|out - j| > d]``, ``(out - j)**2``."""
 
 
 def spread_errors(form: StructuralSpread) -> ReleaseErrors:
@@ -61,15 +73,6 @@ def _weight(form: StructuralSpread, i: int, j: int) -> int:
     return (int(form.S[t, k]) if 0 <= t <= form.m else 0) + f + (i < r)
 
 
-def _floor_squares(j: int, n: int, f: int, r: int) -> int:
-    """``A(j) = f (T(j) + T(n - j)) + sum_{i<r} (i - j)^2``."""
-    return f * (_T(j) + _T(n - j)) + r * j * j - j * r * (r - 1) + (r - 1) * r * (2 * r - 1) // 6
-
-
-def _T(x: int) -> int:
-    return x * (x + 1) * (2 * x + 1) // 6
-
-
 def _numerator(form: StructuralSpread, measure: str, j: int, B: list[int]) -> int:
     D = form.denominator
     if measure == "L0":
@@ -78,16 +81,7 @@ def _numerator(form: StructuralSpread, measure: str, j: int, B: list[int]) -> in
         return D - _weight(form, j - 1, j) - _weight(form, j, j) - _weight(form, j + 1, j)
     k, _ = (int(x) for x in form.placement(np.array(j), form.n))
     f, r = _floor(form, k)
-    return B[k] + _floor_squares(j, form.n, f, r)
-
-
-def _power_sum(p: int, a: int, b: int) -> int:
-    """``sum_{j=a}^{b} j^p`` for ``p`` in 0..3 (0 when ``a > b``)."""
-    def upto(x: int) -> int:
-        if x < 0:
-            return 0
-        return [x + 1, x * (x + 1) // 2, x * (x + 1) * (2 * x + 1) // 6, (x * (x + 1) // 2) ** 2][p]
-    return upto(b) - upto(a - 1) if a <= b else 0
+    return B[k] + floor_squares(j, form.n, f, r)
 
 
 def _middle(form: StructuralSpread, measure: str, span: tuple[int, int], B: list[int]) -> tuple[int, list]:
@@ -103,16 +97,41 @@ def _middle(form: StructuralSpread, measure: str, span: tuple[int, int], B: list
             total += value * (stop - start)
             candidates.append((start, value))
         return total, candidates
-    count = b - a + 1
-    floor_sum = f * (_sum_T(a, b) + _sum_T(n - b, n - a))
-    extra = r * _power_sum(2, a, b) - r * (r - 1) * _power_sum(1, a, b) + count * ((r - 1) * r * (2 * r - 1) // 6)
-    total = count * B[c] + floor_sum + extra
+    total = (b - a + 1) * B[c] + floor_squares_total(a, b, n, f, r)
     return total, [(a, _numerator(form, "MSE", a, B)), (b, _numerator(form, "MSE", b, B))]
 
 
-def _sum_T(a: int, b: int) -> int:
-    """``sum_{x=a}^{b} T(x)`` with ``T(x) = (2x^3 + 3x^2 + x) / 6``."""
-    return (2 * _power_sum(3, a, b) + 3 * _power_sum(2, a, b) + _power_sum(1, a, b)) // 6
+def spread_loss_numerators(form: StructuralSpread, kind: str, d: int = 0) -> np.ndarray:
+    """Every input's exact expected loss times ``D`` (an object array of Python integers, ``j = 0..n``).
+
+    ``kind`` is one of :data:`LOSS_KINDS`: ``D - sum_{|i-j|<=d} W[i, j]`` (L0: ``d = 0``) or
+    ``sum_i (i - j)**2 W[i, j]`` (L2), with ``W`` the size-``n`` weights (module docstring).
+    Python integers because the squared error passes ``2**63`` (``D`` times ``n**2``).
+    """
+    if kind not in LOSS_KINDS:
+        raise ValueError(f"loss kind must be one of {LOSS_KINDS}, got {kind!r}")
+    d = 0 if kind == "L0" else int(d)
+    if d < 0:
+        raise ValueError(f"the band's half-width d must be >= 0, got {d}")
+    n, m = form.n, form.m
+    j = np.arange(n + 1, dtype=np.int64)
+    k, shift = form.placement(j, n)
+    floors = np.array([_floor(form, col) for col in range(m + 1)], dtype=object)  # (f, r) per canonical column
+    f, r = floors[k, 0], floors[k, 1]
+    if kind == "L2":  # the shift cancels: every input reads its own column's diagonal at its own row
+        B = squared_error_sums(form.S)
+        return B[k] + floor_squares(j.astype(object), n, f, r)
+    prefix = np.zeros((m + 2, m + 1), dtype=object)  # prefix[t, col] = sum of S[:t, col], exactly
+    prefix[1:] = np.cumsum(form.S.astype(object), axis=0)
+    low = np.clip(np.maximum(j - d, 0) - shift, 0, m + 1)  # the band's rows, in the column's own rows
+    high = np.clip(np.minimum(j + d, n) - shift + 1, 0, m + 1)
+    return form.denominator - (prefix[high, k] - prefix[low, k]) - floor_band(j, d, n, f, r)
 
 
-__all__ = ["spread_errors"]
+def spread_losses(form: StructuralSpread, kind: str, d: int = 0) -> np.ndarray:
+    """Every input's expected loss ``E[loss(out - j) | j]``, ``j = 0..n``, in float: the exact numerators of
+    :func:`spread_loss_numerators` over ``D``, each rounded once (Python's int / int is correctly rounded)."""
+    return (spread_loss_numerators(form, kind, d) / form.denominator).astype(float)
+
+
+__all__ = ["LOSS_KINDS", "spread_errors", "spread_loss_numerators", "spread_losses"]
