@@ -33,7 +33,7 @@ import pandas as pd
 from countdp.evaluate.data import POPULATION, binomial_groups, empirical_distribution, group_counts
 from countdp.evaluate.metrics import binomial_distribution, empirical_errors, expected_error, expected_errors
 from countdp.evaluate.routing import evaluation_form
-from countdp.evaluate.structural import release_structural, structural_expected_errors
+from countdp.evaluate.structural import column_losses, release_structural, structural_expected_errors
 from countdp.mechanisms.artifact import load_certified
 from countdp.privacy.sampling import release_each
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
@@ -197,6 +197,7 @@ def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], mechani
 
     raw = simulate(study, seed, pts, mechanisms, mechanism_for, draw, measures, repetitions)
     matrices: dict = {}
+    losses: dict = {}  # a structural form's per-input losses, shared by the points that differ only in p
 
     def exact(row):
         key = (row["mechanism"], row["n"], row["alpha"])
@@ -206,7 +207,10 @@ def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], mechani
             matrices[key] = mech if isinstance(mech, StructuralMechanism) else released_matrix(mech)
         pmf = binomial_distribution(row["n"], row["p"])
         if isinstance(matrices[key], StructuralMechanism):
-            return float(structural_expected_errors(matrices[key], [pmf], row["measure"])[0])
+            held = (key, row["measure"])
+            if held not in losses:
+                losses[held] = column_losses(matrices[key], row["measure"])
+            return float(structural_expected_errors(matrices[key], [pmf], row["measure"], losses[held])[0])
         return expected_error(matrices[key], pmf, row["measure"])
 
     keys = ["dataset", "alpha", "n", "p", "mechanism", "measure", "d"]

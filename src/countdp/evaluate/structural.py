@@ -121,10 +121,11 @@ def column_losses(form: StructuralMechanism, measure: str) -> np.ndarray:
 
 
 def structural_expected_errors(form: StructuralMechanism, input_distributions: Sequence[object],
-                               measure: str = "L0") -> np.ndarray:
+                               measure: str = "L0", losses: np.ndarray | None = None) -> np.ndarray:
     """The exact expected release error under each input distribution (RMSE: the root of the expected
-    squared error), as :func:`countdp.evaluate.metrics.expected_errors` gives for the matrix form."""
-    losses = column_losses(form, measure)
+    squared error), as :func:`countdp.evaluate.metrics.expected_errors` gives for the matrix form.
+    ``losses``: the form's :func:`column_losses` for ``measure``, when the caller already holds them."""
+    losses = column_losses(form, measure) if losses is None else losses
     values = np.array([float(check_distribution(q, form.n, "input_distribution") @ losses)
                        for q in input_distributions], dtype=float)
     return np.sqrt(values) if _loss_kind(measure)[0] == "L2" else values
