@@ -5,7 +5,8 @@ inside it, peak resident set from ``wait4``, whether the answer is proven optima
 strategy that answered):
 
 * L1, L2 and L0d:1 on WM (WH+RM+CM+S) at n = 1024, alpha = 0.9;
-* L0 at n = 1024, alpha = 0.99 on ``--l0-sets`` (default WM);
+* L0 at n = 1024, alpha = 0.99 on ``--l0-sets`` (default WM; ``all``: :data:`L0_SETS`);
+* ``--l0-only``: only the L0 rows (no L1, L2, L0d:1 rows at alpha = 0.9);
 * ``--growth``: L0 on WM at n = 1024 for alpha in 0.95, 0.97, 0.98 (new code only; 0.99 is the row
   above), to see how the cost grows with ``1 / (1 - alpha)``.
 
@@ -43,6 +44,11 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "status": d.status, "gap"
 
 WM = ("RM", "CM", "WH", "S")
 
+L0_SETS = ("CH+WH+S", "CM+WH+S", "RH+CH+WH+S", "RH+CM+WH+S", "RM+CH+WH+S", "WM", "CM", "CH")
+"""The property sets of ``--l0-sets all``: Figure 8's sets that take the large-n path (WH+S with CH,
+CM, RH+CH, RH+CM, RM+CH or RM+CM, the last being WM), and CM and CH alone (no WH, no S).  The other
+sets are GM's or EM's closed forms at this size."""
+
 
 def measured(code: str, src: Path, timeout: float | None = None) -> dict:
     """Run one child; its JSON line (or its failure), wall seconds and peak RSS in MB (``wait4``)."""
@@ -77,8 +83,10 @@ def ratio(new: dict, base: dict | None) -> str:
 
 def rows(args) -> list[tuple[str, int, str, tuple[str, ...], str, bool]]:
     """``(label, n, alpha, properties, objective, with baseline)`` of every row."""
-    out = [(f"{objective} WM n=1024 a=0.9", 1024, "0.9", WM, objective, True) for objective in ("L1", "L2", "L0d:1")]
-    for name in args.l0_sets.split(","):
+    out = [] if args.l0_only else [(f"{objective} WM n=1024 a=0.9", 1024, "0.9", WM, objective, True)
+                                   for objective in ("L1", "L2", "L0d:1")]
+    names = L0_SETS if args.l0_sets == "all" else tuple(args.l0_sets.split(","))
+    for name in names:
         props = WM if name == "WM" else tuple(name.split("+"))
         out.append((f"L0 {name} n=1024 a=0.99", 1024, "0.99", props, "L0", True))
     if args.growth:
@@ -90,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout's src folder, run in the same sitting")
     parser.add_argument("--baseline-timeout", type=float, default=400.0)
-    parser.add_argument("--l0-sets", default="WM", help="comma-separated property sets of the alpha = 0.99 L0 rows")
+    parser.add_argument("--l0-sets", default="WM",
+                        help="comma-separated property sets of the alpha = 0.99 L0 rows, or 'all' (L0_SETS)")
+    parser.add_argument("--l0-only", action="store_true", help="only the L0 rows")
     parser.add_argument("--growth", action="store_true", help="also L0 WM at alpha 0.95, 0.97, 0.98 (new code)")
     args = parser.parse_args(argv)
     print(f"# every objective at n = 1024; cpus {os.cpu_count()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

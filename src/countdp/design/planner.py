@@ -2,8 +2,8 @@
 
 ::
 
-    DesignRequest ──► plan() ──► [closed form] ─► [relaxed large-n template] ─► [large-n template]
-                                  ─► [CM relaxed to CH]
+    DesignRequest ──► plan() ──► [closed form] ─► [relaxed large-n template] ─► [square-corner template]
+                                  ─► [large-n template] ─► [CM relaxed to CH]
                                   ─► [S folded] ─► [reduced LP] ─► [symmetrized] ─► [cold methods]
                       (backend cvxpy or a small n: [dense cvxpy model])
 
@@ -34,6 +34,7 @@ from countdp.design.strategies import (
     large_n_template,
     reduced_lp,
     relaxed_template,
+    square_template,
     symmetrized,
 )
 from countdp.design.strategy import SolveContext, Strategy, skipped_unless_accepted
@@ -43,6 +44,7 @@ LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.Sta
 REDUCED_MODEL_PLAN: tuple[Strategy, ...] = (
     closed_form.STRATEGY,
     relaxed_template.STRATEGY,
+    square_template.STRATEGY,
     large_n_template.STRATEGY,
     cm_relaxation.STRATEGY,
     folded.STRATEGY,

@@ -130,6 +130,18 @@ class SolverSettings:
     """Steps of iterative refinement of the chain solve of the relaxed template's support dual."""
     large_n_seconds: float = 120.0
     """Time budget of the large-n template path (it then gives way to the general LP)."""
+    square_width_factor: float = 1.4
+    """The square-corner template's corner width for L0 with S: ``ceil(k / (1 - alpha))`` plus
+    :attr:`square_width_margin` (its corners are about ``1.3 / (1 - alpha)`` wide: at alpha = 0.99
+    the restricted optimum is the full one from ``W = 136``, above it at ``W = 120``)."""
+    square_width_margin: int = 2
+    """Added to the square-corner template's width rule."""
+    square_min_width: int = 36
+    """The square-corner template is tried from this corner width (alpha from about 0.959, with the
+    width rule above); below it the three-width large-n template is as fast."""
+    square_slack_tol: float = 1e-6
+    """A row whose slack at the square-corner primal exceeds this fraction of its magnitude is slack:
+    its class gets no multiplier in the restricted dual (complementary slackness)."""
 
     # --- the CM relaxation and the dual repair
     face_tol: float = 1e-8
