@@ -79,6 +79,16 @@ def choose_method(lp, settings: SolverSettings) -> str:
     return settings.large_method if is_zero_one(lp.problem.objective) else "guided"
 
 
+def planner_may_shortcut(request) -> str | None:
+    """``None`` when the planner chooses the method and closed forms are allowed, as every template
+    strategy needs (it answers instead of the LP asked for); else why not."""
+    if request.method != "auto":
+        return f"method {request.method} asked for"
+    if not request.use_closed_forms:
+        return "shortcuts switched off (use_closed_forms=False)"
+    return None
+
+
 def large_n_applies(request, settings: SolverSettings) -> str | None:
     """``None`` when the large-n template path is meant for ``request`` (L0, L0,d, L1 or L2, uniform
     weights, the sum, CM or CH, no F, ``n`` from :attr:`~SolverSettings.template_min_n`), else why not."""

@@ -11,12 +11,15 @@ matrix) go through the :class:`SolveContext` the planner provides.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from countdp.design.request import Attempt, DesignRequest
+from countdp.design.request import Answer, Attempt, DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 
 @dataclass
@@ -65,3 +68,24 @@ def skipped_unless_accepted(strategy: Strategy, request: DesignRequest, context:
     ``attempt`` asks again when it is called directly."""
     reason = strategy.accepts(request, context.settings)
     return None if reason is None else Attempt(strategy.name, "skipped", reason)
+
+
+def certificate_attempt(strategy: Strategy, result: dict, seconds: float, solver: str, record: dict) -> Attempt:
+    """The attempt of a strategy whose answer is a full-model certificate ``result`` (as
+    :func:`countdp.design.template.proof.certify_expansion` returns it, its arrays removed here):
+    ``proven`` with the matrix proven, the certificate in ``extra["optimality"]`` and ``record`` in
+    ``extra[strategy.extra_key]``; else ``failed`` with why (the gap and the violation when the
+    certificate did not close) and the certificate beside ``record["width"]``."""
+    P = result.pop("matrix", None)
+    result.pop("u", None), result.pop("v", None)
+    if not result["certified"]:
+        violation = result.get("max_primal_violation")
+        reason = result.get("reason") or (f"W={record['width']}: the certificate did not close (gap "
+                                          f"{result.get('gap'):.3g}, violation {violation:.3g})")
+        LOG.info("%s: %s; the next strategy", strategy.name, reason)
+        return Attempt(strategy.name, "failed", reason, seconds, info={"width": record["width"], **result,
+                                                                       "reason": reason})
+    answer = Answer(P, solver, strategy.name, "optimal", seconds, 0.0, result["primal_objective"],
+                    {"backend": "highs", "reductions": [strategy.name], "optimality": result,
+                     strategy.extra_key: record})
+    return Attempt(strategy.name, "proven", seconds=seconds, answer=answer)

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from countdp.design.model import DesignProblem
-from countdp.design.policy import large_n_applies, template_widths
+from countdp.design.policy import large_n_applies, planner_may_shortcut, template_widths
 from countdp.design.request import Answer, Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
 from countdp.design.strategy import SolveContext
@@ -101,11 +101,7 @@ class LargeNTemplate:
     def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
         """``None`` when the planner chooses the method, closed forms are allowed and
         :func:`countdp.design.policy.large_n_applies` holds; else why not."""
-        if request.method != "auto":
-            return f"method {request.method} asked for"
-        if not request.use_closed_forms:
-            return "shortcuts switched off (use_closed_forms=False)"
-        return large_n_applies(request, settings)
+        return planner_may_shortcut(request) or large_n_applies(request, settings)
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
         """The template design at the widths of :func:`countdp.design.policy.template_widths`, none

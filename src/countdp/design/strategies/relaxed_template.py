@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 import time
 
-from countdp.design.policy import large_n_applies, relaxed_width
-from countdp.design.request import Answer, Attempt, DesignRequest
+from countdp.design.policy import large_n_applies, planner_may_shortcut, relaxed_width
+from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext, skipped_unless_accepted
+from countdp.design.strategy import SolveContext, certificate_attempt, skipped_unless_accepted
 from countdp.design.template.relaxed_proof import prove_relaxed_width
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -41,10 +41,9 @@ class RelaxedTemplate:
         :func:`countdp.design.policy.large_n_applies` holds, the objective is one of
         :attr:`~SolverSettings.relaxed_objectives`, its width's template fits twice in ``n`` and is
         at most :attr:`~SolverSettings.relaxed_max_template_n` wide."""
-        if request.method != "auto":
-            return f"method {request.method} asked for"
-        if not request.use_closed_forms:
-            return "shortcuts switched off (use_closed_forms=False)"
+        why = planner_may_shortcut(request)
+        if why is not None:
+            return why
         if request.objective.name not in settings.relaxed_objectives:
             return f"objective {request.objective.name} not in {settings.relaxed_objectives}"
         why = large_n_applies(request, settings)
@@ -70,18 +69,7 @@ class RelaxedTemplate:
         LOG.info("relaxed large n: the template of width %d (n = %d), proven on the full model", W, 3 * W + 4)
         result = prove_relaxed_width(request.problem, W, settings.large_n_seconds, context=context)
         seconds = time.perf_counter() - context.start
-        P = result.pop("matrix", None)
-        result.pop("u", None), result.pop("v", None)
-        if not result["certified"]:
-            reason = result.get("reason") or (f"W={W}: the certificate did not close (gap {result.get('gap'):.3g}, "
-                                              f"violation {result.get('max_primal_violation'):.3g})")
-            LOG.info("relaxed large n: %s; the next strategy", reason)
-            return Attempt(self.name, "failed", reason, seconds, info={"width": W, **result, "reason": reason})
         record = {"width": W, "template_n": 3 * W + 4, "seconds": result.get("seconds")}
-        answer = Answer(P, "HIGHS", LABEL, "optimal", seconds, 0.0, result["primal_objective"],
-                        {"backend": "highs", "reductions": [LABEL], "optimality": result,
-                         "relaxed_template": record})
-        return Attempt(self.name, "proven", seconds=seconds, answer=answer)
-
+        return certificate_attempt(self, result, seconds, "HIGHS", record)
 
 STRATEGY = RelaxedTemplate()

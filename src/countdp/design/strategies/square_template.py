@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import time
 
-from countdp.design.policy import large_n_applies
+from countdp.design.policy import large_n_applies, planner_may_shortcut
 from countdp.design.reductions.fold_symmetry import mirror_symmetric
-from countdp.design.request import Answer, Attempt, DesignRequest
+from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext, skipped_unless_accepted
+from countdp.design.strategy import SolveContext, certificate_attempt, skipped_unless_accepted
 from countdp.design.template.square_proof import prove_square, square_width
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -42,10 +42,9 @@ class SquareTemplate:
         """``None`` when the planner chooses the method, closed forms are allowed, the objective is
         L0 with a mirror-symmetric LP, :func:`countdp.design.policy.large_n_applies` holds, the corner width is at least
         :attr:`~SolverSettings.square_min_width` and ``n >= 4 (W + 1)``; else why not."""
-        if request.method != "auto":
-            return f"method {request.method} asked for"
-        if not request.use_closed_forms:
-            return "shortcuts switched off (use_closed_forms=False)"
+        why = planner_may_shortcut(request)
+        if why is not None:
+            return why
         if request.objective.name != "L0" or not mirror_symmetric(request.problem):
             return "not L0 with a mirror-symmetric LP"
         why = large_n_applies(request, settings)
@@ -71,18 +70,6 @@ class SquareTemplate:
         LOG.info("square corners: the template of width %d, proven on the full model", W)
         result = prove_square(request.problem, W, settings=context.settings)
         seconds = time.perf_counter() - context.start
-        P = result.pop("matrix", None)
-        result.pop("u", None), result.pop("v", None)
-        if not result["certified"]:
-            reason = result.get("reason") or (f"W={W}: the certificate did not close (gap {result.get('gap'):.3g}, "
-                                              f"violation {result.get('max_primal_violation'):.3g})")
-            LOG.info("square corners: %s; the next strategy", reason)
-            return Attempt(self.name, "failed", reason, seconds, info={"width": W, **result, "reason": reason})
-        record = {"width": W, "seconds": result.get("seconds")}
-        answer = Answer(P, "CLARABEL", LABEL, "optimal", seconds, 0.0, result["primal_objective"],
-                        {"backend": "highs", "reductions": [LABEL], "optimality": result,
-                         "square_template": record})
-        return Attempt(self.name, "proven", seconds=seconds, answer=answer)
-
+        return certificate_attempt(self, result, seconds, "CLARABEL", {"width": W, "seconds": result.get("seconds")})
 
 STRATEGY = SquareTemplate()
