@@ -4,7 +4,8 @@ Rows (each a new process running ``design_lp`` end to end, release weights inclu
 inside it, peak resident set from ``wait4``, whether the answer is proven optimal, its gap and the
 strategy that answered):
 
-* L1, L2 and L0d:1 on WM (WH+RM+CM+S) at n = 1024, alpha = 0.9;
+* L1, L2 and L0d:1 at n = 1024, alpha = 0.9 on ``--objective-sets`` (default WM, WH+RM+CM+S; ``all``:
+  :data:`L0_SETS`; the baseline runs the WM rows);
 * L0 at n = 1024, alpha = 0.99 on ``--l0-sets`` (default WM; ``all``: :data:`L0_SETS`);
 * ``--l0-only``: only the L0 rows (no L1, L2, L0d:1 rows at alpha = 0.9);
 * ``--growth``: L0 on WM at n = 1024 for alpha in 0.95, 0.97, 0.98 (new code only; 0.99 is the row
@@ -83,15 +84,19 @@ def ratio(new: dict, base: dict | None) -> str:
 
 def rows(args) -> list[tuple[str, int, str, tuple[str, ...], str, bool]]:
     """``(label, n, alpha, properties, objective, with baseline)`` of every row."""
-    out = [] if args.l0_only else [(f"{objective} WM n=1024 a=0.9", 1024, "0.9", WM, objective, True)
-                                   for objective in ("L1", "L2", "L0d:1")]
+    sets = L0_SETS if args.objective_sets == "all" else tuple(args.objective_sets.split(","))
+    out = [] if args.l0_only else [(f"{objective} {name} n=1024 a=0.9", 1024, "0.9", _properties(name), objective,
+                                    name == "WM") for name in sets for objective in ("L1", "L2", "L0d:1")]
     names = L0_SETS if args.l0_sets == "all" else tuple(args.l0_sets.split(","))
     for name in names:
-        props = WM if name == "WM" else tuple(name.split("+"))
-        out.append((f"L0 {name} n=1024 a=0.99", 1024, "0.99", props, "L0", True))
+        out.append((f"L0 {name} n=1024 a=0.99", 1024, "0.99", _properties(name), "L0", True))
     if args.growth:
         out += [(f"L0 WM n=1024 a={a} (growth)", 1024, a, WM, "L0", False) for a in ("0.95", "0.97", "0.98")]
     return out
+
+
+def _properties(name: str) -> tuple[str, ...]:
+    return WM if name == "WM" else tuple(name.split("+"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-timeout", type=float, default=400.0)
     parser.add_argument("--l0-sets", default="WM",
                         help="comma-separated property sets of the alpha = 0.99 L0 rows, or 'all' (L0_SETS)")
+    parser.add_argument("--objective-sets", default="WM",
+                        help="comma-separated property sets of the L1, L2 and L0d:1 rows, or 'all' (L0_SETS)")
     parser.add_argument("--l0-only", action="store_true", help="only the L0 rows")
     parser.add_argument("--growth", action="store_true", help="also L0 WM at alpha 0.95, 0.97, 0.98 (new code)")
     args = parser.parse_args(argv)

@@ -11,6 +11,9 @@ Rows (each a new process; wall time inside it and its peak resident set from ``w
 * exact sampling at n = 10^6 from the OS's secure source (``os.urandom``, included in the time),
   10^7 draws over random inputs, in a release's batches of 65,536 rows; the baseline's matrix
   sampler at the largest n it builds quickly (n = 1024), in one call, is printed for reference;
+* WM near alpha = 1 (97/100 and 99/100; ``--section near`` runs these alone): in one process, the corner
+  form at n = 10^4, 10^6 and 10^7 (the first includes designing and proving its source design), then
+  2M exact draws at n = 10^6 from the OS's source; the baseline's ``structural_form`` is asked the same;
 * ``countdp release`` of a 1M-row Parquet table with group sizes up to 10^6 (GM, alpha 9/10,
   seeded, a fresh cache); the baseline gets ``--baseline-timeout`` seconds and 8 GiB of address
   space, then counts as refused.
@@ -76,6 +79,29 @@ proven = "proven" if d.extra.get("optimality", {{}}).get("certified") else "NOT 
 print(json.dumps({{"seconds": time.perf_counter() - t, "status": f"{{proven}}, {{d.method[:18]}}"}}))
 """
 
+NEAR_ONE = """
+import json, os, time
+import numpy as np
+from countdp.structural.catalogue import structural_form
+t, parts = time.perf_counter(), []
+try:
+    for n in (10**4, 10**6, 10**7):
+        s = time.perf_counter()
+        form = structural_form("WM", n, {alpha!r})
+        parts.append(f"{{time.perf_counter() - s:.1f}}")
+    form = structural_form("WM", 10**6, {alpha!r})
+    inputs = np.random.default_rng(0).integers(0, 10**6 + 1, 2_000_000)
+    s = time.perf_counter()
+    for start in range(0, inputs.size, 1 << 16):
+        block = inputs[start:start + (1 << 16)]
+        form.sample(block, np.frombuffer(os.urandom(8 * block.size), dtype=np.uint64))
+    rate = inputs.size / (time.perf_counter() - s) / 1e6
+    status = "/".join(parts) + f" s; {{rate:.1f}} M/s; {{form.nbytes / 1e6:.0f}} MB"
+except ValueError as exc:
+    status = "refused: " + str(exc)[:70]
+print(json.dumps({{"seconds": time.perf_counter() - t, "status": status}}))
+"""
+
 MATRIX_SAMPLING = """
 import json, os, time
 import numpy as np
@@ -123,7 +149,7 @@ def row(label: str, new: dict, base: dict | None) -> None:
     def cell(r):
         if r is None:
             return f"{'':>44}"
-        return f"{r['seconds']:>7.2f} s {r['rss']:>7.0f} MB {r['status'][:26]:<26}"
+        return f"{r['seconds']:>7.2f} s {r['rss']:>7.0f} MB {r['status'][:40]:<26}"
     print(f"{label:<44} {cell(new)} | {cell(base)}", flush=True)
 
 
@@ -136,14 +162,23 @@ def named_rows(base: Path | None, timeout: float) -> None:
         row(f"WM n={n:,} (9/10): design_named, proven", new, old)
 
 
+def near_one_rows(base: Path | None, timeout: float) -> None:
+    """WM's corner form near alpha = 1: three sizes and sampling in one process (module docstring)."""
+    for alpha in ("97/100", "99/100"):
+        new = measured(python(NEAR_ONE.format(alpha=alpha)), NEW_SRC)
+        old = None if base is None else measured(python(NEAR_ONE.format(alpha=alpha)), base, timeout=timeout,
+                                                 limit_gib=8)
+        row(f"WM {alpha}: n=10^4/10^6/10^7, draws at 10^6", new, old)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout's src folder, run in the same sitting")
     parser.add_argument("--baseline-timeout", type=float, default=120.0)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--draws", type=int, default=10_000_000)
-    parser.add_argument("--section", choices=("all", "named"), default="all",
-                        help="'named': only WM's named design from its canonical size")
+    parser.add_argument("--section", choices=("all", "named", "near"), default="all",
+                        help="'named': only WM's named design from its canonical size; 'near': only WM near alpha = 1")
     args = parser.parse_args(argv)
     print(f"# structural mechanisms; load {os.getloadavg()[0]:.1f}; cpus {os.cpu_count()}; "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -151,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     base = args.baseline
     if args.section == "named":
         named_rows(base, args.baseline_timeout)
+        return 0
+    if args.section == "near":
+        near_one_rows(base, args.baseline_timeout)
         return 0
     for mechanism in ("GM", "EM", "WM"):
         for n in (10**4, 10**6, 10**7):
@@ -161,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                 timeout=args.baseline_timeout, limit_gib=8)
             row(f"{mechanism} n={n:,}: certified mechanism", new, old)
     named_rows(base, args.baseline_timeout)
+    near_one_rows(base, args.baseline_timeout)
     for mechanism in ("GM", "EM", "UM", "WM"):
         new = measured(python(SAMPLING.format(mechanism=mechanism, n=10**6, draws=args.draws)), NEW_SRC)
         row(f"{mechanism} n=10^6: {args.draws:,} draws, OS source", new, None)

@@ -2,7 +2,7 @@
 
 Checked: sizes up to 2048 stay matrices and larger ones come from the spread's tables, each
 certified in the sidecar with where its optimality is proven; the released frequencies at a
-million follow the weights; an alpha whose design has no structure yet is refused in one line.
+million follow the weights; an alpha whose corners are too wide for any structure is refused in one line.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def test_large_groups_are_drawn_from_the_spread(tmp_path):
 def test_an_alpha_without_structure_is_refused_in_one_line(tmp_path, capsys):
     table = tmp_path / "t.csv"
     table.write_text("n,c\n3000,10\n")
-    assert _release(table, tmp_path / "o.csv", tmp_path / "cache", "99/100", "--seed", "1") == 2
+    assert _release(table, tmp_path / "o.csv", tmp_path / "cache", "499/500", "--seed", "1") == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no structure yet" in err[0]
+    assert len(err) == 1 and "no structure" in err[0] and "do not fit" in err[0]
     assert not (tmp_path / "o.csv").exists()
 
 

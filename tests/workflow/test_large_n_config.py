@@ -146,9 +146,10 @@ def test_figure_9_at_n_300_comes_from_structural_forms(workflow_copy):
 
 
 def test_wm_beyond_the_matrix_path_needs_its_template_structure():
-    """WM is a template spread beyond 2048 where its canonical design fits the matrix path; at alpha = 0.99
-    it does not (its corners and tails are too long), which the check says before any job runs."""
-    ok = config_errors(_with(QUICK, "fig09", n=[3000], alpha=["9/10"], mechanisms=["WM"]), SCHEMA)
-    assert ok == [], ok
-    near_one = config_errors(_with(QUICK, "fig09", n=[3000], alpha=["99/100"], mechanisms=["WM"]), SCHEMA)
-    assert len(near_one) == 1 and "no structure yet" in near_one[0] and "fig09.n" in near_one[0], near_one
+    """WM beyond 2048 is a template spread, or near alpha = 1 a corner form; at alpha = 0.998 its corners do
+    not fit twice in the largest source size, which the check says before any job runs."""
+    for alpha in ("9/10", "99/100"):
+        ok = config_errors(_with(QUICK, "fig09", n=[3000], alpha=[alpha], mechanisms=["WM"]), SCHEMA)
+        assert ok == [], ok
+    near_one = config_errors(_with(QUICK, "fig09", n=[3000], alpha=["499/500"], mechanisms=["WM"]), SCHEMA)
+    assert len(near_one) == 1 and "no structure" in near_one[0] and "fig09.n" in near_one[0], near_one

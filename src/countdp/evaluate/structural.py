@@ -34,6 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from countdp.evaluate.metrics import parse_objective
+from countdp.structural.corner_errors import corner_losses
+from countdp.structural.corners import StructuralCorners
 from countdp.structural.form import StructuralMechanism
 from countdp.structural.power_sums import band_count, floor_squares
 from countdp.structural.spread import StructuralSpread
@@ -112,11 +114,14 @@ def column_losses(form: StructuralMechanism, measure: str) -> np.ndarray:
     """``E[loss | input j]`` for ``j = 0..n`` under ``measure`` (L0, L0d:D, or RMSE's squared error).
 
     From the categories of the form's table (module docstring), or, for a template design's
-    spread (whose draws are not categories of one table), from its exact per-input numerators.
+    spread or a square-corner design (whose draws are not categories of one table), from its
+    exact per-input numerators.
     """
     kind, d = _loss_kind(measure)
     if isinstance(form, StructuralSpread):
         return spread_losses(form, kind, d)
+    if isinstance(form, StructuralCorners):
+        return corner_losses(form, kind, d)
     return _category_losses(form, kind, d) + _floor_losses(form, kind, d)
 
 

@@ -181,9 +181,8 @@ class MechanismCache:
         else:
             if self.store:
                 if mechanism in SPREADS:  # its tables first: a record is never without them
-                    form = design.released
                     buffer = io.BytesIO()
-                    np.savez_compressed(buffer, S=form.S, delta=form.delta)
+                    np.savez_compressed(buffer, **design.released.table_arrays())
                     write_bytes_atomic(path.with_suffix(".npz"), buffer.getvalue())
                 write_text_atomic(path, json.dumps(record, indent=1) + "\n")
             self.designed.append(n)
@@ -204,7 +203,7 @@ class MechanismCache:
         try:
             record = json.loads(path.read_text())
             with np.load(arrays) as tables:
-                form = stored_spread(record, tables["S"], tables["delta"])
+                form = stored_spread(record, tables)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{path}: not a template design's record and tables ({exc}); remove it to build again") \
                 from None

@@ -24,7 +24,8 @@ from countdp.privacy.rounding import check_release_alpha
 from countdp.structural.fair import fair_form
 from countdp.structural.form import REPRESENTATION, WIDE_K, StructuralMechanism
 from countdp.structural.geometric import geometric_form
-from countdp.structural.template import MAX_CANONICAL, canonical_size_for, template_form
+from countdp.structural.template import structure_problem as template_structure_problem
+from countdp.structural.template import template_form
 from countdp.structural.uniform import uniform_form
 from countdp.validation import check_fits_in_memory, check_n
 
@@ -87,14 +88,12 @@ def served_as_structure(mechanism: str, n: int, objective: str = "L0") -> bool:
 
 def structure_problem(mechanism: str, alpha: object) -> str | None:
     """Why ``mechanism`` has no structural form at ``alpha`` (one line), or ``None``; cheap (no solve):
-    a template design whose canonical size is beyond :data:`~countdp.structural.template.MAX_CANONICAL`."""
+    a template design whose corners are too wide for any structure
+    (:func:`countdp.structural.template.structure_problem`)."""
     if mechanism not in FORMS:
         return f"{mechanism} has no structural form; structural forms: {', '.join(FORMS)}"
     if mechanism in SPREADS:
-        m = canonical_size_for(Fraction(alpha))
-        if m > MAX_CANONICAL:
-            return (f"{mechanism} at alpha = {float(Fraction(alpha)):.6g} has no structure yet: its canonical size "
-                    f"{m:,} is beyond {MAX_CANONICAL}")
+        return template_structure_problem(Fraction(alpha))
     return None
 
 

@@ -52,6 +52,8 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.privacy.expected_error import ReleaseErrors, squared_error_sums
+from countdp.structural.corner_errors import corner_errors
+from countdp.structural.corners import StructuralCorners
 from countdp.structural.fair import StructuralEM, exponents
 from countdp.structural.form import COARSE_BITS, StructuralMechanism
 from countdp.structural.geometric import StructuralGM
@@ -74,7 +76,7 @@ def structural_errors(form: StructuralMechanism, n: int | None = None, *,
     :data:`DENSE_MAX_N`, or :data:`WIDE_DENSE_MAX_N` for a wide form) build the dense weights;
     larger ones use the structure (module docstring), in O(n) time and memory.  Raises
     ``ValueError`` for a size outside the form's range and ``TypeError`` for a structure with no
-    rule here (GM, EM, UM and the template spreads have one).
+    rule here (GM, EM, UM, the template spreads and the square corners have one).
     """
     sized = form if n is None or int(n) == form.n else form.for_size(int(n))
     if dense_max_n is None:
@@ -83,6 +85,8 @@ def structural_errors(form: StructuralMechanism, n: int | None = None, *,
         return _dense_errors(sized)
     if isinstance(sized, StructuralSpread):
         return spread_errors(sized)
+    if isinstance(sized, StructuralCorners):
+        return corner_errors(sized)
     return ReleaseErrors(sized.n, *_near_errors(sized), *_structural_mse(sized))
 
 

@@ -187,6 +187,10 @@ class StructuralSpread(StructuralMechanism):
     def tables(self) -> list[np.ndarray]:
         return [self.S.ravel(), self.delta]
 
+    def table_arrays(self) -> dict[str, np.ndarray]:
+        """The tables by name, as a cache stores them."""
+        return {"S": self.S, "delta": self.delta}
+
 
 def worst_floor_term(delta: np.ndarray, alpha: Fraction) -> Fraction:
     """``max(alpha delta' - delta)`` over neighbouring columns, both orders, exactly: the reserves' part

@@ -11,8 +11,14 @@ corners and middle column, which is how every proven size looks, but it is not p
 record says so.
 
 The canonical design is solved once per (mechanism, alpha) in a process, and rebuilt (seconds)
-in the next.  A design whose ``m`` exceeds the matrix path's sizes (alpha near 1: the corners and
-the tails are long) has no structure yet, and says so.
+in the next.
+
+Near alpha = 1 the corners and tails are long, and ``m`` exceeds the matrix path's sizes.  There
+the design is held as its corner square instead (:mod:`countdp.structural.corners`): the square of
+the square-corner template's proven design at a source size ``n_s`` (:func:`corner_source_size`, at
+most :data:`MAX_CANONICAL`), whose tails are geometric and whose middle is GM, serving every size
+beyond :data:`MAX_CANONICAL` (the matrix path designs and proves each size up to it).  Corners too
+wide for the source size (alpha above about 0.997) have no structure, and say so.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from typing import NamedTuple
 import numpy as np
 
 from countdp.evaluate.metrics import parse_objective
+from countdp.structural.corners import StructuralCorners
+from countdp.structural.corners_build import corner_mechanism
 from countdp.structural.spread import StructuralSpread
 from countdp.structural.spread_build import canonical_size, size_range, spread_mechanism
 
@@ -37,6 +45,15 @@ OPTIMALITY_BEYOND = (f"proven at each size up to {MAX_CANONICAL} that is designe
                      f"copied to that size); beyond {MAX_CANONICAL} not proven (the same corners and middle column "
                      "as the proven designs)")
 """What the record says of the spread's optimality away from its canonical size."""
+
+CORNER_OPTIMALITY = (f"proven at the source size n_s; the sizes beyond {MAX_CANONICAL} it serves have the same corner "
+                     "squares, geometric tails and GM middle as the proven designs, and are not proven")
+"""What the record says of a corner form's optimality at the sizes it serves."""
+
+SOURCE_TAIL_BITS = 40
+"""The source size leaves ``alpha^(n_s - 2W) <= 2^-40`` between the corners (or is :data:`MAX_CANONICAL`):
+the far corner's tails, which the source design's column sums include, then move no column of a
+larger size by more than that share."""
 
 
 class CanonicalDesign(NamedTuple):
@@ -63,7 +80,7 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign
     objective = parse_objective("L0")
     m = canonical_size_for(alpha, K)
     if m > MAX_CANONICAL:
-        raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g} has no structure yet: its canonical size "
+        raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g} has no spread: its canonical size "
                          f"{m:,} is beyond {MAX_CANONICAL} (the corners and tails are too long)")
     asked = request.DesignRequest(m, float(alpha), TEMPLATE_MECHANISMS[mechanism], objective)
     P, info = large_n_template.large_n_design(asked, at_full_size=False, context=planner.make_context())
@@ -81,14 +98,68 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign
 
 
 def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM") -> tuple[int, int]:
-    """The size range whose table serves ``n`` (:func:`countdp.structural.spread_build.spread_mechanism`),
-    known without solving the canonical design (for finding a stored table)."""
-    return size_range(n, canonical_size_for(alpha, K))
+    """The size range whose table serves ``n`` (a spread's, or beyond :data:`MAX_CANONICAL` a corner
+    form's), known without solving the canonical design (for finding a stored table)."""
+    m = canonical_size_for(alpha, K)
+    return size_range(n, m if m <= MAX_CANONICAL else MAX_CANONICAL + 1)
+
+
+def corner_width(alpha: Fraction) -> int:
+    """The square-corner template's width at ``alpha`` (:func:`countdp.design.template.square_proof.square_width`)."""
+    # lazy: the design engine's settings load only when a template design is looked up
+    from countdp.design import settings
+
+    # lazy: as above, its square-corner template
+    from countdp.design.template.square_proof import square_width
+
+    return square_width(float(alpha), settings.DEFAULT_SETTINGS)
+
+
+def corner_source_size(alpha: Fraction) -> int:
+    """``n_s``: the size whose proven design gives the corner square, ``2 W + 2 + SOURCE_TAIL_BITS ln 2 /
+    ln(1/alpha)`` or :data:`MAX_CANONICAL`, whichever is smaller, and at least the template's ``4 (W + 1)``."""
+    W = corner_width(alpha)
+    apart = int(np.ceil(SOURCE_TAIL_BITS * np.log(2) / np.log(1 / float(alpha))))
+    return max(4 * (W + 1), min(MAX_CANONICAL, 2 * W + 2 + apart))
+
+
+def structure_problem(alpha: Fraction, K: int = 62) -> str | None:
+    """Why WM has no structure at ``alpha`` (one line), or ``None``; cheap (no solve)."""
+    if canonical_size_for(alpha, K) <= MAX_CANONICAL:
+        return None
+    W = corner_width(alpha)
+    if 4 * (W + 1) > MAX_CANONICAL:
+        return (f"WM at alpha = {float(Fraction(alpha)):.6g} has no structure: its corners ({W} wide) do not fit "
+                f"twice in n = {MAX_CANONICAL}")
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def corner_design(mechanism: str, alpha: Fraction) -> CanonicalDesign:
+    """The proven square-corner design of ``mechanism`` at :func:`corner_source_size`: its corner square
+    (read-only), its record, and no dual."""
+    # lazy: the design engine (HiGHS, Clarabel, scipy) loads only when a template design is built
+    from countdp.design import request, settings
+
+    # lazy: as above, its square-corner template
+    from countdp.design.template.square_proof import prove_square
+
+    W, n_s = corner_width(alpha), corner_source_size(alpha)
+    problem = request.DesignRequest.of(n_s, float(alpha), TEMPLATE_MECHANISMS[mechanism], "L0").problem
+    result = prove_square(problem, W, settings=settings.DEFAULT_SETTINGS)
+    if not result.get("certified"):
+        raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g}: the square-corner design at n = {n_s} was not "
+                         f"proven ({result.get('reason', 'the certificate did not close')})")
+    square = np.array(result["matrix"][:W + 1, :W + 1], dtype=float)
+    square.setflags(write=False)
+    source = {"canonical_design": "square-corner template", "template_width": W, "optimal_proven_at_n": n_s,
+              "optimality_gap": float(result.get("gap", float("nan"))), "optimality_beyond": CORNER_OPTIMALITY}
+    return CanonicalDesign(square, source, np.zeros(0))
 
 
 def canonical_size_for(alpha: Fraction, K: int = 62) -> int:
     """The canonical size of WM's template design at ``alpha`` (no solve): beyond :data:`MAX_CANONICAL`
-    it has no structure yet."""
+    the design is held as its corner square instead (module docstring)."""
     # lazy: the design engine's policy and settings load only when a template design is looked up
     from countdp.design import policy, settings
 
@@ -96,26 +167,43 @@ def canonical_size_for(alpha: Fraction, K: int = 62) -> int:
     return canonical_size(widths[0], Fraction(alpha), K) if widths else MAX_CANONICAL + 1
 
 
-def stored_spread(record: dict, S: np.ndarray, delta: np.ndarray) -> StructuralSpread:
-    """A spread from a cache's record and its tables (the caller compares its description with the record)."""
+def stored_spread(record: dict, tables) -> StructuralSpread | StructuralCorners:
+    """A spread or corner form from a cache's record and its named tables (``S``, ``delta``, or ``strip``,
+    ``lower``, ``band``); the caller compares its description with the record."""
     lo, hi = (int(x) for x in record["sizes"])
     source = {key: record[key] for key in ("canonical_design", "template_width", "optimal_proven_at_n",
                                            "optimality_gap", "optimality_beyond") if key in record}
-    return StructuralSpread(record["mechanism"], lo, Fraction(record["alpha_exact"]), int(record["K"]),
-                            int(record["reserve"]), S, delta, int(record["sigma"]), (lo, hi), source)
+    alpha, K, sigma = Fraction(record["alpha_exact"]), int(record["K"]), int(record["sigma"])
+    if record.get("structure") == "square corners":
+        return StructuralCorners(record["mechanism"], lo, alpha, K, tables["strip"], tables["lower"], tables["band"],
+                                 sigma, (lo, hi), source)
+    return StructuralSpread(record["mechanism"], lo, alpha, K, int(record["reserve"]), tables["S"], tables["delta"],
+                            sigma, (lo, hi), source)
 
 
-def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> StructuralSpread:
-    """``mechanism`` (WM) under L0 for groups of size ``n`` over ``2**K`` (62 only), certified.
+def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> StructuralSpread | StructuralCorners:
+    """``mechanism`` (WM) under L0 for groups of size ``n`` over ``2**K`` (62 only), certified: the spread
+    where its canonical size is at most :data:`MAX_CANONICAL`, else the corner form (module docstring).
 
     Raises ``ValueError`` (one line) for another ``K``, an alpha whose design has no structure,
-    or ``n`` below the canonical size.
+    or ``n`` below the sizes the structure serves.
     """
     if K != 62:
         raise ValueError(f"{mechanism}'s structure is over 2^62 only, not 2^{K}")
-    design = canonical_design(mechanism, Fraction(alpha), K)
-    return spread_mechanism(mechanism, design.matrix, n, Fraction(alpha), K, design.source)
+    a = Fraction(alpha)
+    if canonical_size_for(a, K) <= MAX_CANONICAL:
+        design = canonical_design(mechanism, a, K)
+        return spread_mechanism(mechanism, design.matrix, n, a, K, design.source)
+    problem = structure_problem(a, K)
+    if problem is not None:
+        raise ValueError(problem)
+    if n <= MAX_CANONICAL:
+        raise ValueError(f"{mechanism} at alpha = {float(a):.6g} is designed as a matrix up to n = {MAX_CANONICAL}; "
+                         f"its structure serves larger groups, not {n}")
+    design = corner_design(mechanism, a)
+    return corner_mechanism(mechanism, design.matrix, n, a, K, MAX_CANONICAL + 1, design.source)
 
 
-__all__ = ["MAX_CANONICAL", "OPTIMALITY_BEYOND", "TEMPLATE_MECHANISMS", "CanonicalDesign", "canonical_design",
-           "canonical_size_for", "spread_sizes", "stored_spread", "template_form"]
+__all__ = ["CORNER_OPTIMALITY", "MAX_CANONICAL", "OPTIMALITY_BEYOND", "SOURCE_TAIL_BITS", "TEMPLATE_MECHANISMS",
+           "CanonicalDesign", "canonical_design", "canonical_size_for", "corner_design", "corner_source_size",
+           "corner_width", "spread_sizes", "stored_spread", "structure_problem", "template_form"]
