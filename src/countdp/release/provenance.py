@@ -125,6 +125,10 @@ def _matrix_entry(column, design, n: int, rows: int) -> dict:
              "objective": design.objective, "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
              "release_weights_sha256": weights_digest(released.weights),
              "exact_certificate": released.certificate.to_dict()}
+    method = getattr(design, "method", None)  # a design of this run or the cache (a chain's levels have none)
+    if method is not None:
+        optimality = getattr(design, "extra", {}).get("optimality", {})
+        entry.update(method=method, optimal_proven=bool(optimality.get("certified")) if optimality else None)
     if column.levels:
         entry.update(representation="matrix chain (level 1, then one transition per level)",
                      release_weights_sha256=design.chain.digest(),
