@@ -62,6 +62,7 @@ def test_width_rule_covers_the_measured_corners():
     (WM, "L1", 0.8),
     (("CM",), "L2", 0.7),
     (("RH", "CH"), "L0d:1", 0.8),
+    (("RH", "CM", "WH", "S"), "L0d:1", 0.9),  # the relaxation's point breaks CM: the point with CM answers
 ])
 def test_the_planner_picks_it_and_it_answers_the_general_optimum(props, objective, alpha):
     n = 160
@@ -72,6 +73,19 @@ def test_the_planner_picks_it_and_it_answers_the_general_optimum(props, objectiv
     assert optimality["certified"] and is_alpha_dp(certify(answer.matrix, alpha)[0], alpha)
     expected = general_optimum(n, alpha, props, objective)  # the general path, without the template
     assert abs(optimality["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
+
+
+def test_a_point_that_breaks_cm_gives_way_to_the_template_point_with_cm():
+    """RH+CM under L0,d at alpha = 0.9: the relaxation (CH) has the LP's optimal value but a larger
+    optimal face, and its point breaks CM; the template's point with CM, proven by the same dual,
+    answers instead (its CM rows are checked by the certificate on the full LP)."""
+    target = DesignProblem(160, 0.9, ("RH", "CM", "WH", "S"), "L0d:1")
+    result = prove_relaxed_width(target, relaxed_width(0.9, target.objective, DEFAULT_SETTINGS), 60.0,
+                                 context=make_context())
+    assert result["certified"] and "with CM" in result["primal"]
+    P = result["matrix"]
+    below = np.tril(np.diff(P, axis=0))  # P[i+1, j] - P[i, j] for i >= j: each column falls below its diagonal
+    assert below.max() <= result["primal_tolerance"]
 
 
 def test_the_certificate_fails_on_a_broken_primal_or_dual():

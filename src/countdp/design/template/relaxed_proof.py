@@ -22,6 +22,10 @@ Where the support singles out no vertex (more paths than coupling unknowns: L0d'
 far rows), the restricted primal's point ``E z``
 (:func:`countdp.design.template.restricted.solve_template`) is proven with that dual instead.
 
+**CM.**  Where the gap closes but the point breaks CM (the relaxation's optimal face is larger
+than the LP's; RH+CM under L0,d is one such), the restricted primal is solved again with the
+target's rows (CM kept, S and WH still dropped), and that point is proven with the same dual.
+
 **Proof.**  The vertex (after the float DP certificate) is checked with that dual, CH's
 multipliers spread over the CM rows and S's and WH's set to 0, on the *target's* full LP by the
 independent weak-duality routine (:func:`countdp.design.template.proof.certify_expansion`): a dual
@@ -38,7 +42,7 @@ import numpy as np
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.polish import full_dual
-from countdp.design.reductions.relax_cm import relaxed_properties
+from countdp.design.reductions.relax_cm import only_cm_broken, relaxed_properties
 from countdp.design.settings import SolverSettings
 from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.highs import run_highs
@@ -93,6 +97,16 @@ def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, con
     closure = target.objective.name in settings.closure_objectives
     result = certify_expansion(target, vertex.reshape(N, N), y, props, info, closure_first=closure)
     seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
+    if "CM" in target.properties and only_cm_broken(result):  # the relaxation's face is larger: a CM point on it
+        kept = DesignProblem(n, alpha, tuple(p for p in target.properties if p not in FREE_PROPERTIES),
+                             target.objective, target.weights, target.aggregate)
+        kept_maps = template_maps(n, n0, W, alpha, kept.properties)
+        z, _, why = solve_template(kept.lp(), kept_maps, n, alpha, kept.properties, W, min(n, 2 * n0), time_limit,
+                                   False, settings=settings)
+        if z is not None:
+            info["primal"] = "the restricted primal's point with CM (the relaxation's point broke CM)"
+            result = certify_expansion(target, (kept_maps.E @ z).reshape(N, N), y, props, info, closure_first=closure)
+        seconds["point with CM"] = time.perf_counter() - began - sum(seconds.values())
     result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return result
 
