@@ -63,4 +63,6 @@ def test_sizes_of_the_matrix_path_and_too_wide_corners_are_refused():
     with pytest.raises(ValueError, match="designed as a matrix up to n = 2048"):
         structural_form("WM", 2048, ALPHA)
     assert structure_problem("WM", Fraction(99, 100)) is None
+    assert "do not fit twice" in structure_problem("WM", Fraction(199, 200))  # tails too long for n_s = 2048
     assert "do not fit twice" in structure_problem("WM", Fraction(499, 500))
+    assert "denominator" in structure_problem("WM", Fraction(9, 10) + Fraction(1, 2**40))

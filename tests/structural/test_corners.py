@@ -104,7 +104,31 @@ def test_certificate_refuses_sizes_without_a_middle():
     form = gm_corner(Fraction(9, 10), 12, 60)
     small = StructuralCorners(form.mechanism, 30, form.alpha, form.K, form.strip, form.lower, form.band, SIGMA,
                               (30, form.sizes[1]))
-    assert not small.certify().holds
+    check = small.certify()
+    assert not check.holds and "a middle between twice both corners" in check.reason
+
+
+def test_certificate_refuses_columns_whose_sums_would_wrap_int64():
+    """Every strip row a chain from 2^62 (ratio 1/10 holds between neighbours): each column sums to
+    more than 2^62, which int64 sums would hide; the exact sums refuse it, as the dense test does."""
+    alpha, W = Fraction(1, 10), 3
+    row = [1 << 62]
+    while row[-1] > 0:
+        row.append(row[-1] // 10)
+    strip = np.array([row] * (W + 1), dtype=np.int64)
+    L = strip.shape[1] - (W + 1)
+    form = StructuralCorners("WM", 30, alpha, 62, strip, np.zeros((L, W + 1), dtype=np.int64),
+                             np.zeros(L + 1, dtype=np.int64), SIGMA, (30, 100))
+    check = form.certify()
+    assert not check.holds and "at most 2^62" in check.reason
+
+
+def test_certificate_refuses_an_entry_past_2_62():
+    form = gm_corner(Fraction(9, 10), 12, 60)
+    strip = form.strip.copy()
+    strip[0, 0] = (1 << 62) - 1  # within 2^62, but not with sigma on top
+    check = rebuilt(form, strip=strip).certify()
+    assert not check.holds and "entries in 0..2^62 - sigma" in check.reason
 
 
 def segments(form: StructuralCorners, j: int) -> list[tuple[int, int]]:

@@ -111,12 +111,12 @@ def _search(cumulative: np.ndarray, table: np.ndarray, cols: np.ndarray, buckets
         hi = np.where(buckets[rest] == last, cumulative.shape[1] - 1,
                       np.where(following >= 0, following, ~following))
         narrowed = lo[rest] + 1
-        _bisect(cumulative, cols[rest], draws[rest], narrowed, hi)
+        bisect_rows(cumulative, cols[rest], draws[rest], narrowed, hi)
         lo[rest] = narrowed
     return lo
 
 
-def _bisect(cumulative: np.ndarray, cols: np.ndarray, draws: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+def bisect_rows(cumulative: np.ndarray, cols: np.ndarray, draws: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
     """Narrow ``[lo, hi]`` (in place) to the smallest ``i`` in it with ``draws < cumulative[cols, i]``.
 
     Requires ``cumulative[cols, hi] > draws`` and ``cumulative[cols, lo - 1] <= draws``; at most
@@ -132,4 +132,5 @@ def _bisect(cumulative: np.ndarray, cols: np.ndarray, draws: np.ndarray, lo: np.
         active = active[lo[active] < hi[active]]
 
 
-__all__ = ["GUIDE_EXTRA_BITS", "GUIDE_MAX_ENTRIES", "guide_table", "output_for_draw", "outputs_for_draws"]
+__all__ = ["GUIDE_EXTRA_BITS", "GUIDE_MAX_ENTRIES", "bisect_rows", "guide_table", "output_for_draw",
+           "outputs_for_draws"]

@@ -41,8 +41,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.structural.chain import ratio_holds
-from countdp.structural.form import StructuralMechanism
+from countdp.privacy.inverse_cdf import bisect_rows
+from countdp.structural.chain import exact_sum, ratio_holds
+from countdp.structural.form import StructuralMechanism, floor_draws
 
 ARGUMENT = ("neighbouring inputs of every size compare neighbours in a row of the corner strip, of the column "
             "tails beside the band's g[d-1], or of the band (the bottom corner is the mirror image): "
@@ -86,32 +87,37 @@ class StructuralCorners(StructuralMechanism):
         t = np.clip(rows, 0, self.L)
         return np.where(t > 0, self.lowercum[k, np.maximum(t - 1, 0)], 0)
 
-    def _halves(self, j: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A middle column's upper half (strip and band above the diagonal) and lower half (the rest)."""
-        up = self._strip_total(j) + self.gup[np.clip(j - self.W - 1, 0, self.L)]
-        down = self._strip_total(n - j) + self.gcum[np.clip(n - self.W - 1 - j, 0, self.L)]
-        return up, down
+    def _parts(self, j: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each input's structured total in three parts (``j <= n / 2``): its strip column, what lies
+        between the corners (the square column's tail, or the band above and below the diagonal),
+        and the mirrored strip column.  Each is at most 2^62 when the certificate holds."""
+        W, L = self.W, self.L
+        square = j <= W
+        k = np.where(square, j, 0)
+        band = self.gup[np.clip(j - W - 1, 0, L)] + self.gcum[np.clip(n - W - 1 - j, 0, L)]
+        between = np.where(square, self._lower_total(k, n - 2 * W - 1), band)
+        return self._strip_total(j), between, self._strip_total(n - j)
 
     def totals(self, j: np.ndarray, n: np.ndarray | int) -> np.ndarray:
-        """Every input's structured total at size ``n`` (``j`` in ``0..n``), exact int64."""
+        """Every input's structured total at size ``n`` (``j`` in ``0..n``), exact int64 (the certificate
+        bounds every total by 2^62, so the sum never wraps)."""
         j, n = np.asarray(j, dtype=np.int64), np.asarray(n, dtype=np.int64)
-        jj = np.where(2 * j > n, n - j, j)
-        square = jj <= self.W
-        k = np.where(square, jj, 0)
-        corner = self._strip_total(jj) + self._lower_total(k, n - 2 * self.W - 1) + self._strip_total(n - jj)
-        up, down = self._halves(jj, n)
-        return np.where(square, corner, up + down)
+        top, between, bottom = self._parts(np.where(2 * j > n, n - j, j), n)
+        return top + between + bottom
 
     def total_bounds(self) -> tuple[int, int]:
-        """``(M_lo, M_hi)``: the smallest and largest column total of any size of the range (module docstring)."""
+        """``(M_lo, M_hi)``: the smallest and largest column total of any size of the range (module
+        docstring), its parts added in Python integers: exact whenever each part is at most 2^62,
+        which the certificate checks with exact sums before it trusts these bounds."""
         W, L, (lo, hi) = self.W, self.L, self.sizes
         far = np.arange(W + 1, W + L + self.width + 3, dtype=np.int64)  # distances past which nothing changes
-        up = self._strip_total(far) + self.gup[np.clip(far - W - 1, 0, L)]
-        down = self._strip_total(far) + self.gcum[np.clip(far - W - 1, 0, L)]
+        strip = self._strip_total(far).astype(object)
+        up = strip + self.gup[np.clip(far - W - 1, 0, L)].astype(object)
+        down = strip + self.gcum[np.clip(far - W - 1, 0, L)].astype(object)
         ns = np.arange(lo, min(hi, lo + 2 * W + L + self.width + 2) + 1, dtype=np.int64)
-        corner = self.totals(np.arange(W + 1, dtype=np.int64)[None, :], ns[:, None])
-        return (min(int(up.min()) + int(down.min()), int(corner.min())),
-                max(int(up.max()) + int(down.max()), int(corner.max())))
+        parts = self._parts(np.arange(W + 1, dtype=np.int64)[None, :], ns[:, None])
+        corner = sum(part.astype(object) for part in parts)
+        return (min(min(up) + min(down), min(corner.ravel())), max(max(up) + max(down), max(corner.ravel())))
 
     # -- the integer weights, column by column ------------------------------------------------
     def structured_column(self, j: int) -> np.ndarray:
@@ -163,9 +169,7 @@ class StructuralCorners(StructuralMechanism):
         flip = 2 * columns > n
         jj = np.where(flip, n - columns, columns)
         res = self.denominator - self.totals(jj, n)
-        f, r = np.divmod(res, n + 1)
-        wide = r * (f + 1)
-        out = np.where(draws < wide, draws // (f + 1), r + (draws - wide) // np.maximum(f, 1))
+        out = floor_draws(draws, res, n)
         w = draws - res
         square = jj <= W
         top = self._strip_total(jj)
@@ -191,22 +195,31 @@ class StructuralCorners(StructuralMechanism):
     def structure_checks(self) -> list[tuple[str, np.ndarray]]:
         strip, lower, band, s = self.strip, self.lower, self.band, self.sigma
         beside = np.concatenate([lower, band[:-1, None]], axis=1)  # rows W + d: the tails, then g[d - 1]
-        cap = min(max(int(strip.max(initial=0)), int(lower.max(initial=0)), int(band.max(initial=0))) + s, 1 << 62)
+        top = max(int(strip.max(initial=0)), int(lower.max(initial=0)), int(band.max(initial=0))) + s
+        cap = min(top, 1 << 62)
         pairs = [_both_ways(strip, s, cap, self.alpha), _both_ways(beside, s, cap, self.alpha),
                  _both_ways(band[None, :], s, cap, self.alpha)]
         shape = (self.W >= 1 and strip.shape[1] == self.W + 1 + self.L and lower.shape == (self.L, self.W + 1)
                  and self.L >= 1)
+        sums = [*_exact_sums(strip, 0), *_exact_sums(lower, 0), exact_sum(band) + exact_sum(band[1:])]
         return [("the tables have the corner's shape and entries in 0..2^62 - sigma",
-                 np.array([shape, min(strip.min(), lower.min(), band.min()) >= 0, cap <= 1 << 62, s >= 0])),
+                 np.array([shape, min(strip.min(), lower.min(), band.min()) >= 0, top <= 1 << 62, s >= 0])),
+                ("every part of a column, and the largest total, at most 2^62 (exact sums: no int64 wraps)",
+                 np.array([max(sums) <= 1 << 62, self.bounds[1] <= self.denominator])),
                 ("the tables end in zeros", np.concatenate([strip[:, -1] == 0, lower[-1] == 0, band[-1:] == 0])),
                 ("the sizes leave a middle between twice both corners", np.array([self.sizes[0] >= 4 * (self.W + 1)])),
                 ("alpha-DP within sigma between neighbouring inputs", np.concatenate([p.ravel() for p in pairs])),
                 ("each floor covers sigma and its neighbour's floor", self._floors_hold())]
 
-    def _floors_hold(self) -> np.ndarray:
+    def floor_need(self) -> Fraction:
+        """The smallest floor reserve ``D - M_hi`` the certificate accepts for these tables and sizes:
+        ``(alpha (M_hi - M_lo) + (1 + sigma + alpha) N - 1) / (1 - alpha)`` at ``N = hi + 1``."""
         a, N = self.alpha, self.sizes[1] + 1
         low, high = self.bounds
-        return np.array([(1 - a) * (self.denominator - high) >= a * (high - low) + (1 + self.sigma + a) * N - 1])
+        return (a * (high - low) + (1 + self.sigma + a) * N - 1) / (1 - a)
+
+    def _floors_hold(self) -> np.ndarray:
+        return np.array([self.denominator - self.bounds[1] >= self.floor_need()])
 
     @property
     def uniform_share(self) -> float:
@@ -227,17 +240,17 @@ class StructuralCorners(StructuralMechanism):
 
 def row_search(cumulative: np.ndarray, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
     """For each (row, draw), the smallest ``i`` with ``draw < cumulative[row, i]`` (rows non-decreasing;
-    every draw below its row's last entry): a bisection over all rows at once."""
+    every draw below its row's last entry): the inverse CDF's bisection over the whole row."""
     lo = np.zeros(rows.shape, dtype=np.int64)
-    hi = np.full(rows.shape, cumulative.shape[1] - 1, dtype=np.int64)
-    while True:
-        open_ = lo < hi
-        if not open_.any():
-            return lo
-        mid = (lo + hi) // 2
-        right = open_ & (cumulative[rows, mid] <= draws)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(open_ & ~right, mid, hi)
+    bisect_rows(cumulative, rows, draws, lo, np.full(rows.shape, cumulative.shape[1] - 1, dtype=np.int64))
+    return lo
+
+
+def _exact_sums(table: np.ndarray, axis: int) -> list[int]:
+    """Exact sums along ``axis`` of a non-negative int64 table, as Python integers (no wrap past 2^63)."""
+    high = (table >> 31).sum(axis=axis, dtype=np.int64)
+    low = (table & (2**31 - 1)).sum(axis=axis, dtype=np.int64)
+    return [(int(h) << 31) + int(lo) for h, lo in zip(high.ravel(), low.ravel(), strict=True)]
 
 
 def _flip(rows: np.ndarray, n: np.ndarray, flip: np.ndarray) -> np.ndarray:

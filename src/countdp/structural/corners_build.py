@@ -29,7 +29,13 @@ import numpy as np
 
 from countdp.structural.chain import MAX_CHAIN, chain_length
 from countdp.structural.corners import StructuralCorners
-from countdp.structural.spread_build import DEFAULT_SPREAD_SETTINGS, SpreadSettings, close, size_range
+from countdp.structural.spread_build import (
+    DEFAULT_SPREAD_SETTINGS,
+    MAX_DENOMINATOR,
+    SpreadSettings,
+    close,
+    size_range,
+)
 
 FIXED_BITS = 128
 """Bits of the fixed-point powers of alpha."""
@@ -56,6 +62,8 @@ def geometric_tails(starts: np.ndarray, powers: list[int]) -> np.ndarray:
 def integer_tables(square: np.ndarray, alpha: Fraction, budget: int,
                    settings: SpreadSettings = DEFAULT_SPREAD_SETTINGS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(strip, lower, band)`` of the float ``square`` over ``budget`` (module docstring, steps 1 and 2)."""
+    if alpha.denominator > MAX_DENOMINATOR:
+        raise ValueError(f"alpha = {alpha}: its denominator is too large for a template design's structure")
     W = square.shape[0] - 1
     Q = np.floor(np.asarray(square, dtype=float) * float(budget)).astype(np.int64)
     Q, _ = close(Q, alpha, settings.max_sweeps)
@@ -88,7 +96,7 @@ def corner_mechanism(mechanism: str, square: np.ndarray, n: int, alpha: Fraction
         raise ValueError(f"{mechanism}'s square-corner structure serves groups of at least {smallest}, not {n}")
     a = Fraction(alpha)
     sizes = size_range(n, smallest)
-    D, N = 1 << K, sizes[1] + 1
+    D = 1 << K
     reserve, check = 1 << settings.first_reserve_bits, None
     for _ in range(settings.attempts):
         if 4 * reserve >= D:
@@ -98,9 +106,7 @@ def corner_mechanism(mechanism: str, square: np.ndarray, n: int, alpha: Fraction
         check = form.certify()
         if check.holds:
             return form
-        low, high = form.bounds
-        need = (a * (high - low) + (1 + SIGMA + a) * N - 1) / (1 - a)
-        over = max(0, high - (D - reserve))
+        need, over = form.floor_need(), max(0, form.bounds[1] - (D - reserve))
         reserve = max(2 * reserve, 2 * (int(-(-need.numerator // need.denominator)) + over))
     reason = check.reason if check is not None else "the reserve outgrew 2^K"
     raise ValueError(f"{mechanism} for groups of {n:,} at alpha = {float(a):.6g}: no square-corner form over "

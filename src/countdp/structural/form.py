@@ -198,10 +198,7 @@ class StructuralMechanism:
         return out
 
     def _floor_outputs(self, v: np.ndarray, n: np.ndarray) -> np.ndarray:
-        """The floor's draws ``v < R``: output ``i`` takes ``f + [i < r]`` of them, in order."""
-        f, r = np.divmod(self.reserve, n + 1)
-        wide = r * (f + 1)
-        return np.where(v < wide, v // (f + 1), r + (v - wide) // np.maximum(f, 1))
+        return floor_draws(v, self.reserve, n)
 
     def _settle_cells(self, category: np.ndarray, draws: np.ndarray, ns: np.ndarray,
                       fine) -> tuple[np.ndarray, np.ndarray]:
@@ -327,6 +324,14 @@ class StructuralMechanism:
         return []
 
 
+def floor_draws(v: np.ndarray, reserve, n) -> np.ndarray:
+    """The outputs of a floor's draws ``v < reserve`` over ``n + 1`` rows: output ``i`` takes
+    ``f + [i < r]`` of them, in order (``f, r = divmod(reserve, n + 1)``; per row or one for all)."""
+    f, r = np.divmod(reserve, n + 1)
+    wide = r * (f + 1)
+    return np.where(v < wide, v // (f + 1), r + (v - wide) // np.maximum(f, 1))
+
+
 def _shifted(fine, start: int, block: slice):
     """``fine`` for one block of rows: an array sliced, or a function called with the rows' positions."""
     if fine is None or not callable(fine):
@@ -334,4 +339,5 @@ def _shifted(fine, start: int, block: slice):
     return lambda rows: fine(rows + start)
 
 
-__all__ = ["BLOCK", "COARSE_BITS", "CONSTRUCTION", "REPRESENTATION", "WIDE_K", "StructuralCheck", "StructuralMechanism"]
+__all__ = ["BLOCK", "COARSE_BITS", "CONSTRUCTION", "REPRESENTATION", "WIDE_K", "StructuralCheck", "StructuralMechanism",
+           "floor_draws"]

@@ -38,7 +38,7 @@ import numpy as np
 
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
 from countdp.structural.chain import ratio_holds
-from countdp.structural.form import StructuralMechanism
+from countdp.structural.form import StructuralMechanism, floor_draws
 
 ARGUMENT = ("every pair of neighbouring inputs of every size reads two neighbouring columns of the canonical "
             "matrix under one shift (the middle repeats columns c and c+1, which are one column moved down a "
@@ -138,10 +138,7 @@ class StructuralSpread(StructuralMechanism):
         out = category - 1 + shift
         low = np.flatnonzero(category == 0)
         if low.size:
-            n = ns if np.ndim(ns) == 0 else ns[low]
-            f, r = np.divmod(self.column_reserve(k[low]), n + 1)
-            v, wide = draws[low], r * (f + 1)
-            out[low] = np.where(v < wide, v // (f + 1), r + (v - wide) // np.maximum(f, 1))
+            out[low] = floor_draws(draws[low], self.column_reserve(k[low]), ns if np.ndim(ns) == 0 else ns[low])
         return out
 
     # -- the certificate -----------------------------------------------------------------------

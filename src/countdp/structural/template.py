@@ -33,7 +33,7 @@ from countdp.evaluate.metrics import parse_objective
 from countdp.structural.corners import StructuralCorners
 from countdp.structural.corners_build import corner_mechanism
 from countdp.structural.spread import StructuralSpread
-from countdp.structural.spread_build import canonical_size, size_range, spread_mechanism
+from countdp.structural.spread_build import MAX_DENOMINATOR, canonical_size, size_range, spread_mechanism
 
 TEMPLATE_MECHANISMS = {"WM": ("WH", "RM", "CM", "S")}
 """Mechanisms with a spread structure, and their property sets (under L0)."""
@@ -49,6 +49,11 @@ OPTIMALITY_BEYOND = (f"proven at each size up to {MAX_CANONICAL} that is designe
 CORNER_OPTIMALITY = (f"proven at the source size n_s; the sizes beyond {MAX_CANONICAL} it serves have the same corner "
                      "squares, geometric tails and GM middle as the proven designs, and are not proven")
 """What the record says of a corner form's optimality at the sizes it serves."""
+
+SOURCE_MIN_BITS = 24
+"""The least separation a source design may leave between its corners, ``alpha^(n_s - 2W - 2) <= 2^-24``:
+the far corner's tails in its column sums then cost the floor a uniform share of about ``10^-6`` at
+most (``1.8e-7`` at alpha = 0.99).  Closer to 1 (above about 0.9905) WM has no structure."""
 
 SOURCE_TAIL_BITS = 40
 """The source size leaves ``alpha^(n_s - 2W) <= 2^-40`` between the corners (or is :data:`MAX_CANONICAL`):
@@ -124,12 +129,18 @@ def corner_source_size(alpha: Fraction) -> int:
 
 
 def structure_problem(alpha: Fraction, K: int = 62) -> str | None:
-    """Why WM has no structure at ``alpha`` (one line), or ``None``; cheap (no solve)."""
-    if canonical_size_for(alpha, K) <= MAX_CANONICAL:
+    """Why WM has no structure at ``alpha`` (one line), or ``None``; cheap (no solve): a denominator
+    too large for the integer closure, or corners too wide for any source size to keep
+    ``alpha^(n_s - 2W - 2) <= 2^-SOURCE_MIN_BITS`` between them."""
+    a = Fraction(alpha)
+    if a.denominator > MAX_DENOMINATOR:
+        return f"WM at alpha = {float(a):.6g} has no structure: the denominator of alpha passes {MAX_DENOMINATOR:,}"
+    if canonical_size_for(a, K) <= MAX_CANONICAL:
         return None
-    W = corner_width(alpha)
-    if 4 * (W + 1) > MAX_CANONICAL:
-        return (f"WM at alpha = {float(Fraction(alpha)):.6g} has no structure: its corners ({W} wide) do not fit "
+    W = corner_width(a)
+    apart = int(np.ceil(SOURCE_MIN_BITS * np.log(2) / np.log(1 / float(a))))
+    if 2 * W + 2 + apart > MAX_CANONICAL:
+        return (f"WM at alpha = {float(a):.6g} has no structure: its corners ({W} wide) and their tails do not fit "
                 f"twice in n = {MAX_CANONICAL}")
     return None
 
@@ -204,6 +215,7 @@ def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> Str
     return corner_mechanism(mechanism, design.matrix, n, a, K, MAX_CANONICAL + 1, design.source)
 
 
-__all__ = ["CORNER_OPTIMALITY", "MAX_CANONICAL", "OPTIMALITY_BEYOND", "SOURCE_TAIL_BITS", "TEMPLATE_MECHANISMS",
+__all__ = ["CORNER_OPTIMALITY", "MAX_CANONICAL", "OPTIMALITY_BEYOND", "SOURCE_MIN_BITS", "SOURCE_TAIL_BITS",
+           "TEMPLATE_MECHANISMS",
            "CanonicalDesign", "canonical_design", "canonical_size_for", "corner_design", "corner_source_size",
            "corner_width", "spread_sizes", "stored_spread", "structure_problem", "template_form"]
