@@ -17,8 +17,9 @@ Near alpha = 1 the corners and tails are long, and ``m`` exceeds the matrix path
 the design is held as its corner square instead (:mod:`countdp.structural.corners`): the square of
 the square-corner template's proven design at a source size ``n_s`` (:func:`corner_source_size`, at
 most :data:`MAX_CANONICAL`), whose tails are geometric and whose middle is GM, serving every size
-beyond :data:`MAX_CANONICAL` (the matrix path designs and proves each size up to it).  Corners too
-wide for the source size (alpha above about 0.997) have no structure, and say so.
+beyond :data:`MAX_CANONICAL` (the matrix path designs and proves each size up to it).  Corners
+and tails too long for any source size (:data:`SOURCE_MIN_BITS`: alpha above about 0.9905) have no
+structure, and say so.
 """
 
 from __future__ import annotations
