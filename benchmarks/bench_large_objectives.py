@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, help="another checkout's src folder, run in the same sitting")
     parser.add_argument("--baseline-timeout", type=float, default=400.0)
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per row of the new code (default: none)")
     parser.add_argument("--l0-sets", default="WM",
                         help="comma-separated property sets of the alpha = 0.99 L0 rows, or 'all' (L0_SETS)")
     parser.add_argument("--objective-sets", default="WM",
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, n, alpha, props, objective, with_base in rows(args):
         code = DESIGN.format(n=n, alpha=alpha, props=props, objective=objective)
         load = os.getloadavg()[0]
-        new = measured(code, NEW_SRC)
+        new = measured(code, NEW_SRC, args.timeout)
         base = measured(code, args.baseline, args.baseline_timeout) if args.baseline and with_base else None
         print(f"{label:<34} {load:>4.1f} | {cell(new):<75} | {cell(base)} | {ratio(new, base)}", flush=True)
     return 0
