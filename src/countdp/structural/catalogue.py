@@ -19,6 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from countdp.privacy.alpha import exact_alpha
 from countdp.privacy.exact import MIN_RELEASE_K, RELEASE_K, IntegerMechanism
 from countdp.privacy.rounding import check_release_alpha
 from countdp.structural.fair import fair_form
@@ -92,8 +93,8 @@ def structure_problem(mechanism: str, alpha: object) -> str | None:
     (:func:`countdp.structural.template.structure_problem`)."""
     if mechanism not in FORMS:
         return f"{mechanism} has no structural form; structural forms: {', '.join(FORMS)}"
-    if mechanism in SPREADS:
-        return template_structure_problem(Fraction(alpha))
+    if mechanism in SPREADS:  # a config's 0.9 is the workflow's 9/10 (countdp.privacy.alpha.exact_alphas_in)
+        return template_structure_problem(alpha if isinstance(alpha, Fraction) else exact_alpha(str(alpha)))
     return None
 
 
