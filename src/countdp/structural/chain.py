@@ -105,5 +105,14 @@ def exact_sum(values: np.ndarray) -> int:
         return int(values.sum()) if values.size else 0
     values = values.astype(np.int64)
     return (int((values >> 31).sum()) << 31) + int((values & (2**31 - 1)).sum())
-__all__ = ["MAX_CHAIN", "chain_length", "exact_sum", "floor_chain", "integer_table", "neighbours_hold",
+def exact_sums(table: np.ndarray, axis: int) -> list[int]:
+    """Exact sums along ``axis`` of a non-negative int64 table, as Python integers: each entry split
+    into its high and low 31 bits, so no int64 sum wraps past 2^63 (a stored table is re-certified,
+    and an altered one must not wrap around)."""
+    high = (table >> 31).sum(axis=axis, dtype=np.int64)
+    low = (table & (2**31 - 1)).sum(axis=axis, dtype=np.int64)
+    return [(int(h) << 31) + int(lo) for h, lo in zip(high.ravel(), low.ravel(), strict=True)]
+
+
+__all__ = ["MAX_CHAIN", "chain_length", "exact_sum", "exact_sums", "floor_chain", "integer_table", "neighbours_hold",
            "ratio_holds"]

@@ -44,20 +44,10 @@ import numpy as np
 from countdp.privacy.expected_error import ReleaseErrors
 from countdp.structural.corners import StructuralCorners
 from countdp.structural.power_sums import floor_band, floor_squares, floor_squares_total
-from countdp.structural.spread_errors import LOSS_KINDS
+from countdp.structural.spread_errors import checked_kind
 
 MEASURES = (("L0", 0), ("L0d", 1), ("L2", 0))
 """The losses of :class:`~countdp.privacy.expected_error.ReleaseErrors`, in its order: L0, L0,1, MSE."""
-
-
-def _checked_kind(kind: str, d: int) -> int:
-    """The band's half-width for ``kind`` (0 for L0 and L2), after checking both."""
-    if kind not in LOSS_KINDS:
-        raise ValueError(f"loss kind must be one of {LOSS_KINDS}, got {kind!r}")
-    d = int(d) if kind == "L0d" else 0
-    if d < 0:
-        raise ValueError(f"the band's half-width d must be >= 0, got {d}")
-    return d
 
 
 # -- the structured part, per distance jj = min(j, n - j) from the nearer end ------------------------
@@ -159,7 +149,7 @@ def corner_loss_numerators(form: StructuralCorners, kind: str, d: int = 0) -> np
     (L0: ``d = 0``) or ``sum_i (i - j)**2 W[i, j]`` (L2), ``W`` the size-``n`` weights (module docstring).
     O(n) vectorised work plus O(W (width + L)) for the tables.
     """
-    d = _checked_kind(kind, d)
+    d = checked_kind(kind, d)  # unused by L2
     return _numerators(form, kind, d).astype(object)
 
 
@@ -168,7 +158,7 @@ def corner_losses(form: StructuralCorners, kind: str, d: int = 0) -> np.ndarray:
     :func:`corner_loss_numerators` over ``D``, each rounded once.  Below ``2^63`` (L0, L0d) the int64
     numerator's conversion to float is that rounding (``D`` is a power of two); the squared error's Python
     integers are divided as Python's ``int / int``, which is correctly rounded."""
-    d = _checked_kind(kind, d)
+    d = checked_kind(kind, d)  # unused by L2
     numerators = _numerators(form, kind, d)
     if kind == "L2":
         return (numerators / form.denominator).astype(float)

@@ -42,7 +42,7 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.privacy.inverse_cdf import bisect_rows
-from countdp.structural.chain import exact_sum, ratio_holds
+from countdp.structural.chain import exact_sum, exact_sums, ratio_holds
 from countdp.structural.form import StructuralMechanism, floor_draws
 
 ARGUMENT = ("neighbouring inputs of every size compare neighbours in a row of the corner strip, of the column "
@@ -201,7 +201,7 @@ class StructuralCorners(StructuralMechanism):
                  _both_ways(band[None, :], s, cap, self.alpha)]
         shape = (self.W >= 1 and strip.shape[1] == self.W + 1 + self.L and lower.shape == (self.L, self.W + 1)
                  and self.L >= 1)
-        sums = [*_exact_sums(strip, 0), *_exact_sums(lower, 0), exact_sum(band) + exact_sum(band[1:])]
+        sums = [*exact_sums(strip, 0), *exact_sums(lower, 0), exact_sum(band) + exact_sum(band[1:])]
         return [("the tables have the corner's shape and entries in 0..2^62 - sigma",
                  np.array([shape, min(strip.min(), lower.min(), band.min()) >= 0, top <= 1 << 62, s >= 0])),
                 ("every part of a column, and the largest total, at most 2^62 (exact sums: no int64 wraps)",
@@ -244,13 +244,6 @@ def row_search(cumulative: np.ndarray, rows: np.ndarray, draws: np.ndarray) -> n
     lo = np.zeros(rows.shape, dtype=np.int64)
     bisect_rows(cumulative, rows, draws, lo, np.full(rows.shape, cumulative.shape[1] - 1, dtype=np.int64))
     return lo
-
-
-def _exact_sums(table: np.ndarray, axis: int) -> list[int]:
-    """Exact sums along ``axis`` of a non-negative int64 table, as Python integers (no wrap past 2^63)."""
-    high = (table >> 31).sum(axis=axis, dtype=np.int64)
-    low = (table & (2**31 - 1)).sum(axis=axis, dtype=np.int64)
-    return [(int(h) << 31) + int(lo) for h, lo in zip(high.ravel(), low.ravel(), strict=True)]
 
 
 def _flip(rows: np.ndarray, n: np.ndarray, flip: np.ndarray) -> np.ndarray:

@@ -37,7 +37,7 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
-from countdp.structural.chain import ratio_holds
+from countdp.structural.chain import exact_sums, ratio_holds
 from countdp.structural.form import StructuralMechanism, floor_draws
 
 ARGUMENT = ("every pair of neighbouring inputs of every size reads two neighbouring columns of the canonical "
@@ -169,9 +169,7 @@ class StructuralSpread(StructuralMechanism):
     def column_totals(self) -> list[int]:
         """Each canonical column's structured total plus its reserve's excess, exactly (Python integers:
         a stored table is re-certified, and an altered one must not wrap around 2^63)."""
-        high = (self.S >> 31).sum(axis=0, dtype=np.int64)  # each at most (m + 1) 2^31
-        low = (self.S & (2**31 - 1)).sum(axis=0, dtype=np.int64)
-        return [(int(h) << 31) + int(lo) + int(d) for h, lo, d in zip(high, low, self.delta, strict=True)]
+        return [total + int(d) for total, d in zip(exact_sums(self.S, 0), self.delta, strict=True)]
 
     @property
     def uniform_share(self) -> float:

@@ -101,6 +101,16 @@ def _middle(form: StructuralSpread, measure: str, span: tuple[int, int], B: list
     return total, [(a, _numerator(form, "MSE", a, B)), (b, _numerator(form, "MSE", b, B))]
 
 
+def checked_kind(kind: str, d: int) -> int:
+    """The band's half-width for a loss ``kind`` of :data:`LOSS_KINDS` (0 for L0), after checking both."""
+    if kind not in LOSS_KINDS:
+        raise ValueError(f"loss kind must be one of {LOSS_KINDS}, got {kind!r}")
+    d = 0 if kind == "L0" else int(d)
+    if d < 0:
+        raise ValueError(f"the band's half-width d must be >= 0, got {d}")
+    return d
+
+
 def spread_loss_numerators(form: StructuralSpread, kind: str, d: int = 0) -> np.ndarray:
     """Every input's exact expected loss times ``D`` (an object array of Python integers, ``j = 0..n``).
 
@@ -108,11 +118,7 @@ def spread_loss_numerators(form: StructuralSpread, kind: str, d: int = 0) -> np.
     ``sum_i (i - j)**2 W[i, j]`` (L2), with ``W`` the size-``n`` weights (module docstring).
     Python integers because the squared error passes ``2**63`` (``D`` times ``n**2``).
     """
-    if kind not in LOSS_KINDS:
-        raise ValueError(f"loss kind must be one of {LOSS_KINDS}, got {kind!r}")
-    d = 0 if kind == "L0" else int(d)
-    if d < 0:
-        raise ValueError(f"the band's half-width d must be >= 0, got {d}")
+    d = checked_kind(kind, d)
     n, m = form.n, form.m
     j = np.arange(n + 1, dtype=np.int64)
     k, shift = form.placement(j, n)
@@ -134,4 +140,4 @@ def spread_losses(form: StructuralSpread, kind: str, d: int = 0) -> np.ndarray:
     return (spread_loss_numerators(form, kind, d) / form.denominator).astype(float)
 
 
-__all__ = ["LOSS_KINDS", "spread_errors", "spread_loss_numerators", "spread_losses"]
+__all__ = ["LOSS_KINDS", "checked_kind", "spread_errors", "spread_loss_numerators", "spread_losses"]
