@@ -64,3 +64,36 @@ def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():
     N = problem.N
     v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
     assert not check_optimality(full, P.ravel(), y[: full.b_ub.size], v)["certified"]
+
+
+def test_a_support_missing_a_row_is_completed_from_the_rows_tight_at_the_vertex():
+    """The same support one CH row short, given the rows tight at the vertex as candidates: the
+    completion LP adds rows until every path's condition is met, and the chain solve then gives
+    back the simplex's vertex and a dual that the independent check certifies on it."""
+    problem, P, u, v = simplex_optimum(40, 0.7, ("CH",), "L1")
+    full, N = problem.lp(), problem.N
+    support = np.flatnonzero(u > 1e-12 * u.max())
+    ch_rows = problem.blocks["CH"][1]
+    dropped = support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]
+    slack = full.A_ub @ P.ravel() - full.b_ub
+    tight = np.flatnonzero(slack <= 1e-9 * (abs(full.A_ub) @ P.ravel()))  # P is the rounded vertex
+    assert dropped in tight
+    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, 2, tight, 1e-8)
+    assert x is not None and np.abs(x.reshape(N, N) - P).max() <= 1e-12
+    dual = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
+    assert check_optimality(full, P.ravel(), y[: full.b_ub.size], dual)["certified"]
+    assert np.all(y[np.setdiff1d(np.arange(full.b_ub.size), tight)] == 0)  # complementary slackness
+
+
+def test_a_support_short_of_a_row_that_no_candidate_supplies_stays_short():
+    """Candidates that do not touch the paths left short (here, only DP rows of the first output
+    row) add nothing: no vertex, and the check still rejects the dual."""
+    problem, P, u, _ = simplex_optimum(40, 0.7, ("CH",), "L1")
+    full, N = problem.lp(), problem.N
+    support = np.flatnonzero(u > 1e-12 * u.max())
+    ch_rows = problem.blocks["CH"][1]
+    dropped = support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]
+    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, 2, np.arange(N - 1), 1e-8)
+    assert x is None
+    v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
+    assert not check_optimality(full, P.ravel(), y[: full.b_ub.size], v)["certified"]

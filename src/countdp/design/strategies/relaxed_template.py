@@ -1,7 +1,7 @@
 """The relaxed large-n template strategy: a design at large ``n`` from an optimal vertex of the LP
-with CM relaxed to CH (S and WH dropped) at template size, its dual and vertex solved on the full
-relaxed LP by chain elimination, and the certificate checked on the full requested LP
-(:mod:`countdp.design.template.relaxed_proof`).
+with CM relaxed to CH (S and WH dropped; CM kept where the relaxation is strictly better) at
+template size, its dual and vertex solved on the full LP by chain elimination, and the certificate
+checked on the full requested LP (:mod:`countdp.design.template.relaxed_proof`).
 
 It applies where the large-n template does (:func:`countdp.design.policy.large_n_applies`: a
 uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.SolverSettings.template_min_n`),

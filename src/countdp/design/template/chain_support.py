@@ -113,8 +113,7 @@ def build(A_T: sp.csr_matrix, b_T: np.ndarray, A_sums: sp.csr_matrix, live: np.n
     B = sp.hstack([A_T[coupling].T, A_sums.T], format="csr")[idx]
     ncomp = int(comp.max()) + 1
     W = sp.csr_matrix((weight, (comp, np.arange(idx.size))), shape=(ncomp, idx.size))
-    entries = B.tocoo()  # R = W B, summed entry by entry (a sparse product is much slower here)
-    R = sp.csr_matrix((weight[entries.row] * entries.data, (comp[entries.row], entries.col)), shape=(ncomp, B.shape[1]))
+    R = _path_sums(comp, weight, ncomp, B)
     flat = np.full(N * N, -1)
     flat[idx] = comp
     owner = flat.reshape(N, N)[:, :-1]  # the component of each edge (its left entry's)
@@ -126,6 +125,28 @@ def build(A_T: sp.csr_matrix, b_T: np.ndarray, A_sums: sp.csr_matrix, live: np.n
     dense = R.toarray()
     lu = la.lu_factor(dense if square else dense.T @ dense, check_finite=False)
     return ChainSystem(N, live, chain, edge, a, b, edge_row, coupling, B, W, comp, weight, use_left, lu, square, R)
+
+
+def _path_sums(comp: np.ndarray, weight: np.ndarray, ncomp: int, B: sp.spmatrix) -> sp.csr_matrix:
+    """``W B``: each column of ``B`` (live entries x unknowns) summed along every path with the
+    path's null vector, entry by entry (a sparse product is much slower here)."""
+    entries = B.tocoo()
+    return sp.csr_matrix((weight[entries.row] * entries.data, (comp[entries.row], entries.col)),
+                         shape=(ncomp, B.shape[1]))
+
+
+def path_conditions(system: ChainSystem, rows: sp.csr_matrix) -> sp.csr_matrix:
+    """The columns of ``R`` that the constraint rows ``rows`` (over all ``N*N`` entries) would add
+    as coupling unknowns: each row's coefficients on the live entries summed along every path."""
+    return _path_sums(system.comp, system.weight, system.R.shape[0], rows[:, system.live].T)
+
+
+def path_residual(system: ChainSystem, c: np.ndarray) -> np.ndarray:
+    """``R s - W c`` per path for the coupling unknowns ``s`` that :func:`solve_dual` takes (exact
+    for a square ``R``; the least-squares residual with more paths than coupling unknowns, zero
+    when the support is consistent)."""
+    rhs = system.W @ c[system.live]
+    return system.R @ _coupling_solve(system, rhs, 0) - rhs
 
 
 def _coupling_solve(system: ChainSystem, rhs: np.ndarray, trans: int) -> np.ndarray:

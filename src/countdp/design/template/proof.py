@@ -83,8 +83,8 @@ def prove_copied_dual(problem: DesignProblem, raw: np.ndarray, template_dual: np
 def certify_expansion(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, dual_props: tuple[str, ...],
                       info: dict, closure_first: bool = False) -> dict:
     """The certificate of ``certify(raw)`` on ``problem``'s LP with the multipliers ``y`` of the
-    inequality rows and column sums of the LP with ``dual_props`` (CH's spread over CM's rows; the
-    rows of properties ``dual_props`` lacks, such as S or WH, given 0).
+    inequality rows and column sums of the LP with ``dual_props`` (CH's spread over CM's rows where
+    ``dual_props`` has CH for CM; the rows of properties ``dual_props`` lacks, such as S or WH, given 0).
 
     The result of :func:`countdp.design.optimality.check_optimality` (``"certified"`` only when
     the weak-duality gap closes) with ``repair_lambda``, ``info``, the ``"matrix"`` proven (``raw``
@@ -96,7 +96,8 @@ def certify_expansion(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, du
     if dual_props != problem.properties:  # a dual of the LP with CH for CM, or without S or WH
         relaxed = DesignProblem(problem.n, problem.alpha, dual_props, problem.objective, problem.weights,
                                 problem.aggregate)
-        u, v = spread_dual(relaxed, problem, u, v) if "CM" in problem.properties else problem.dual_from(relaxed, u, v)
+        spread = "CM" in problem.properties and "CM" not in dual_props
+        u, v = spread_dual(relaxed, problem, u, v) if spread else problem.dual_from(relaxed, u, v)
     # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier, with the check's
     # own rounding allowance per entry (large for L2, whose reduced costs are sums of large terms)
     v = lower_for_check(full, u, v)

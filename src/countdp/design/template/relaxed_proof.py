@@ -4,10 +4,12 @@ and L2 with CM or CH (L0 too, though its own copied dual is used for it by defau
 **Relaxed.**  The target's CM is replaced by CH (:mod:`countdp.design.reductions.relax_cm`: each
 CH row is a sum of CM rows) and S and WH are dropped (:func:`relaxed_problem`); every row of the
 relaxed LP is a row, or a sum of rows, of the target's, so its optimum is at most the target's.
-On these designs the two optima coincide (the optimal design is monotone and symmetric anyway),
-and the relaxation's optimal vertex is far less degenerate: with CM, whole strips of the corners
-are tight and a dual of the target has many more tight rows than its complementary-slackness
-system has equations.
+On most of these designs the two optima coincide (the optimal design is monotone and symmetric
+anyway), and the relaxation's optimal vertex is far less degenerate: with CM, whole strips of the
+corners are tight and a dual of the target has many more tight rows than its
+complementary-slackness system has equations.  Where the relaxation is strictly better (L2 on
+RH+CM from alpha about 0.87: by 2.9e-7 of the optimum at 0.9), which the template shows
+(:func:`template_stage`), CM is kept instead (:func:`kept_problem`).
 
 **Template.**  The relaxed LP is solved at template size ``n0 = 3 W + 4`` to an optimal *vertex*
 (a simplex basis; an interior point's dual carries every degenerate tight row, too many for a
@@ -21,13 +23,17 @@ complementary slackness on the full relaxed LP by eliminating each output row's 
 Where the support singles out no vertex (more paths than coupling unknowns: L0d's degenerate
 far rows), the restricted primal's point ``E z``
 (:func:`countdp.design.template.restricted.solve_template`) is proven with that dual instead.
+Where the support leaves path conditions unmet (a degenerate template vertex gave no multiplier
+to a row the full size needs, as the CM rows between two equal output rows of L2's corner), it is
+completed from the rows tight at the template's vertex
+(:mod:`countdp.design.template.support_completion`).
 
 **CM.**  Where the gap closes but the point breaks CM (the relaxation's optimal face is larger
 than the LP's; RH+CM under L0,d is one such), the restricted primal is solved again with the
 target's rows (CM kept, S and WH still dropped), and that point is proven with the same dual.
 
 **Proof.**  The vertex (after the float DP certificate) is checked with that dual, CH's
-multipliers spread over the CM rows and S's and WH's set to 0, on the *target's* full LP by the
+multipliers spread over the CM rows (where CM was relaxed) and S's and WH's set to 0, on the *target's* full LP by the
 independent weak-duality routine (:func:`countdp.design.template.proof.certify_expansion`): a dual
 of the relaxation spread this way is a dual of the target with the same objective, and the check
 also checks every row of the target (CM, S, WH) on the vertex.  Nothing above is trusted.
@@ -36,6 +42,7 @@ also checks every row of the target (CM, S, WH) on the vertex.  Nothing above is
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,10 +55,11 @@ from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.highs import run_highs
 from countdp.design.solvers.solved import Solved, polish_run
 from countdp.design.strategy import SolveContext
-from countdp.design.template.chain_support import build, solve_dual, solve_vertex
+from countdp.design.template.chain_support import solve_dual, solve_vertex
 from countdp.design.template.geometry import cancel, feature_map
 from countdp.design.template.proof import certify_expansion
 from countdp.design.template.restricted import TemplateMaps, solve_template, template_maps
+from countdp.design.template.support_completion import completed
 
 FREE_PROPERTIES = ("S", "WH")
 """Properties dropped from the relaxed LP: they hold at its optimum on these designs, and the
@@ -65,30 +73,50 @@ def relaxed_problem(target: DesignProblem) -> DesignProblem:
     return DesignProblem(target.n, target.alpha, props, target.objective, target.weights, target.aggregate)
 
 
+def kept_problem(target: DesignProblem) -> DesignProblem:
+    """``target`` with S and WH dropped and CM kept: the template's LP where the relaxation is
+    strictly better than the target (:func:`template_stage`)."""
+    return DesignProblem(target.n, target.alpha, tuple(p for p in target.properties if p not in FREE_PROPERTIES),
+                         target.objective, target.weights, target.aggregate)
+
+
+class TemplateSupport(NamedTuple):
+    """What the full-size dual copies from the template's optimal vertex (:func:`template_support`)."""
+
+    support: np.ndarray
+    """Rows of the full LP whose template row carries a multiplier, or that are tight at every ``E z``."""
+    used: np.ndarray
+    """Output rows of size ``n`` that are not all zero."""
+    candidates: np.ndarray
+    """Rows of the full LP whose template row is tight at the template's vertex (for the completion)."""
+    point: np.ndarray
+    """The template's vertex, ``(n0 + 1, n0 + 1)``."""
+
+
 def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, context: SolveContext) -> dict:
-    """The relaxed LP's vertex at template size ``n0 = 3 W + 4``, its support copied to size ``n``,
-    the support dual and vertex on the full relaxed LP (the restricted primal's point where the
-    support singles out no vertex), and the certificate on ``target``'s full LP (module docstring).
+    """The relaxed LP's vertex at template size ``n0 = 3 W + 4`` (the LP with CM kept where that
+    vertex breaks CM), its support copied to size ``n`` and completed, the support dual and vertex
+    on the full LP (the restricted primal's point where the support singles out no vertex), and the
+    certificate on ``target``'s full LP (module docstring).
 
     Returns the certificate of :func:`countdp.design.template.proof.certify_expansion` with the
     ``"matrix"`` proven and the stage ``"seconds"``, or ``{"certified": False, "reason": ...}``."""
     settings = context.settings
-    relaxed = relaxed_problem(target)
-    n, alpha, props = target.n, target.alpha, relaxed.properties
-    N, n0 = n + 1, 3 * W + 4
+    n, alpha, N = target.n, target.alpha, target.N
     seconds, began = {}, time.perf_counter()
-    full = relaxed.lp()
-    maps = template_maps(n, n0, W, alpha, props)
-    info = {"template_n": n0, "width": W, "relaxed": "+".join(props)}
+    info = {"template_n": 3 * W + 4, "width": W}
     try:
-        support, used = template_support(full, maps, relaxed, W, context)
+        problem, full, maps, found = template_stage(target, W, context)
+        props = problem.properties
+        info["relaxed"] = "+".join(props)
         seconds["template dual"] = time.perf_counter() - began
-        y, vertex = chain_dual(full, support, used, settings.chain_refinements)
+        y, vertex = chain_dual(full, found.support, found.used, settings.chain_refinements, found.candidates,
+                               settings.completion_tol)
     except ValueError as exc:
         return not_proven(f"W={W}: {exc}")
     seconds["full dual"] = time.perf_counter() - began - sum(seconds.values())
     if vertex is None:  # the support does not single out a vertex: the restricted primal's point is proven
-        z, _, why = solve_template(full, maps, n, alpha, props, W, min(n, 2 * n0), time_limit, False,
+        z, _, why = solve_template(full, maps, n, alpha, props, W, min(n, 2 * (3 * W + 4)), time_limit, False,
                                    settings=settings)
         if z is None:
             return not_proven(why)
@@ -97,41 +125,105 @@ def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, con
     closure = target.objective.name in settings.closure_objectives
     result = certify_expansion(target, vertex.reshape(N, N), y, props, info, closure_first=closure)
     seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
-    if "CM" in target.properties and only_cm_broken(result):  # the relaxation's face is larger: a CM point on it
-        kept = DesignProblem(n, alpha, tuple(p for p in target.properties if p not in FREE_PROPERTIES),
-                             target.objective, target.weights, target.aggregate)
-        kept_maps = template_maps(n, n0, W, alpha, kept.properties)
-        z, _, why = solve_template(kept.lp(), kept_maps, n, alpha, kept.properties, W, min(n, 2 * n0), time_limit,
-                                   False, settings=settings)
-        if z is not None:
-            info["primal"] = "the restricted primal's point with CM (the relaxation's point broke CM)"
-            result = certify_expansion(target, (kept_maps.E @ z).reshape(N, N), y, props, info, closure_first=closure)
+    if "CM" in target.properties and "CM" not in props and only_cm_broken(result):
+        result = point_with_cm(target, W, y, props, info, time_limit, closure, settings) or result
         seconds["point with CM"] = time.perf_counter() - began - sum(seconds.values())
     result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return result
 
 
-def template_support(full, maps: TemplateMaps, relaxed: DesignProblem, W: int,
-                     context: SolveContext) -> tuple[np.ndarray, np.ndarray]:
-    """``(support, used)`` from an optimal vertex of the relaxed LP at template size ``n0`` (by
-    :attr:`~SolverSettings.support_dual_methods`): the rows of the full relaxed LP ``full`` whose
-    template row has a multiplier above :attr:`~SolverSettings.support_tol` of the largest, plus
-    the rows tight at every ``E z`` (their template copy cancels to an empty row); and which output
-    rows of size ``n`` are used (not all zero), each as its template row (that of its diagonal entry)."""
+def point_with_cm(target: DesignProblem, W: int, y: np.ndarray, props: tuple[str, ...], info: dict,
+                  time_limit: float, closure: bool, settings: SolverSettings) -> dict | None:
+    """Where the relaxation's point breaks CM with the gap closed (its optimal face is larger than
+    the target's): the restricted primal's point of :func:`kept_problem`, certified with the same
+    dual ``y``; ``None`` when that primal is not solved."""
+    n, N = target.n, target.N
+    kept = kept_problem(target)
+    kept_maps = template_maps(n, 3 * W + 4, W, target.alpha, kept.properties)
+    z, _, _ = solve_template(kept.lp(), kept_maps, n, target.alpha, kept.properties, W, min(n, 2 * (3 * W + 4)),
+                             time_limit, False, settings=settings)
+    if z is None:
+        return None
+    info["primal"] = "the restricted primal's point with CM (the relaxation's point broke CM)"
+    return certify_expansion(target, (kept_maps.E @ z).reshape(N, N), y, props, info, closure_first=closure)
+
+
+class TemplateVertex(NamedTuple):
+    """An optimal vertex of an LP at template size (:func:`template_solution`)."""
+
+    dual: np.ndarray
+    """Its multipliers of the template's inequality rows and column sums."""
+    point: np.ndarray
+    """Its matrix, ``(n0 + 1, n0 + 1)``."""
+    value: float
+    """Its objective."""
+
+
+def template_stage(target: DesignProblem, W: int, context: SolveContext) -> tuple:
+    """``(problem, full, maps, found)``: the LP the template is solved on, its full LP at size
+    ``n``, the copy maps and the copied support (:func:`template_support`).
+
+    The LP is :func:`relaxed_problem`'s unless the relaxation is strictly better at template size:
+    where the relaxed vertex breaks CM by more than :attr:`~SolverSettings.cm_break_tol` of its
+    largest entry, the template with CM kept (:func:`kept_problem`) is solved too, and if its
+    optimum is above the relaxed one by more than :attr:`~SolverSettings.relaxation_gap_tol`
+    (relative), no dual of the relaxation proves the target and the LP with CM kept is used.  A
+    vertex that breaks CM at the same optimum (a larger optimal face, as RH+CM's under L0,d) keeps
+    the relaxation, whose point is then replaced by one with CM (:func:`point_with_cm`)."""
+    settings, n0 = context.settings, 3 * W + 4
+    problem = relaxed_problem(target)
+    vertex = template_solution(problem, W, context)
+    if "CM" in target.properties and cm_break(vertex.point, kept_problem(target), n0) > settings.cm_break_tol:
+        kept = template_solution(kept_problem(target), W, context)
+        if kept.value - vertex.value > settings.relaxation_gap_tol * max(1.0, abs(kept.value)):
+            problem, vertex = kept_problem(target), kept
+    full = problem.lp()
+    maps = template_maps(target.n, n0, W, target.alpha, problem.properties)
+    return problem, full, maps, template_support(full, maps, problem, W, vertex, settings)
+
+
+def cm_break(point: np.ndarray, kept: DesignProblem, n0: int) -> float:
+    """The largest violation of :func:`kept_problem`'s rows at template size by the template's
+    vertex ``point`` (of the relaxed LP, which has every other row), over its largest entry."""
+    small = DesignProblem(n0, kept.alpha, kept.properties, kept.objective, None, "sum").lp()
+    return float(np.max(small.b_ub - small.A_ub @ point.ravel(), initial=0.0) / point.max())
+
+
+def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> TemplateVertex:
+    """An optimal vertex of ``problem``'s LP at template size ``n0 = 3 W + 4`` (by
+    :attr:`~SolverSettings.support_dual_methods`).  Raises ``ValueError`` when no method finds one."""
     settings = context.settings
     n0, N0 = 3 * W + 4, 3 * W + 5
-    small = DesignProblem(n0, relaxed.alpha, relaxed.properties, relaxed.objective, None, "sum")
+    small = DesignProblem(n0, problem.alpha, problem.properties, problem.objective, None, "sum")
     lp = context.reduced_lp(small, fold=True, drop_implied=True)
     run = template_vertex(lp, settings)
     if run is None:
         raise ValueError(f"no vertex dual of the template-size LP by {', '.join(settings.support_dual_methods)}")
     u0, v0 = full_dual(lp, run.row_dual, run.col_dual)
-    y = (maps.F @ np.concatenate([u0, v0[:N0]]))[: full.b_ub.size]
+    point = (lp.expand @ run.y)[: N0 * N0]
+    return TemplateVertex(np.concatenate([u0, v0[:N0]]), point.reshape(N0, N0), float(small.lp().c @ point))
+
+
+def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, vertex: TemplateVertex,
+                     settings: SolverSettings) -> TemplateSupport:
+    """The support copied from the template's vertex (:func:`template_solution`):
+    the rows of the full LP ``full`` whose template row has a multiplier above
+    :attr:`~SolverSettings.support_tol` of the largest, plus the rows tight at every ``E z`` (their
+    template copy cancels to an empty row); which output rows of size ``n`` are used (not all
+    zero), each as its template row (that of its diagonal entry); and the rows whose template row
+    is tight at the vertex, within :attr:`~SolverSettings.support_tol` of its magnitude."""
+    dual, point, _ = vertex
+    N0 = point.shape[0]
+    y = (maps.F @ dual)[: full.b_ub.size]
     tight = np.diff(cancel(full.A_ub, maps.col, maps.weight, N0 * N0).indptr) == 0
-    P0 = (lp.expand @ run.y)[: N0 * N0].reshape(N0, N0)
-    diagonal = np.arange(relaxed.N)
-    row0, _, _ = feature_map(diagonal, diagonal, relaxed.n, n0, W)
-    return np.flatnonzero((y > settings.support_tol * y.max()) | tight), P0.max(axis=1)[row0] > 0
+    diagonal = np.arange(problem.N)
+    row0, _, _ = feature_map(diagonal, diagonal, problem.n, N0 - 1, W)
+    small = DesignProblem(N0 - 1, problem.alpha, problem.properties, problem.objective, None, "sum").lp()
+    slack = small.A_ub @ point.ravel() - small.b_ub
+    at_vertex = slack <= settings.support_tol * (abs(small.A_ub) @ point.ravel())
+    copied = maps.F[: full.b_ub.size].indices  # each row's template row (one entry per row)
+    return TemplateSupport(np.flatnonzero((y > settings.support_tol * y.max()) | tight), point.max(axis=1)[row0] > 0,
+                           np.flatnonzero(at_vertex[copied]), point)
 
 
 def template_vertex(lp, settings: SolverSettings) -> Solved | None:
@@ -152,19 +244,23 @@ def template_vertex(lp, settings: SolverSettings) -> Solved | None:
     return None
 
 
-def chain_dual(full, support: np.ndarray, used: np.ndarray, refinements: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(y, vertex)``: multipliers of ``full``'s inequality rows (nonzero on ``support`` only) and
-    column sums leaving no reduced cost on the entries of the ``used`` output rows, and the vertex
-    (flat) on which the support rows are tight (:mod:`countdp.design.template.chain_support`), or
-    ``None`` when the support has fewer rows than conditions (the dual is then the least-squares
-    solution of a system consistent at an optimal support, and no vertex is singled out).
+def chain_dual(full, support: np.ndarray, used: np.ndarray, refinements: int,
+               candidates: np.ndarray | None = None, completion_tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, vertex)``: multipliers of ``full``'s inequality rows (nonzero on ``support`` only,
+    completed from ``candidates`` by :func:`countdp.design.template.support_completion.completed`
+    where the support leaves a path condition above ``completion_tol`` unmet) and column sums
+    leaving no reduced cost on the entries of the ``used`` output rows, and the vertex (flat) on
+    which the support rows are tight (:mod:`countdp.design.template.chain_support`), or ``None``
+    when the support has fewer rows than conditions (the dual is then the least-squares solution
+    of a system consistent at an optimal support, and no vertex is singled out).
     Raises ``ValueError`` when the support has more rows than its system has conditions, or the
     system is singular."""
     N = used.size
     live = np.repeat(used, N)
     support = support[(abs(full.A_ub[support]) @ live.astype(float)) > 0]  # rows on used entries only
+    candidates = np.empty(0, dtype=np.int64) if candidates is None else candidates
+    support, system = completed(full, support, used, candidates, completion_tol)
     A_T, b_T, A_sums = full.A_ub[support], full.b_ub[support], full.A_eq[:N]
-    system = build(A_T, b_T, A_sums, live)
     dual = solve_dual(system, A_T, A_sums, full.c, refinements)
     x = solve_vertex(system, A_T, A_sums, b_T, refinements) if system.square else None
     if not (np.all(np.isfinite(dual)) and (x is None or np.all(np.isfinite(x)))):
