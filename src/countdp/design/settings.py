@@ -131,15 +131,19 @@ class SolverSettings:
     completion_tol: float = 1e-8
     """A path condition of the chain solve left unmet by more than this fraction of the largest
     marks the copied support as short of rows, to be completed from the rows tight at the
-    template's vertex (:mod:`countdp.design.template.support_completion`)."""
+    template's vertex (:mod:`countdp.design.template.support_completion`); the completion offers
+    rows whose largest path sum is above this fraction of its terms' size, and keeps those whose
+    multiplier is above this fraction of the largest."""
     cm_break_tol: float = 1e-7
     """The relaxed template's vertex breaking CM by more than this fraction of its largest entry
     has the template solved with CM kept too, to see whether the relaxation is strictly better."""
     relaxation_gap_tol: float = 1e-9
     """The template's optimum with CM kept above the relaxed one by more than this (relative) marks
-    the relaxation as strictly better: the template is then the one with CM kept.  (L2 on RH+CM at
-    alpha = 0.9: 2.9e-7; where only the optimal face is larger, as L0,1's there, the two agree to
-    rounding.)"""
+    the relaxation as strictly better: the template is then the one with CM kept (where only the
+    relaxation's optimal face is larger, the two agree to rounding)."""
+    completion_tight_tol: float = 1e-9
+    """A template row counts as tight at the template's vertex (a candidate of the completion) when
+    its slack is at most this fraction of its terms' size."""
     large_n_seconds: float = 120.0
     """Time budget of the large-n template path (it then gives way to the general LP)."""
     square_width_factor: float = 1.4

@@ -91,8 +91,8 @@ def test_a_point_that_breaks_cm_gives_way_to_the_template_point_with_cm():
 def test_where_the_relaxation_is_strictly_better_the_template_keeps_cm():
     """RH+CM under L2 at alpha = 0.87: the LP with CH for CM has a strictly lower optimum (two
     general solves show it), so no dual of it proves the target.  The template is then solved with
-    CM kept, its copied support is completed where its degenerate vertex left a row out, and the
-    certificate closes on the general LP's optimum."""
+    CM kept, and the certificate closes on the general LP's optimum; told never to keep CM, the
+    path does not close."""
     n, alpha, props = 210, 0.87, ("RH", "CM", "WH", "S")
     target = DesignProblem(n, alpha, props, "L2")
     expected = general_optimum(n, alpha, props, "L2")
@@ -100,9 +100,11 @@ def test_where_the_relaxation_is_strictly_better_the_template_keeps_cm():
     assert expected - relaxed > 1e-7 * expected
     result = prove_relaxed_width(target, relaxed_width(alpha, target.objective, DEFAULT_SETTINGS), 60.0,
                                  context=make_context())
-    assert result["certified"] and result["relaxed"] == "RH+CM"
+    assert result["certified"] and result["template_properties"] == "RH+CM"
     assert abs(result["primal_objective"] - expected) <= 1e-8 * expected
     assert is_alpha_dp(certify(result["matrix"], alpha)[0], alpha)
+    relaxing = make_context(SolverSettings(relaxation_gap_tol=np.inf))
+    assert not prove_relaxed_width(target, result["width"], 60.0, context=relaxing)["certified"]
     answer = reduced_design(n, alpha, props, "L2")
     assert answer.method == LABEL and answer.extra["optimality"]["certified"]
 
@@ -114,7 +116,7 @@ def test_a_copied_support_short_of_a_row_is_completed():
     target = DesignProblem(300, 0.9, ("RH", "CM", "WH", "S"), "L2")
     W = relaxed_width(0.9, target.objective, DEFAULT_SETTINGS)
     result = prove_relaxed_width(target, W, 60.0, context=make_context())
-    assert result["certified"] and result["relaxed"] == "RH+CM" and "primal" not in result
+    assert result["certified"] and result["template_properties"] == "RH+CM" and "primal" not in result
     short = prove_relaxed_width(target, W, 60.0, context=make_context(SolverSettings(completion_tol=np.inf)))
     assert not short["certified"] and short["gap"] > 1e3 * result["gap_tolerance_rel"] * result["upper_bound"]
 

@@ -37,7 +37,7 @@ def test_the_support_gives_back_the_simplex_dual_and_vertex(props, objective, al
     problem, P, u, v = simplex_optimum(n, alpha, props, objective)
     N = n + 1
     support = np.flatnonzero(u > 1e-12 * u.max())
-    y, x = chain_dual(problem.lp(), support, P.max(axis=1) > 0, 2)
+    y, x = chain_dual(problem.lp(), support, P.max(axis=1) > 0)
     assert np.abs(x.reshape(N, N) - P).max() <= 1e-12
     assert np.abs(y - np.concatenate([u, v[:N]])).max() <= 1e-10 * max(1.0, np.abs(u).max())
 
@@ -48,7 +48,7 @@ def test_a_support_with_a_row_too_many_is_refused_with_the_count():
     idle = np.flatnonzero(u[ch_rows] == 0)[0] + ch_rows.start  # a CH row with no multiplier
     support = np.union1d(np.flatnonzero(u > 1e-12 * u.max()), [idle])
     with pytest.raises(ValueError, match=r"\+1 coupling rows"):
-        chain_dual(problem.lp(), support, P.max(axis=1) > 0, 2)
+        chain_dual(problem.lp(), support, P.max(axis=1) > 0)
 
 
 def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():
@@ -59,7 +59,7 @@ def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():
     ch_rows = problem.blocks["CH"][1]
     dropped = support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]
     full = problem.lp()
-    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, 2)
+    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0)
     assert x is None
     N = problem.N
     v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
@@ -67,9 +67,10 @@ def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():
 
 
 def test_a_support_missing_a_row_is_completed_from_the_rows_tight_at_the_vertex():
-    """The same support one CH row short, given the rows tight at the vertex as candidates: the
-    completion LP adds rows until every path's condition is met, and the chain solve then gives
-    back the simplex's vertex and a dual that the independent check certifies on it."""
+    """The same support one CH row short, given the rows tight at the vertex as candidates, or every
+    row: the completion LP adds rows until every path's condition is met, and the chain solve then
+    gives back the simplex's vertex and a dual that the independent check certifies on it (with
+    every row offered, the LP must still choose rows tight at the vertex, or the vertex is lost)."""
     problem, P, u, v = simplex_optimum(40, 0.7, ("CH",), "L1")
     full, N = problem.lp(), problem.N
     support = np.flatnonzero(u > 1e-12 * u.max())
@@ -78,11 +79,12 @@ def test_a_support_missing_a_row_is_completed_from_the_rows_tight_at_the_vertex(
     slack = full.A_ub @ P.ravel() - full.b_ub
     tight = np.flatnonzero(slack <= 1e-9 * (abs(full.A_ub) @ P.ravel()))  # P is the rounded vertex
     assert dropped in tight
-    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, 2, tight, 1e-8)
-    assert x is not None and np.abs(x.reshape(N, N) - P).max() <= 1e-12
-    dual = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
-    assert check_optimality(full, P.ravel(), y[: full.b_ub.size], dual)["certified"]
-    assert np.all(y[np.setdiff1d(np.arange(full.b_ub.size), tight)] == 0)  # complementary slackness
+    for candidates in (tight, np.arange(full.b_ub.size)):  # the tight rows, then every row: the LP chooses
+        y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, candidates=candidates)
+        assert x is not None and np.abs(x.reshape(N, N) - P).max() <= 1e-12
+        dual = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
+        assert check_optimality(full, P.ravel(), y[: full.b_ub.size], dual)["certified"]
+        assert np.all(y[np.setdiff1d(np.arange(full.b_ub.size), tight)] == 0)  # complementary slackness
 
 
 def test_a_support_short_of_a_row_that_no_candidate_supplies_stays_short():
@@ -93,7 +95,7 @@ def test_a_support_short_of_a_row_that_no_candidate_supplies_stays_short():
     support = np.flatnonzero(u > 1e-12 * u.max())
     ch_rows = problem.blocks["CH"][1]
     dropped = support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]
-    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, 2, np.arange(N - 1), 1e-8)
+    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, candidates=np.arange(N - 1))
     assert x is None
     v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
     assert not check_optimality(full, P.ravel(), y[: full.b_ub.size], v)["certified"]

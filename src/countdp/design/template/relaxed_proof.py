@@ -8,7 +8,7 @@ On most of these designs the two optima coincide (the optimal design is monotone
 anyway), and the relaxation's optimal vertex is far less degenerate: with CM, whole strips of the
 corners are tight and a dual of the target has many more tight rows than its
 complementary-slackness system has equations.  Where the relaxation is strictly better (L2 on
-RH+CM from alpha about 0.87: by 2.9e-7 of the optimum at 0.9), which the template shows
+RH+CM at some alpha near 0.9, ``docs/tuning.md``), which the template shows
 (:func:`template_stage`), CM is kept instead (:func:`kept_problem`).
 
 **Template.**  The relaxed LP is solved at template size ``n0 = 3 W + 4`` to an optimal *vertex*
@@ -50,7 +50,7 @@ from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.polish import full_dual
 from countdp.design.reductions.relax_cm import only_cm_broken, relaxed_properties
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.highs import run_highs
 from countdp.design.solvers.solved import Solved, polish_run
@@ -68,16 +68,22 @@ certificate on the target checks that they do."""
 
 def relaxed_problem(target: DesignProblem) -> DesignProblem:
     """``target`` with CM replaced by CH and S and WH dropped (module docstring)."""
-    props = relaxed_properties(target.properties) if "CM" in target.properties else target.properties
-    props = tuple(p for p in props if p not in FREE_PROPERTIES)
-    return DesignProblem(target.n, target.alpha, props, target.objective, target.weights, target.aggregate)
+    kept = kept_problem(target)
+    return sized(kept, target.n, relaxed_properties(kept.properties) if "CM" in kept.properties else None)
 
 
 def kept_problem(target: DesignProblem) -> DesignProblem:
     """``target`` with S and WH dropped and CM kept: the template's LP where the relaxation is
     strictly better than the target (:func:`template_stage`)."""
-    return DesignProblem(target.n, target.alpha, tuple(p for p in target.properties if p not in FREE_PROPERTIES),
-                         target.objective, target.weights, target.aggregate)
+    return sized(target, target.n, tuple(p for p in target.properties if p not in FREE_PROPERTIES))
+
+
+def sized(problem: DesignProblem, n: int, properties: tuple[str, ...] | None = None) -> DesignProblem:
+    """``problem`` at size ``n`` (its prior kept only at its own size, else uniform), with
+    ``properties`` in place of its own when given."""
+    weights = problem.weights if n == problem.n else None
+    return DesignProblem(n, problem.alpha, problem.properties if properties is None else properties,
+                         problem.objective, weights, problem.aggregate if n == problem.n else "sum")
 
 
 class TemplateSupport(NamedTuple):
@@ -108,10 +114,9 @@ def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, con
     try:
         problem, full, maps, found = template_stage(target, W, context)
         props = problem.properties
-        info["relaxed"] = "+".join(props)
+        info["template_properties"] = "+".join(props)
         seconds["template dual"] = time.perf_counter() - began
-        y, vertex = chain_dual(full, found.support, found.used, settings.chain_refinements, found.candidates,
-                               settings.completion_tol)
+        y, vertex = chain_dual(full, found.support, found.used, settings, found.candidates)
     except ValueError as exc:
         return not_proven(f"W={W}: {exc}")
     seconds["full dual"] = time.perf_counter() - began - sum(seconds.values())
@@ -171,12 +176,16 @@ def template_stage(target: DesignProblem, W: int, context: SolveContext) -> tupl
     vertex that breaks CM at the same optimum (a larger optimal face, as RH+CM's under L0,d) keeps
     the relaxation, whose point is then replaced by one with CM (:func:`point_with_cm`)."""
     settings, n0 = context.settings, 3 * W + 4
-    problem = relaxed_problem(target)
+    problem, kept = relaxed_problem(target), kept_problem(target)
     vertex = template_solution(problem, W, context)
-    if "CM" in target.properties and cm_break(vertex.point, kept_problem(target), n0) > settings.cm_break_tol:
-        kept = template_solution(kept_problem(target), W, context)
-        if kept.value - vertex.value > settings.relaxation_gap_tol * max(1.0, abs(kept.value)):
-            problem, vertex = kept_problem(target), kept
+    if "CM" in target.properties and cm_break(vertex.point, kept, n0) > settings.cm_break_tol:
+        try:
+            with_cm = template_solution(kept, W, context)
+        except ValueError:  # no vertex with CM at template size: the relaxation's path goes on
+            with_cm = None
+        gap_tol = settings.relaxation_gap_tol
+        if with_cm is not None and with_cm.value - vertex.value > gap_tol * max(1.0, abs(with_cm.value)):
+            problem, vertex = kept, with_cm
     full = problem.lp()
     maps = template_maps(target.n, n0, W, target.alpha, problem.properties)
     return problem, full, maps, template_support(full, maps, problem, W, vertex, settings)
@@ -185,7 +194,7 @@ def template_stage(target: DesignProblem, W: int, context: SolveContext) -> tupl
 def cm_break(point: np.ndarray, kept: DesignProblem, n0: int) -> float:
     """The largest violation of :func:`kept_problem`'s rows at template size by the template's
     vertex ``point`` (of the relaxed LP, which has every other row), over its largest entry."""
-    small = DesignProblem(n0, kept.alpha, kept.properties, kept.objective, None, "sum").lp()
+    small = sized(kept, n0).lp()
     return float(np.max(small.b_ub - small.A_ub @ point.ravel(), initial=0.0) / point.max())
 
 
@@ -194,7 +203,7 @@ def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> 
     :attr:`~SolverSettings.support_dual_methods`).  Raises ``ValueError`` when no method finds one."""
     settings = context.settings
     n0, N0 = 3 * W + 4, 3 * W + 5
-    small = DesignProblem(n0, problem.alpha, problem.properties, problem.objective, None, "sum")
+    small = sized(problem, n0)
     lp = context.reduced_lp(small, fold=True, drop_implied=True)
     run = template_vertex(lp, settings)
     if run is None:
@@ -211,16 +220,16 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
     :attr:`~SolverSettings.support_tol` of the largest, plus the rows tight at every ``E z`` (their
     template copy cancels to an empty row); which output rows of size ``n`` are used (not all
     zero), each as its template row (that of its diagonal entry); and the rows whose template row
-    is tight at the vertex, within :attr:`~SolverSettings.support_tol` of its magnitude."""
+    is tight at the vertex, within :attr:`~SolverSettings.completion_tight_tol` of its magnitude."""
     dual, point, _ = vertex
     N0 = point.shape[0]
     y = (maps.F @ dual)[: full.b_ub.size]
     tight = np.diff(cancel(full.A_ub, maps.col, maps.weight, N0 * N0).indptr) == 0
     diagonal = np.arange(problem.N)
     row0, _, _ = feature_map(diagonal, diagonal, problem.n, N0 - 1, W)
-    small = DesignProblem(N0 - 1, problem.alpha, problem.properties, problem.objective, None, "sum").lp()
+    small = sized(problem, N0 - 1).lp()
     slack = small.A_ub @ point.ravel() - small.b_ub
-    at_vertex = slack <= settings.support_tol * (abs(small.A_ub) @ point.ravel())
+    at_vertex = slack <= settings.completion_tight_tol * (abs(small.A_ub) @ point.ravel())
     copied = maps.F[: full.b_ub.size].indices  # each row's template row (one entry per row)
     return TemplateSupport(np.flatnonzero((y > settings.support_tol * y.max()) | tight), point.max(axis=1)[row0] > 0,
                            np.flatnonzero(at_vertex[copied]), point)
@@ -244,22 +253,22 @@ def template_vertex(lp, settings: SolverSettings) -> Solved | None:
     return None
 
 
-def chain_dual(full, support: np.ndarray, used: np.ndarray, refinements: int,
-               candidates: np.ndarray | None = None, completion_tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
+def chain_dual(full, support: np.ndarray, used: np.ndarray, settings: SolverSettings = DEFAULT_SETTINGS,
+               candidates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(y, vertex)``: multipliers of ``full``'s inequality rows (nonzero on ``support`` only,
     completed from ``candidates`` by :func:`countdp.design.template.support_completion.completed`
-    where the support leaves a path condition above ``completion_tol`` unmet) and column sums
-    leaving no reduced cost on the entries of the ``used`` output rows, and the vertex (flat) on
-    which the support rows are tight (:mod:`countdp.design.template.chain_support`), or ``None``
-    when the support has fewer rows than conditions (the dual is then the least-squares solution
-    of a system consistent at an optimal support, and no vertex is singled out).
-    Raises ``ValueError`` when the support has more rows than its system has conditions, or the
-    system is singular."""
-    N = used.size
+    where the support leaves path conditions unmet) and column sums leaving no reduced cost on the
+    entries of the ``used`` output rows, and the vertex (flat) on which the support rows are tight
+    (:mod:`countdp.design.template.chain_support`, :attr:`~SolverSettings.chain_refinements` steps
+    of refinement), or ``None`` when the support has fewer rows than conditions (the dual is then
+    the least-squares solution of a system consistent at an optimal support, and no vertex is
+    singled out).  Raises ``ValueError`` when the support has more rows than its system has
+    conditions, or the system is singular."""
+    N, refinements = used.size, settings.chain_refinements
     live = np.repeat(used, N)
     support = support[(abs(full.A_ub[support]) @ live.astype(float)) > 0]  # rows on used entries only
     candidates = np.empty(0, dtype=np.int64) if candidates is None else candidates
-    support, system = completed(full, support, used, candidates, completion_tol)
+    support, system = completed(full, support, used, candidates, settings)
     A_T, b_T, A_sums = full.A_ub[support], full.b_ub[support], full.A_eq[:N]
     dual = solve_dual(system, A_T, A_sums, full.c, refinements)
     x = solve_vertex(system, A_T, A_sums, b_T, refinements) if system.square else None

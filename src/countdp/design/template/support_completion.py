@@ -12,10 +12,10 @@ unknowns and its least-squares solution leaves a residual on them.
 
 The completion takes the rows whose template copy is tight at the template's vertex (the
 *candidates*: rows that may carry a multiplier at an optimum of the same shape), keeps those that
-touch a path left with a residual, and solves the small LP ``min 1^T s_c`` s.t. ``R s + R_c s_c =
-W c``, every inequality multiplier non-negative (the column sums free): a basic solution that
-meets every path's condition with the fewest added rows it can.  The rows it uses join the
-support.  Nothing is trusted: the certificate on the full model checks the dual that follows.
+touch a path left with a residual and couple paths (a row inside one path adds nothing), and solves
+the small LP ``min 1^T s_c`` s.t. ``R s + R_c s_c = W c``, every inequality multiplier
+non-negative (the column sums free).  The rows to which its basic solution gives a multiplier
+join the support.  Nothing is trusted: the certificate on the full model checks the dual that follows.
 """
 
 from __future__ import annotations
@@ -24,24 +24,24 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from countdp.design.settings import SolverSettings
 from countdp.design.template.chain_support import ChainSystem, build, path_conditions, path_residual
 
 
 def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarray,
-              tol: float) -> tuple[np.ndarray, ChainSystem]:
+              settings: SolverSettings) -> tuple[np.ndarray, ChainSystem]:
     """``(support, system)``: ``support`` (rows of ``full``'s inequalities) with the candidate rows
     that the completion LP uses added when the chain system on the ``used`` output rows leaves a
-    path residual above ``tol`` of the largest path condition (module docstring), and the chain
-    system of the result.  The
-    support is returned unchanged when it is consistent, when no candidate touches the paths
-    left short, or when the completion LP finds no non-negative solution (the certificate then
-    reports the failure)."""
-    N = used.size
+    path residual above :attr:`~SolverSettings.completion_tol` of the largest path condition
+    (module docstring), and the chain system of the result.  The support is returned unchanged
+    when it is consistent, when no candidate touches the paths left short, or when the completion
+    LP finds no non-negative solution within :attr:`~SolverSettings.simplex_safety_seconds` (the
+    certificate then reports the failure)."""
+    N, tol = used.size, settings.completion_tol
     live, A_sums = np.repeat(used, N), full.A_eq[:N]
     system = build(full.A_ub[support], full.b_ub[support], A_sums, live)
     rhs = system.W @ full.c[live]
-    residual = path_residual(system, full.c)
-    short = np.abs(residual) > tol * max(np.abs(rhs).max(), 1e-300)
+    short = np.abs(path_residual(system, full.c)) > tol * max(np.abs(rhs).max(), 1e-300)
     if system.square or not short.any():
         return support, system
     on_short = np.zeros(N * N)
@@ -50,30 +50,35 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
     chosen[candidates] = True
     chosen[support] = False
     extra = np.flatnonzero(chosen & (abs(full.A_ub) @ on_short > 0))
-    R_extra = path_conditions(system, full.A_ub[extra]).tocsc()
-    # a row between two entries of one path adds nothing (its path sums cancel): only the others are offered
-    size = abs(R_extra).sum(axis=0).A.ravel()
-    coupling = np.flatnonzero(abs(R_extra).max(axis=0).toarray().ravel() > 1e-9 * np.maximum(size, 1e-300))
-    if coupling.size == 0:
+    rows = full.A_ub[extra]
+    R_extra = path_conditions(system, rows).tocsc()
+    # a row between two entries of one path adds nothing (its path sums cancel to rounding): only the
+    # rows whose largest path sum is above tol of its terms' size are offered
+    size = path_conditions(system, abs(rows)).max(axis=0).toarray().ravel()
+    offered = np.flatnonzero(abs(R_extra).max(axis=0).toarray().ravel() > tol * size)
+    if offered.size == 0:
         return support, system
-    added = _added_rows(system, R_extra[:, coupling], rhs)
+    added = _added_rows(system, R_extra[:, offered], rhs, settings)
     if added is None:
         return support, system
     chosen[:] = False
     chosen[support] = True
-    chosen[extra[coupling[added]]] = True
+    chosen[extra[offered[added]]] = True
     support = np.flatnonzero(chosen)
     return support, build(full.A_ub[support], full.b_ub[support], A_sums, live)
 
 
-def _added_rows(system: ChainSystem, R_extra: sp.csr_matrix, rhs: np.ndarray) -> np.ndarray | None:
-    """Which of the extra rows (columns of ``R_extra``) a basic solution of the completion LP
-    gives a positive multiplier; ``None`` when the LP has no solution."""
+def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
+                settings: SolverSettings) -> np.ndarray | None:
+    """Which of the extra rows (columns of ``R_extra``) a basic solution of the completion LP gives
+    a multiplier above :attr:`~SolverSettings.completion_tol` of its largest; ``None`` when the LP
+    has no solution in time."""
     kept, sums, k = system.coupling.size, system.N, R_extra.shape[1]
     cost = np.concatenate([np.zeros(kept + sums), np.ones(k)])
     bounds = [(0, None)] * kept + [(None, None)] * sums + [(0, None)] * k
     result = linprog(cost, A_eq=sp.hstack([system.R, R_extra], format="csc"), b_eq=rhs, bounds=bounds,
-                     method="highs")
+                     method="highs", options={"time_limit": settings.simplex_safety_seconds})
     if result.status != 0:
         return None
-    return np.flatnonzero(result.x[kept + sums:] > 0)
+    added = result.x[kept + sums:]
+    return np.flatnonzero(added > settings.completion_tol * max(added.max(), 1e-300))
