@@ -95,8 +95,6 @@ class TemplateSupport(NamedTuple):
     """Output rows of size ``n`` that are not all zero."""
     candidates: np.ndarray
     """Rows of the full LP whose template row is tight at the template's vertex (for the completion)."""
-    point: np.ndarray
-    """The template's vertex, ``(n0 + 1, n0 + 1)``."""
 
 
 def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, context: SolveContext) -> dict:
@@ -162,6 +160,9 @@ class TemplateVertex(NamedTuple):
     """Its matrix, ``(n0 + 1, n0 + 1)``."""
     value: float
     """Its objective."""
+    tight: np.ndarray
+    """Which of the template's inequality rows are tight at it, within
+    :attr:`~SolverSettings.completion_tight_tol` of their terms' size."""
 
 
 def template_stage(target: DesignProblem, W: int, context: SolveContext) -> tuple:
@@ -209,8 +210,9 @@ def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> 
     if run is None:
         raise ValueError(f"no vertex dual of the template-size LP by {', '.join(settings.support_dual_methods)}")
     u0, v0 = full_dual(lp, run.row_dual, run.col_dual)
-    point = (lp.expand @ run.y)[: N0 * N0]
-    return TemplateVertex(np.concatenate([u0, v0[:N0]]), point.reshape(N0, N0), float(small.lp().c @ point))
+    point, model = (lp.expand @ run.y)[: N0 * N0], small.lp()
+    tight = model.A_ub @ point - model.b_ub <= settings.completion_tight_tol * (abs(model.A_ub) @ point)
+    return TemplateVertex(np.concatenate([u0, v0[:N0]]), point.reshape(N0, N0), float(model.c @ point), tight)
 
 
 def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, vertex: TemplateVertex,
@@ -220,19 +222,16 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
     :attr:`~SolverSettings.support_tol` of the largest, plus the rows tight at every ``E z`` (their
     template copy cancels to an empty row); which output rows of size ``n`` are used (not all
     zero), each as its template row (that of its diagonal entry); and the rows whose template row
-    is tight at the vertex, within :attr:`~SolverSettings.completion_tight_tol` of its magnitude."""
-    dual, point, _ = vertex
+    is tight at the vertex (:attr:`TemplateVertex.tight`)."""
+    dual, point, _, at_vertex = vertex
     N0 = point.shape[0]
     y = (maps.F @ dual)[: full.b_ub.size]
     tight = np.diff(cancel(full.A_ub, maps.col, maps.weight, N0 * N0).indptr) == 0
     diagonal = np.arange(problem.N)
     row0, _, _ = feature_map(diagonal, diagonal, problem.n, N0 - 1, W)
-    small = sized(problem, N0 - 1).lp()
-    slack = small.A_ub @ point.ravel() - small.b_ub
-    at_vertex = slack <= settings.completion_tight_tol * (abs(small.A_ub) @ point.ravel())
     copied = maps.F[: full.b_ub.size].indices  # each row's template row (one entry per row)
     return TemplateSupport(np.flatnonzero((y > settings.support_tol * y.max()) | tight), point.max(axis=1)[row0] > 0,
-                           np.flatnonzero(at_vertex[copied]), point)
+                           np.flatnonzero(at_vertex[copied]))
 
 
 def template_vertex(lp, settings: SolverSettings) -> Solved | None:
