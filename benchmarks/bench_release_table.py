@@ -67,7 +67,8 @@ def timed(command: list[str], env: dict) -> tuple[float, float]:
 
 def release_command(table: Path, out: Path, cache: Path) -> list[str]:
     return [sys.executable, "-m", "countdp.cli", "release", "--input", str(table), "--count-column", "c",
-            "--size-column", "n", "--mechanism", "EM", "--alpha", "9/10", "--out", str(out), "--cache", str(cache)]
+            "--size-column", "n", "--mechanism", "EM", "--alpha", "9/10", "--keep", "region,block,n", "--out", str(out),
+            "--cache", str(cache)]
 
 
 def run(label: str, src: Path, table: Path, work: Path, runs: int) -> tuple[float, float]:

@@ -4,9 +4,10 @@
 SIGKILL at any moment, a full disk) either ``O`` and its sidecar ``O.release.json`` are both in
 place and complete, or neither exists, and that no other file holding counts remains, in the
 output folder or in ``$TMPDIR``.  It also promises that no released column is a copy of a true
-count column.  The functions here judge those promises from the files alone (and from ``/proc``
-for a running release), reading nothing of countdp's own code, so a defect in the release
-cannot hide itself from its checks.  Each judge returns the problems it found as sentences; the
+count column, nor an affine function of the counts and group sizes (docs/threat-model.md), and
+that the input's digest is published nowhere.  The functions here judge those promises from the
+files alone (and from ``/proc`` for a running release), reading nothing of countdp's own code, so
+a defect in the release cannot hide itself from its checks.  Each judge returns the problems it found as sentences; the
 tests show every judge reporting a planted broken state, so none of them can pass vacuously.
 """
 
@@ -24,7 +25,8 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from fractions import Fraction
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,6 +35,8 @@ import pyarrow.parquet as pq
 SIDECAR_SUFFIX = ".release.json"
 INTEGER_TEXT = re.compile(r"\s*[+-]?[0-9]+\s*")
 """A count written as text, as the release documentation accepts it (blanks around allowed)."""
+DECIMAL_TEXT = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*")
+"""A number written as decimal text (``3``, `` 03``, ``+2.50``, ``1e1``)."""
 
 
 def sidecar_of(out: Path) -> Path:
@@ -65,13 +69,25 @@ def table_rows(path: Path) -> int:
         return sum(1 for _ in csv.reader(stream)) - 1
 
 
+def contains(path: Path, needle: bytes) -> bool:
+    """Whether the bytes of ``path`` hold ``needle`` anywhere (read in chunks that overlap by its length)."""
+    tail = b""
+    with open(path, "rb") as stream:
+        while chunk := stream.read(1 << 22):
+            if needle in tail + chunk:
+                return True
+            tail = (tail + chunk)[-(len(needle) - 1):] if len(needle) > 1 else b""
+    return False
+
+
 def outcome(folder: Path, out: Path, input_path: Path, before: set[str], tmpdir: Path | None) -> tuple[str, list[str]]:
     """Judge what a finished (or killed) release left: ``("pair" | "nothing" | "broken", problems)``.
 
     ``before`` is the listing of ``folder`` before the release started (``entries``); a release
     may add exactly ``out`` and its sidecar, both or neither.  A pair must be complete: the
-    sidecar parses, names ``out``, and its ``output.sha256`` and ``input.sha256`` are the SHA-256
-    of the table's and of the input's bytes, and the table has the rows the sidecar reports.
+    sidecar parses, names ``out``, its ``output.sha256`` is the SHA-256 of the table's bytes, the
+    table has the rows the sidecar reports, and nothing published (table or sidecar) holds the
+    input's SHA-256 (the sidecar's input names only its path and rows: docs/threat-model.md).
     ``tmpdir`` (the release's ``$TMPDIR``) must be empty.
     """
     problems: list[str] = []
@@ -100,7 +116,7 @@ def pair_problems(out: Path, input_path: Path) -> list[str]:
     try:
         record = json.loads(sidecar.read_text(encoding="utf-8"))
         output, given = record["output"], record["input"]
-        written, read, rows = output["sha256"], given["sha256"], given["rows"]
+        written, rows = output["sha256"], given["rows"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return [f"{sidecar}: not a complete sidecar ({type(exc).__name__}: {exc})"]
     problems = []
@@ -108,8 +124,13 @@ def pair_problems(out: Path, input_path: Path) -> list[str]:
         problems.append(f"{sidecar}: names the output {output.get('path')!r}, not {out}")
     if written != sha256_file(out):
         problems.append(f"{sidecar}: output.sha256 {written} is not the SHA-256 of {out}")
-    if read != sha256_file(input_path):
-        problems.append(f"{sidecar}: input.sha256 {read} is not the SHA-256 of {input_path}")
+    for key in sorted(set(given) - {"path", "rows"}):
+        problems.append(f"{sidecar}: input.{key} is published; the sidecar's input names only its path and rows")
+    digest = sha256_file(input_path).encode()
+    for published in (sidecar, out):
+        if contains(published, digest):
+            problems.append(f"{published}: holds the SHA-256 of the input {input_path}, a digest of confidential "
+                            "counts that must stay with the curator")
     try:
         found = table_rows(out)
     except (OSError, ValueError, pa.ArrowException) as exc:
@@ -157,6 +178,71 @@ def copies_of_counts(columns: dict[str, list], counts: dict[str, list[int]]) -> 
             if len(read) == len(truth) and all(r is not None and r == t for r, t in zip(read, truth, strict=True)):
                 found.append(f"released column {name!r} equals the true count column {count!r} on every row")
     return found
+
+
+NOT_A_NUMBER = object()
+"""What :func:`as_number` returns for a value that is present but not a number (text, a flag)."""
+
+
+def as_number(value):
+    """A cell read as an exact number: a :class:`~fractions.Fraction`, ``None`` when missing (a null, a
+    float NaN, or blank text, which is how a CSV writes a missing value), or :data:`NOT_A_NUMBER` (text
+    that is not a decimal number, booleans)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, bool):
+        return NOT_A_NUMBER
+    if isinstance(value, int | float):
+        return Fraction(value) if math.isfinite(value) else NOT_A_NUMBER
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        return Fraction(value.strip()) if DECIMAL_TEXT.fullmatch(value) else NOT_A_NUMBER
+    try:  # decimals
+        return Fraction(value)
+    except (TypeError, ValueError):
+        return NOT_A_NUMBER
+
+
+def _rank(rows: list[list[Fraction]]) -> int:
+    """The rank of a matrix given by its rows, by exact Gaussian elimination."""
+    matrix = [list(row) for row in rows]
+    rank, width = 0, len(matrix[0]) if matrix else 0
+    for col in range(width):
+        pivot = next((r for r in range(rank, len(matrix)) if matrix[r][col] != 0), None)
+        if pivot is None:
+            continue
+        matrix[rank], matrix[pivot] = matrix[pivot], matrix[rank]
+        for r in range(len(matrix)):
+            if r != rank and matrix[r][col] != 0:
+                factor = matrix[r][col] / matrix[rank][col]
+                matrix[r] = [a - factor * b for a, b in zip(matrix[r], matrix[rank], strict=True)]
+        rank += 1
+    return rank
+
+
+def affine_in_counts(values: Sequence, counts: Sequence[Sequence[int]], sizes: Sequence[int]) -> bool:
+    """Whether a published column gives the counts away as an affine function of them, by the threat
+    model's rule, decided here in exact arithmetic: on its present rows (nulls and NaN set aside) every
+    value is a number, the column equals ``a_1 c_1 + ... + a_K c_K + b n + d`` on all of them, there are
+    more such rows than the fit's free parameters (the rank of the rows' ``[c_1..c_K, n, 1]``), and no
+    function ``b n + d`` of the public sizes alone fits them.
+    """
+    read = [as_number(v) for v in values]
+    if any(x is NOT_A_NUMBER for x in read):
+        return False
+    present = [r for r, x in enumerate(read) if x is not None]
+    full = [[Fraction(c[r]) for c in counts] + [Fraction(sizes[r]), Fraction(1)] for r in present]
+    public = [row[len(counts):] for row in full]
+    x = [read[r] for r in present]
+    rank = _rank(full)
+    if len(present) <= rank:
+        return False
+
+    def spans(features: list[list[Fraction]]) -> bool:
+        return _rank([row + [v] for row, v in zip(features, x, strict=True)]) == _rank(features)
+
+    return spans(full) and not spans(public)
 
 
 def read_csv_columns(path: Path) -> tuple[list[str], list[list[str]]]:

@@ -12,10 +12,14 @@ a release can end:
   its bytes, the commit's guardian running, the sidecar's name in place), for the three forms
   of a table release, in CSV and in Parquet: 42 kill points;
 * SIGKILL while ``strace`` holds the release just after linking the sidecar and before linking
-  the table: the guardian must remove the lone sidecar; with the guardian killed too the lone
-  sidecar stays, which shows the window is real and the check sees it.  Likewise while
-  ``--overwrite`` has removed the old table but not yet its sidecar, and while the guardian is
-  starting (it must not print a traceback);
+  the table: the guardian must complete the pair (it links the table from its own descriptor);
+  with the guardian killed first the marked sidecar stays (the stated residual, which shows the
+  window is real and the check sees it) and the next release into the folder removes it.  The
+  guardian killed alone after both links: the release reports success, as the folder shows.
+  Likewise while ``--overwrite`` has removed the old table but not yet its sidecar, and while the
+  guardian is starting (it must not print a traceback);
+* every single death (release, guardian, both) at every step of the commit, and concurrent
+  releases, are in test_commit_deaths.py and test_commit_concurrency.py;
 * a tmpfs too small for the table, for its last page, or for its sidecar.
 
 Every state is judged by :mod:`tests.helpers.release_checks`, which reads only the files; the last tests show
@@ -40,6 +44,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from countdp.privacy.mechanism_cache import MechanismCache
+from countdp.release.atomic import MARK
 from tests.helpers.release_checks import (
     alive,
     children,
@@ -297,7 +302,7 @@ def _held_at_first_link(strace: str, releases: Releases) -> tuple[subprocess.Pop
     return proc, release
 
 
-def test_guardian_removes_the_lone_sidecar_when_the_release_dies_between_the_links(material, tmp_path, strace):
+def test_guardian_completes_the_pair_when_the_release_dies_between_the_links(material, tmp_path, strace):
     releases = _releases(material, tmp_path, "size-three", "csv", size="small")
     before = entries(releases.folder)
     proc, release = _held_at_first_link(strace, releases)
@@ -309,13 +314,16 @@ def test_guardian_removes_the_lone_sidecar_when_the_release_dies_between_the_lin
     assert len(guardians) == 1
     os.kill(release, signal.SIGKILL)
     _, err = collect(proc, out=releases.out)
-    assert outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir) == ("nothing", [])
-    assert wait_until(lambda: not any(alive(pid) for pid in guardians), timeout=30)  # it exits once it has looked
+    assert outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir) == ("pair", [])
+    assert json.loads(sidecar.read_text())["output"]["sha256"] == sha256_file(releases.out)
+    assert wait_until(lambda: not any(alive(pid) for pid in guardians), timeout=30)  # it exits once it has acted
     assert "Traceback" not in err, err
 
 
-def test_without_the_guardian_a_release_killed_between_the_links_leaves_a_lone_sidecar(material, tmp_path, strace):
-    """The same moment with the guardian killed first: the lone sidecar stays, and the check reports it."""
+def test_without_the_guardian_a_release_killed_between_the_links_leaves_a_sidecar_the_next_release_removes(
+        material, tmp_path, strace):
+    """The same moment with the guardian killed first: the marked sidecar stays (the residual), the
+    check reports it, and the next release into the folder (to another name) removes it."""
     releases = _releases(material, tmp_path, "file", "parquet", size="small")
     before = entries(releases.folder)
     proc, release = _held_at_first_link(strace, releases)
@@ -326,6 +334,29 @@ def test_without_the_guardian_a_release_killed_between_the_links_leaves_a_lone_s
     state, problems = outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir)
     assert state == "broken"
     assert problems == [f"{sidecar_of(releases.out)}: a sidecar without its table"]
+    assert sidecar_of(releases.out).stat().st_mode & MARK
+    other = releases.folder / "other.parquet"
+    status, _, err = run_in_process([*releases.args[:releases.args.index("--out")], "--out", str(other)])
+    assert status == 0, err
+    assert entries(releases.folder) - before == {other.name, sidecar_of(other).name}
+
+
+def test_the_guardian_killed_alone_after_both_links_changes_nothing_the_release_reports(material, tmp_path, strace):
+    """The release held just after linking the table, its guardian killed: the pair is published, so
+    the release must report success (it once said "Broken pipe; nothing was written")."""
+    releases = _releases(material, tmp_path, "file", "csv", size="small")
+    proc = releases.start((strace, "-o", "/dev/null", "-e", "trace=linkat",
+                           "-e", "inject=linkat:delay_exit=1500000:when=2"))
+    assert wait_until(lambda: releases.out.exists() or proc.poll() is not None, timeout=120)
+    assert proc.poll() is None, collect(proc)[1]
+    (release,) = [pid for pid in children(proc.pid) if children(pid)]
+    (guardian,) = children(release)
+    os.kill(guardian, signal.SIGKILL)
+    _, err = collect(proc, out=releases.out)
+    assert proc.returncode == 0 and "error" not in err, err
+    record = json.loads(sidecar_of(releases.out).read_text())
+    assert record["output"]["sha256"] == sha256_file(releases.out)
+    assert not sidecar_of(releases.out).stat().st_mode & MARK  # the release cleared the mark itself
 
 
 def test_overwrite_killed_between_removing_the_old_table_and_its_sidecar_leaves_a_pair_or_nothing(
@@ -453,7 +484,9 @@ def test_a_full_disk_leaves_nothing_and_names_the_output(material, tmp_path, tmp
         assert status == 2, (what, err)
         assert one_line_error(err) == [], (what, err)
         (line,) = [line for line in err.splitlines() if line.startswith("countdp: error:")]
-        assert line.startswith(f"countdp: error: {out}: ") and "No space left on device" in line, line
+        # refused before anything is drawn (preflight: the free space against an estimate), or while written
+        assert (line.startswith(f"countdp: error: {out}: ") and "No space left on device" in line) or (
+            line.startswith(f"countdp: error: --out {out}: the folder {point} has ") and "needs about" in line), line
         assert state == "nothing" and entries(point) == set(), (what, entries(point))
         free = os.statvfs(point)
         assert free.f_bfree == free.f_blocks, f"{what}: {free.f_blocks - free.f_bfree} pages still held"

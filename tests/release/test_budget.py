@@ -33,7 +33,7 @@ def groups(tmp_path):
 
 def _argv(table, out, cache, *extra):
     return ["release", "--input", str(table), "--count-column", "young,male", "--size-column", "n",
-            "--mechanism", "EM", "--cache", str(cache), "--out", str(out), *extra]
+            "--mechanism", "EM", "--cache", str(cache), "--keep", "block", "--out", str(out), *extra]
 
 
 def test_a_release_debits_the_ledger_and_an_overspend_is_refused_with_nothing_drawn(tmp_path, groups, capsys):

@@ -58,7 +58,8 @@ def _table(path, rows: int) -> None:
 def test_a_release_without_tmpfile_commits_by_rename_and_says_so(no_tmpfile, mechanism, tmp_path):
     table, out = tmp_path / "t.csv", no_tmpfile / "noisy.csv"
     _table(table, 100)
-    assert main(["release", str(mechanism), "--input", str(table), "--count-column", "c", "--out", str(out)]) == 0
+    assert main(["release", str(mechanism), "--input", str(table), "--count-column", "c", "--keep", "block",
+                 "--out", str(out)]) == 0
     assert pair_problems(out, table) == []
     assert json.loads(sidecar_of(out).read_text())["commit"] == NAMED
     assert sorted(p.name for p in no_tmpfile.iterdir()) == ["noisy.csv", "noisy.csv.release.json"]
@@ -68,7 +69,7 @@ def test_a_killed_release_leaves_a_partial_file_that_the_next_release_removes(no
     table, out = tmp_path / "t.csv", no_tmpfile / "noisy.csv"
     _table(table, 400_000)
     argv = [sys.executable, "-m", "countdp.cli", "release", str(mechanism), "--input", str(table),
-            "--count-column", "c", "--out", str(out)]
+            "--count-column", "c", "--keep", "block", "--out", str(out)]
     proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
     partial = no_tmpfile / f".noisy.csv.countdp-partial-{proc.pid}"
     assert wait_until(lambda: (partial.exists() and partial.stat().st_size > 0) or proc.poll() is not None, 120)
@@ -82,5 +83,6 @@ def test_a_killed_release_leaves_a_partial_file_that_the_next_release_removes(no
     assert live.exists()
     live.unlink()
     partial.touch()
-    assert main(["release", str(mechanism), "--input", str(table), "--count-column", "c", "--out", str(out)]) == 0
+    assert main(["release", str(mechanism), "--input", str(table), "--count-column", "c", "--keep", "block",
+                 "--out", str(out)]) == 0
     assert not partial.exists() and pair_problems(out, table) == []

@@ -90,7 +90,8 @@ def test_each_column_counts_its_own_sizes_at_its_own_alpha(tmp_path, capsys):
     table.write_text("n,c,d\n" + "".join(f"{n},{n // 3},{n // 5}\n" for n in range(1000, 2000)))
     common = ["release", "--input", str(table), "--size-column", "n", "--mechanism", "WH", "--out",
               str(tmp_path / "o.csv"), "--cache", str(tmp_path / "cache"), "--seed", "1"]
-    assert main(common + ["--count-column", "c", "--alpha", "1/2", "--dry-run"]) == 0
+    # with only c counted, d stands beside it and must be named to be published (default-deny)
+    assert main(common + ["--count-column", "c", "--keep", "n,d", "--alpha", "1/2", "--dry-run"]) == 0
     capsys.readouterr()
     assert main(common + ["--count-column", "c,d", "--alpha", "1/2,999/1000"]) == 2
     err = capsys.readouterr().err.strip()

@@ -64,6 +64,10 @@ def table(tmp_path):
     return path, sizes, counts
 
 
+KEEP = ("--keep", "id,region,n")
+"""The fixture table's columns beside its count, all published (publication is default-deny)."""
+
+
 def _release(table_path, out, *extra) -> int:
     return main(["release", "--input", str(table_path), "--count-column", "c", "--size-column", "n",
                  "--invariant", "total", "--out", str(out), *extra])
@@ -72,34 +76,43 @@ def _release(table_path, out, *extra) -> int:
 def test_the_release_keeps_the_total_and_records_its_guarantee(tmp_path, table):
     path, _, counts = table
     out = tmp_path / "o.csv"
-    assert _release(path, out, "--mechanism", "GM", "--alpha", "2/3", "--seed", "4") == 0
+    assert _release(path, out, *KEEP, "--mechanism", "GM", "--alpha", "2/3") == 0
     header, rows = _rows(out)
     assert header == ["id", "region", "n", "noisy_c", "mechanism"]
     assert sum(int(r[3]) for r in rows) == int(counts.sum())
     sidecar = json.loads((tmp_path / "o.csv.release.json").read_text())
     [column] = sidecar["guarantee"]["columns"]
     assert column["per_group_alpha"] == "2/3" and column["invariant"]["partitions"] == 1
+    assert column["published_totals"] == [{"total": int(counts.sum())}]  # the one total it makes public
     alpha = Fraction(column["alpha_exact"])
     assert alpha <= Fraction(2, 3) ** 2  # one person moving changes two groups' counts: never better than alpha^2
     assert alpha >= Fraction(2, 3) ** 4  # Gong-Meng Theorem 2.1 with gamma <= 1
     assert "invariant neighbours" in sidecar["guarantee"]["unit_of_privacy"]
     # the spent epsilon is a 30-digit upper bound of ln(1/alpha); math.log's float may round above it
     assert Fraction(column["epsilon_spent"]) >= Fraction(-math.log(alpha)) * (1 - Fraction(1, 10**15))
-    again = tmp_path / "again.csv"
-    assert _release(path, again, "--mechanism", "GM", "--alpha", "2/3", "--seed", "4") == 0
-    assert _rows(again)[1] == rows  # a seeded release is reproducible
+    seeded, again = tmp_path / "seeded.csv", tmp_path / "again.csv"
+    assert _release(path, seeded, *KEEP, "--mechanism", "GM", "--alpha", "2/3", "--seed", "4") == 0
+    assert _release(path, again, *KEEP, "--mechanism", "GM", "--alpha", "2/3", "--seed", "4") == 0
+    assert _rows(again)[1] == _rows(seeded)[1]  # a seeded release is reproducible
+    assert sum(int(r[3]) for r in _rows(seeded)[1]) == int(counts.sum())
+    # ... and so claims no guarantee: its seed, in the sidecar, regenerates the noise
+    claim = json.loads((tmp_path / "seeded.csv.release.json").read_text())["guarantee"]
+    assert list(claim) == ["claimed"] and claim["claimed"].startswith("none")
 
 
 def test_one_total_per_partition(tmp_path, table):
     path, _, counts = table
     out = tmp_path / "o.csv"
-    assert _release(path, out, "--mechanism", "EM", "--alpha", "9/10", "--invariant-by", "region") == 0
+    assert _release(path, out, *KEEP, "--mechanism", "EM", "--alpha", "9/10", "--invariant-by", "region") == 0
     _, rows = _rows(out)
     for region in ("r0", "r1", "r2", "r3"):
         members = [k for k, r in enumerate(rows) if r[1] == region]
         assert sum(int(rows[k][3]) for k in members) == int(counts[members].sum())
     sidecar = json.loads((tmp_path / "o.csv.release.json").read_text())
-    assert sidecar["guarantee"]["columns"][0]["invariant"]["partitions"] == 4
+    [column] = sidecar["guarantee"]["columns"]
+    assert column["invariant"]["partitions"] == 4
+    totals = {f"r{r}": int(counts[[k for k in range(len(counts)) if k % 4 == r]].sum()) for r in range(4)}
+    assert column["published_totals"] == [{"region": region, "total": total} for region, total in totals.items()]
 
 
 @pytest.mark.parametrize("mechanism, alpha", [("GM", "1/2"), ("EM", "2/3")])
@@ -126,19 +139,28 @@ def test_the_recorded_guarantee_is_the_enumerated_worst_ratio(tmp_path, mechanis
 def test_target_alpha_is_met_on_the_sampled_weights(tmp_path, table):
     path, _, _ = table
     out = tmp_path / "o.csv"
-    assert _release(path, out, "--mechanism", "GM", "--target-alpha", "1/2") == 0
+    assert _release(path, out, *KEEP, "--mechanism", "GM", "--target-alpha", "1/2") == 0
     column = json.loads((tmp_path / "o.csv.release.json").read_text())["guarantee"]["columns"][0]
     assert Fraction(column["alpha_exact"]) >= Fraction(1, 2)
     assert Fraction(1, 2) < Fraction(column["per_group_alpha"]) < 1
 
 
-def test_the_budget_is_charged_the_conditioned_epsilon(tmp_path, table):
+def test_the_budget_is_charged_the_conditioned_epsilon(tmp_path, table, capsys):
     path, _, _ = table
     ledger = tmp_path / "b.json"
-    assert main(["budget", "init", str(ledger), "--epsilon", "5"]) == 0
-    assert _release(path, tmp_path / "o.csv", "--mechanism", "GM", "--alpha", "2/3", "--budget", str(ledger)) == 0
+    bit_only = tmp_path / "bit.json"
+    assert main(["budget", "init", str(bit_only), "--epsilon", "5"]) == 0
+    # a ledger without an invariant account refuses: its epsilon is in another unit of privacy
+    assert _release(path, tmp_path / "o.csv", *KEEP, "--mechanism", "GM", "--alpha", "2/3",
+                    "--budget", str(bit_only)) == 2
+    assert "no account for invariant" in _one_line_error(capsys)
+    assert json.loads(bit_only.read_text())["entries"] == [] and not (tmp_path / "o.csv").exists()
+    assert main(["budget", "init", str(ledger), "--epsilon", "5", "--invariant-epsilon", "5"]) == 0
+    assert _release(path, tmp_path / "o.csv", *KEEP, "--mechanism", "GM", "--alpha", "2/3",
+                    "--budget", str(ledger)) == 0
     column = json.loads((tmp_path / "o.csv.release.json").read_text())["guarantee"]["columns"][0]
     [entry] = json.loads(ledger.read_text())["entries"]
+    assert entry["account"] == "invariant"  # never added to the bit-level account
     assert Fraction(entry["epsilon"]) == Fraction(column["epsilon_spent"])
     assert Fraction(entry["epsilon"]) > Fraction(-math.log(Fraction(2, 3)))  # more than the unconditioned column
 

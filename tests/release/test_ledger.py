@@ -18,7 +18,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from countdp.cli import main
-from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError, amount_text, lock_path, parse_amount
+from countdp.release.ledger import (
+    FORMAT,
+    UNITS,
+    AccountState,
+    BudgetExceeded,
+    Ledger,
+    LedgerError,
+    amount_text,
+    lock_path,
+    parse_amount,
+)
 
 TENTH = Fraction(1, 10)
 
@@ -74,7 +84,8 @@ def test_ten_tenths_fit_a_budget_of_one_and_the_eleventh_writes_nothing(ledger):
     before = ledger.path.read_bytes()
     with pytest.raises(BudgetExceeded) as refused:
         ledger.debit(TENTH, {"command": "release"})
-    assert str(refused.value) == f"{ledger.path}: this release needs epsilon 0.1 but only 0 remains of 1"
+    assert str(refused.value) == f"{ledger.path}: the bit account: this release needs epsilon 0.1 but only 0 remains " \
+                                 "of 1"
     assert ledger.path.read_bytes() == before
     with pytest.raises(BudgetExceeded):
         ledger.check(Fraction(1, 10**30))
@@ -163,7 +174,7 @@ def _tamper(document: dict, change: str) -> object:
         "negative amount": lambda: entries[0].update(epsilon="-0.1"),
         "amount as a JSON number": lambda: entries[0].update(epsilon=0.1),
         "entries above the total": lambda: entries[0].update(epsilon="0.95"),
-        "negative total": lambda: document.update(total_epsilon="-1"),
+        "negative total": lambda: document["accounts"]["bit"].update(total_epsilon="-1"),
         "unknown status": lambda: entries[0].update(status="done"),
         "repeated id": lambda: entries[1].update(id=entries[0]["id"]),
         "missing entries": lambda: document.pop("entries"),
@@ -177,7 +188,7 @@ def _tamper(document: dict, change: str) -> object:
 @pytest.mark.parametrize("change,problem", [
     ("amount that does not parse", "entry 1: epsilon must be a decimal or 'p/q' string"),
     ("negative amount", "entry 1: epsilon '-0.1' is negative"),
-    ("amount as a JSON number", "entry 1: epsilon must be exact"), ("entries above the total", "above the total 1"),
+    ("amount as a JSON number", "entry 1: epsilon must be exact"), ("entries above the total", "above its total 1"),
     ("negative total", "total_epsilon '-1' is negative"), ("unknown status", "status must be one of"),
     ("repeated id", "ids repeat"), ("missing entries", "lacks entries"), ("time without a zone", "with a zone"),
     ("wrong format", "not a countdp budget ledger"),
@@ -266,7 +277,8 @@ def _race_violations(answers: list[dict], ledger: Ledger) -> list[str]:
     if sorted(e.entry_id for e in state.entries) != debited or state.spent != len(debited) * TENTH:
         problems.append(f"the ledger records {len(state.entries)} entries and spent {state.spent}, "
                         f"not the {len(debited)} debits granted")
-    if any(message != f"{ledger.path}: this release needs epsilon 0.1 but only 0 remains of 1" for message in refused):
+    if any(message != f"{ledger.path}: the bit account: this release needs epsilon 0.1 but only 0 remains of 1"
+           for message in refused):
         problems.append("a refusal with a remaining budget")
     return problems
 
@@ -329,12 +341,14 @@ def test_budget_init_and_show_round_trip(tmp_path, capsys):
     ledger.commit(first.entry_id, {"table": "out.csv"})
     assert main(["budget", "show", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split() == ["total", "epsilon", "1/3", "(~0.333333333333)"]
-    assert lines[2].split() == ["spent", "epsilon", "17/70", "(~0.242857142857)"]  # 1/10 + 1/7
-    assert lines[3].split() == ["remaining", "epsilon", "19/210", "(~0.0904761904762)"]  # 1/3 - 17/70
-    assert "2 (1 committed, 1 debited" in lines[4]
-    assert f"{first.entry_id}" in lines[5] and "epsilon 0.1" in lines[5] and "committed" in lines[5]
-    assert "epsilon 1/7" in lines[6] and "debited" in lines[6] and '"income"' in lines[6]
+    assert lines[1].startswith("account    bit (one person's bit in one group's count")
+    assert lines[2].split() == ["total", "epsilon", "1/3", "(~0.333333333333)"]
+    assert lines[3].split() == ["spent", "epsilon", "17/70", "(~0.242857142857)"]  # 1/10 + 1/7
+    assert lines[4].split() == ["remaining", "epsilon", "19/210", "(~0.0904761904762)"]  # 1/3 - 17/70
+    assert "2 (1 committed, 1 debited, 0 failed" in lines[5]
+    assert f"{first.entry_id}" in lines[6] and "epsilon 0.1" in lines[6] and "committed" in lines[6]
+    assert lines[6].split()[2] == "bit"
+    assert "epsilon 1/7" in lines[7] and "debited" in lines[7] and '"income"' in lines[7] and len(lines) == 8
 
 
 def test_budget_init_names_the_dataset_after_the_file(tmp_path, capsys):
@@ -351,7 +365,7 @@ def test_budget_init_names_the_dataset_after_the_file(tmp_path, capsys):
     (["budget", "init", "{d}/new.json"], "--epsilon"),
     (["budget", "show", "{d}/missing.json"], "{d}/missing.json: no such budget ledger"),
     (["budget", "show", "{d}/bad.json"], "{d}/bad.json: entry 1: epsilon"),
-    (["budget"], "init,show"),
+    (["budget"], "init,add-account,show"),
 ])
 def test_budget_errors_are_one_line_and_leave_nothing(tmp_path, capsys, argv, problem):
     Ledger.create(tmp_path / "adult.json", Fraction(1), "adult")
@@ -366,3 +380,179 @@ def test_budget_errors_are_one_line_and_leave_nothing(tmp_path, capsys, argv, pr
     assert captured.out == "" and captured.err.count("\n") == 1
     assert captured.err.startswith("countdp: error: ") and problem.format(d=tmp_path) in captured.err
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+# ---------------------------------------------------------------------------- accounts: one per unit of privacy
+
+
+@pytest.fixture
+def two_accounts(tmp_path) -> Ledger:
+    return Ledger.create(tmp_path / "both.json", Fraction(1), "both", invariant_epsilon=Fraction(1, 2))
+
+
+def test_each_unit_has_its_own_account_and_they_are_never_summed(two_accounts):
+    ledger = two_accounts
+    assert ledger.debit(Fraction(1), {"kind": "bit"}).remaining_after == 0  # the whole bit budget
+    debit = ledger.debit(Fraction(1, 3), {"kind": "invariant"}, account="invariant")
+    assert (debit.account, debit.spent_before, debit.remaining_after) == ("invariant", 0, Fraction(1, 6))
+    state = ledger.state()
+    assert (state.total, state.spent, state.remaining) == (1, 1, 0)  # the bit account, as before
+    assert state.accounts["bit"] == AccountState(Fraction(1), Fraction(1), Fraction(0))
+    assert state.accounts["invariant"] == AccountState(Fraction(1, 2), Fraction(1, 3), Fraction(1, 6))
+    assert [e.account for e in state.entries] == ["bit", "invariant"]
+    document = json.loads(ledger.path.read_text())
+    assert document["format"] == FORMAT == "countdp-budget-ledger/2" and "total_epsilon" not in document
+    assert document["accounts"] == {"bit": {"total_epsilon": "1"}, "invariant": {"total_epsilon": "0.5"}}
+    assert [e["account"] for e in document["entries"]] == ["bit", "invariant"]
+    before = ledger.path.read_bytes()
+    with pytest.raises(BudgetExceeded) as refused:
+        ledger.debit(Fraction(1, 5), {}, account="invariant")
+    assert str(refused.value) == (f"{ledger.path}: the invariant account: this release needs epsilon 0.2 but only "
+                                  "1/6 remains of 0.5")
+    assert refused.value.account == "invariant"
+    with pytest.raises(BudgetExceeded, match="the bit account: .* only 0 remains of 1"):
+        ledger.check(Fraction(1, 10**9))
+    assert ledger.check(Fraction(1, 6), account="invariant") == 0
+    assert ledger.path.read_bytes() == before
+    assert UNITS == ("bit", "invariant")
+
+
+def test_a_ledger_without_an_invariant_account_refuses_invariant_debits(ledger, capsys):
+    before = ledger.path.read_bytes()
+    for action in (lambda: ledger.debit(TENTH, {}, account="invariant"), lambda: ledger.check(TENTH, "invariant")):
+        with pytest.raises(LedgerError) as refused:
+            action()
+        assert str(refused.value) == (
+            f"{ledger.path}: the ledger has no account for invariant releases (their epsilon is for invariant "
+            "neighbours, a different unit from the bit-level budget); add one with `countdp budget add-account "
+            f"{ledger.path} --invariant-epsilon E` (or create a ledger with `countdp budget init … "
+            "--invariant-epsilon E`)")
+    with pytest.raises(ValueError, match="account must be one of bit, invariant, got 'bits'"):
+        ledger.debit(TENTH, {}, account="bits")
+    assert ledger.path.read_bytes() == before
+    assert main(["budget", "add-account", str(ledger.path), "--invariant-epsilon", "1/4"]) == 0
+    assert "the invariant account, total epsilon 0.25" in capsys.readouterr().out
+    assert ledger.debit(TENTH, {}, account="invariant").remaining_after == Fraction(3, 20)
+    before = ledger.path.read_bytes()
+    with pytest.raises(LedgerError, match="cannot add the account 'invariant': the ledger has bit, invariant"):
+        ledger.add_account("invariant", Fraction(5))
+    with pytest.raises(LedgerError, match="cannot add the account 'bit'"):
+        ledger.add_account("bit", Fraction(5))
+    assert main(["budget", "add-account", str(ledger.path), "--invariant-epsilon", "5"]) == 2
+    assert "cannot add the account 'invariant'" in capsys.readouterr().err
+    assert ledger.path.read_bytes() == before and ledger.state().accounts["invariant"].total == Fraction(1, 4)
+
+
+V1 = {"format": "countdp-budget-ledger/1", "dataset": "old", "total_epsilon": "1", "created": "2024-01-01T00:00:00Z",
+      "entries": [{"id": "1-aa", "time": "2024-01-01T00:00:00Z", "epsilon": "0.25", "status": "committed",
+                   "what": {"command": "release"}, "committed": "2024-01-01T00:00:01Z", "outputs": {"out": "a.csv"}},
+                  {"id": "2-bb", "time": "2024-01-02T00:00:00Z", "epsilon": "1/3", "status": "debited",
+                   "what": {}}]}
+
+
+def test_a_version_1_ledger_reads_as_the_bit_account_and_a_write_upgrades_it(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(V1))
+    ledger = Ledger(path)
+    state = ledger.state()
+    assert (state.total, state.spent, state.remaining) == (1, Fraction(7, 12), Fraction(5, 12))
+    assert list(state.accounts) == ["bit"] and {e.account for e in state.entries} == {"bit"}
+    assert ledger.check(Fraction(5, 12)) == 0
+    assert json.loads(path.read_text()) == V1  # reading never rewrites
+    with pytest.raises(LedgerError, match="no account for invariant releases"):
+        ledger.debit(TENTH, {}, account="invariant")
+    assert json.loads(path.read_text()) == V1
+    ledger.fail("2-bb", "the process was killed")
+    document = json.loads(path.read_text())
+    assert document["format"] == "countdp-budget-ledger/2" and "total_epsilon" not in document
+    assert document["accounts"] == {"bit": {"total_epsilon": "1"}}
+    assert [e["account"] for e in document["entries"]] == ["bit", "bit"]
+    assert document["entries"][0] == {**V1["entries"][0], "account": "bit"}  # nothing else changed
+    assert ledger.state().spent == Fraction(7, 12)
+
+
+def test_a_failed_release_stays_spent_and_is_counted(ledger, capsys):
+    first = ledger.debit(Fraction(1, 4), {"command": "release"})
+    second = ledger.debit(Fraction(1, 4), {"command": "release"})
+    ledger.fail(first.entry_id, "OSError: No space left on device")
+    ledger.commit(second.entry_id, {"out": "b.csv"})
+    state = ledger.state()
+    failed = state.entries[0]
+    assert (failed.status, failed.reason, state.spent) == ("failed", "OSError: No space left on device", Fraction(1, 2))
+    raw = json.loads(ledger.path.read_text())["entries"][0]
+    assert raw["status"] == "failed" and raw["failed"].endswith("Z") and raw["reason"] == failed.reason
+    before = ledger.path.read_bytes()
+    for action, problem in [(lambda: ledger.commit(first.entry_id, {}), "already failed"),
+                            (lambda: ledger.fail(first.entry_id, "again"), "already failed"),
+                            (lambda: ledger.fail(second.entry_id, "late"), "already committed"),
+                            (lambda: ledger.fail("nope", "x"), "no entry 'nope'")]:
+        with pytest.raises(LedgerError, match=problem):
+            action()
+    with pytest.raises(ValueError, match="needs a reason"):
+        ledger.fail(ledger.debit(TENTH, {}).entry_id, " ")
+    assert main(["budget", "show", str(ledger.path)]) == 0
+    out = capsys.readouterr().out
+    assert "3 (1 committed, 1 debited, 1 failed; debited and failed entries count as spent)" in out
+    assert "(failed: OSError: No space left on device)" in out
+    assert ledger.state().spent == Fraction(3, 5)
+    assert ledger.path.read_bytes() != before  # only the last debit was written
+
+
+@pytest.mark.parametrize("change,problem", [
+    (lambda d: d["entries"][0].pop("account"), "entry 1 lacks account"),
+    (lambda d: d["entries"][0].update(account="invariant"), "account 'invariant' is not one of the ledger's (bit)"),
+    (lambda d: d["accounts"].update(group={"total_epsilon": "1"}), "accounts must hold the bit account"),
+    (lambda d: d["accounts"].pop("bit"), "accounts must hold the bit account"),
+    (lambda d: d["accounts"]["bit"].pop("total_epsilon"), "accounts.bit lacks total_epsilon"),
+    (lambda d: d["entries"][0].update(status="failed"), "a failed entry needs its reason"),
+    (lambda d: d.update(format="countdp-budget-ledger/3"), "expected 'countdp-budget-ledger/2'"),
+])
+def test_a_malformed_account_is_refused_in_one_line(ledger, change, problem):
+    ledger.debit(TENTH, {})
+    document = json.loads(ledger.path.read_text())
+    change(document)
+    ledger.path.write_text(json.dumps(document))
+    before = ledger.path.read_bytes()
+    for action in (ledger.state, lambda: ledger.debit(TENTH, {}), lambda: ledger.add_account("invariant", TENTH)):
+        with pytest.raises(LedgerError) as refused:
+            action()
+        assert str(refused.value).startswith(f"{ledger.path}: ") and problem in str(refused.value)
+    assert ledger.path.read_bytes() == before
+
+
+def test_budget_init_with_an_invariant_account_and_show(tmp_path, capsys):
+    path = tmp_path / "adult.json"
+    assert main(["budget", "init", str(path), "--epsilon", "1", "--invariant-epsilon", "1/3"]) == 0
+    assert "total epsilon 1, invariant account epsilon 1/3 (~0.333333333333)" in capsys.readouterr().out
+    Ledger(path).debit(TENTH, {"command": "release", "invariant": True}, account="invariant")
+    assert main(["budget", "show", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("account    bit ") and lines[5].startswith("account    invariant (invariant neighbours")
+    assert [line.split()[:3] for line in lines[2:5]] == [["total", "epsilon", "1"], ["spent", "epsilon", "0"],
+                                                         ["remaining", "epsilon", "1"]]
+    assert [line.split()[:3] for line in lines[6:9]] == [["total", "epsilon", "1/3"], ["spent", "epsilon", "0.1"],
+                                                         ["remaining", "epsilon", "7/30"]]
+    assert lines[10].split()[2:5] == ["invariant", "epsilon", "0.1"]
+    assert main(["budget", "init", str(tmp_path / "x.json"), "--epsilon", "1", "--invariant-epsilon", "0"]) == 2
+    assert "--invariant-epsilon" in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
+def test_concurrent_debits_to_two_accounts_spend_each_exactly(tmp_path):
+    """24 processes: 12 debit 1/10 from a bit account of 1, 12 debit 1/10 from an invariant account of 1/2."""
+    ledger = Ledger.create(tmp_path / "race.json", Fraction(1), "race", invariant_epsilon=Fraction(1, 2))
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    racer = RACER.replace("{\"racer\": index}, lock=lock", "{\"racer\": index}, account=sys.argv[6], lock=lock")
+    assert racer != RACER
+    racers = [subprocess.Popen([sys.executable, "-c", racer, str(ledger.path), str(signals), str(i), "lock", "0.02",
+                                UNITS[i % 2]], stdout=subprocess.PIPE, text=True) for i in range(24)]
+    while sum(1 for p in signals.iterdir() if p.name.startswith("ready-")) < 24:
+        assert all(p.poll() is None for p in racers), "a racer did not start"
+        time.sleep(0.01)
+    (signals / "go").touch()
+    answers = [json.loads(p.communicate(timeout=300)[0]) for p in racers]
+    granted = {unit: sum(1 for i, a in enumerate(answers) if "debited" in a and UNITS[i % 2] == unit) for unit in UNITS}
+    assert granted == {"bit": 10, "invariant": 5}
+    state = ledger.state()
+    assert state.accounts["bit"].remaining == 0 and state.accounts["invariant"].remaining == 0
+    assert sorted(e.what["racer"] % 2 for e in state.entries) == [0] * 10 + [1] * 5

@@ -42,6 +42,10 @@ def groups(tmp_path):
     return path, sizes, counts
 
 
+KEEP = ("--keep", "id,n")
+"""The fixture table's published columns: its id and size (publication is default-deny)."""
+
+
 def _release(table, out, *extra) -> int:
     return main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n",
                  "--levels", ",".join(LEVELS), "--out", str(out), *extra])
@@ -50,7 +54,7 @@ def _release(table, out, *extra) -> int:
 def test_a_levels_release_has_one_noisy_column_per_level_and_no_count(tmp_path, groups):
     table, sizes, _ = groups
     out = tmp_path / "noisy.csv"
-    assert _release(table, out, "--seed", "11") == 0
+    assert _release(table, out, *KEEP) == 0  # unseeded: a seeded release claims no guarantee
     header, *rows = out.read_text().splitlines()
     assert header == "id,n,noisy_c_level1,noisy_c_level2,noisy_c_level3,mechanism"
     values = np.array([[int(v) for v in row.split(",")[2:5]] for row in rows])
@@ -94,7 +98,7 @@ def test_levels_in_parquet(tmp_path, groups):
 
     pq.write_table(pacsv.read_csv(table), parquet)
     out = tmp_path / "noisy.parquet"
-    assert _release(parquet, out) == 0
+    assert _release(parquet, out, *KEEP) == 0
     written = pq.read_table(out)
     assert written.column_names == ["id", "n", "noisy_c_level1", "noisy_c_level2", "noisy_c_level3", "mechanism"]
     assert written.schema.field("noisy_c_level3").type == pa.int64() and written.num_rows == len(counts)
@@ -104,16 +108,17 @@ def test_levels_spend_the_least_private_levels_epsilon_once(tmp_path, groups):
     table, _, _ = groups
     ledger = tmp_path / "budget.json"
     assert main(["budget", "init", str(ledger), "--epsilon", "1"]) == 0
-    assert _release(table, tmp_path / "o.csv", "--budget", str(ledger)) == 0
+    assert _release(table, tmp_path / "o.csv", *KEEP, "--budget", str(ledger)) == 0
     state = json.loads(ledger.read_text())
     [entry] = state["entries"]
     assert Fraction(entry["epsilon"]) == epsilon_upper_bound(Fraction(1, 2))
     assert entry["what"]["levels"] == list(LEVELS)
+    assert entry["account"] == "bit"  # levels are bit-level releases
 
 
 def test_dry_run_names_the_levels(tmp_path, groups, capsys):
     table, _, _ = groups
-    assert _release(table, tmp_path / "o.csv", "--dry-run") == 0
+    assert _release(table, tmp_path / "o.csv", *KEEP, "--dry-run") == 0
     assert "levels at alpha 1/2, 2/3, 9/10" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.csv"]
 
@@ -131,7 +136,7 @@ def test_bad_levels_are_one_line_and_nothing_is_written(tmp_path, groups, capsys
     table, _, _ = groups
     out = tmp_path / "o.csv"
     assert main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--levels", levels,
-                 "--out", str(out), *extra]) == 2
+                 "--out", str(out), *KEEP, *extra]) == 2
     assert message in _one_line_error(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["groups.csv"]
 

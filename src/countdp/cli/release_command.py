@@ -51,7 +51,9 @@ def register(sub) -> None:
     table.add_argument("--input", type=Path, action=Once, help="a CSV or Parquet table of true counts")
     table.add_argument("--count-column", action=Once, help="the table's count columns, comma-separated")
     table.add_argument("--keep", action=Once,
-                       help="the columns to publish, comma-separated (default: every column but the counts)")
+                       help="the columns to publish, comma-separated ('' for none); required when the table has "
+                            "columns beside its count, size and --invariant-by columns (default: the size and "
+                            "partition columns, which are public)")
     table.add_argument("--out", type=Path, action=Once,
                        help="the released table (same format as the input); its sidecar is OUT.release.json")
     table.add_argument("--noisy-column", action=Once, help="names of the noisy columns (default noisy_<count column>)")
@@ -83,7 +85,8 @@ def register(sub) -> None:
     r.add_argument("--dry-run", action="store_true",
                    help="show each mechanism, its exact expected error and the budget left; draw and write nothing")
     r.add_argument("--seed", type=int, action=Once,
-                   help="a seeded generator, for experiments only; without it the OS's secure source is used")
+                   help="a seeded generator, for experiments only (the sidecar then claims no guarantee; refused "
+                        "with --budget); without it the OS's secure source is used")
 
 
 def _randomness_note(seed: int | None) -> None:
@@ -212,6 +215,9 @@ def _request(args: argparse.Namespace):
     if len(noisy) != len(counts):
         raise UsageError(f"--noisy-column gives {len(noisy)} names for {len(counts)} count columns")
     keep = None if args.keep is None else tuple(_split(args.keep, "--keep")) if args.keep.strip() else ()
+    if args.seed is not None and args.budget is not None:
+        raise UsageError("--seed makes the noise reproducible from the sidecar, so a seeded release protects nobody "
+                         "and cannot spend a privacy budget: drop --seed (or --budget, for an experiment)")
     common = {"input": args.input, "out": args.out, "keep": keep, "seed": args.seed, "budget": args.budget,
               "overwrite": args.overwrite, "command": tuple(sys.argv)}
     if args.size_column is None:
@@ -275,40 +281,83 @@ class CachedMechanisms:
         return self.cache.matrix_sizes(request.mechanism, sizes, request.columns[k].alpha, request.objective)
 
 
+def _debit(ledger: Ledger, prepared) -> dict:
+    """Charge the release to the ledger's account for its unit of privacy; the entry stays private."""
+    request = prepared.request
+    what = {"input": str(request.input), "input_sha256": prepared.validated.input_sha256,
+            "out": str(request.out), "columns": request.count_names,
+            "alphas": [alpha_text(c.alpha) for c in request.columns]}
+    if request.columns[0].levels:
+        what["levels"] = [alpha_text(a) for a in request.columns[0].levels]
+    if prepared.invariants is not None:
+        what["published_totals"] = {c.count_column: inv.published_totals(request.invariant_by)
+                                    for c, inv in zip(request.columns, prepared.invariants, strict=True)}
+    receipt = ledger.debit(prepared.epsilon, what, account=_account(request))
+    return {"ledger": str(request.budget), "account": _account(request), "entry": receipt.entry_id,
+            "epsilon": rational_text(receipt.epsilon), "remaining_after": rational_text(receipt.remaining_after)}
+
+
+def _account(request) -> str:
+    """The ledger account of a release: its unit of privacy (bit-level, or invariant neighbours)."""
+    return "invariant" if request.invariant else "bit"
+
+
+def _preflight(prepared) -> None:
+    """What can fail before any noise is drawn: the output folder writable, with room for the output.
+
+    The room asked for is a lower bound of what the release writes (two bytes a noisy CSV value,
+    a quarter of a byte in Parquet, whose encodings compress): a folder that cannot hold even that
+    is refused before the debit; a disk that fills during the write leaves nothing, and the ledger
+    entry is marked failed.
+    """
+    from countdp.release.atomic import preflight  # lazy: the release layer stays out of the CLI's start-up
+    from countdp.release.tables import table_format  # lazy: keeps pyarrow out of the CLI's start-up
+
+    request = prepared.request
+    noisy = sum(len(c.noisy_columns) for c in request.columns)
+    per_row = noisy / 4 if table_format(request.input) == "parquet" else 2 * noisy
+    try:
+        preflight(request.out.parent, int(prepared.validated.rows * per_row) + (1 << 14))
+    except OSError as exc:
+        raise UsageError(f"--out {request.out}: {exc.strerror or exc}; nothing was drawn or spent") from None
+
+
 def _release_table(args: argparse.Namespace) -> int:
-    # lazy: keeps scipy and pyarrow (the table release engine) out of the CLI's start-up
-    from countdp.release.engine import prepare, sidecar_path, write_release
+    from countdp.release.atomic import repair  # lazy: the release layer stays out of the CLI's start-up
+    from countdp.release.engine import prepare, sidecar_path, write_release  # lazy: scipy and pyarrow, likewise
 
     request, design = _request(args)
     ledger = Ledger(request.budget) if request.budget else None
     if ledger is not None:
         ledger.state()  # a missing or malformed ledger is refused before any work
-    prepared = prepare(request, _mechanisms(request, design, args.dry_run))
+    prepared = prepare(request, _mechanisms(request, design, args.dry_run), dry_run=args.dry_run)
     request = prepared.request  # with --target-alpha, it now holds the alpha chosen
     if args.dry_run:
         try:
-            budget = ledger.check(prepared.epsilon) if ledger else None
+            budget = ledger.check(prepared.epsilon, account=_account(request)) if ledger else None
         except BudgetExceeded as exc:
             budget = f"{exc}: the release would be refused"
         sys.stdout.write(preview(prepared, budget))
         return 0
-    debit = None
-    if ledger is not None:
-        what = {"input": str(request.input), "input_sha256": prepared.validated.input_sha256,
-                "out": str(request.out), "columns": request.count_names,
-                "alphas": [alpha_text(c.alpha) for c in request.columns]}
-        if request.columns[0].levels:
-            what["levels"] = [alpha_text(a) for a in request.columns[0].levels]
-        receipt = ledger.debit(prepared.epsilon, what)
-        debit = {"ledger": str(request.budget), "entry": receipt.entry_id, "epsilon": rational_text(receipt.epsilon),
-                 "remaining_after": rational_text(receipt.remaining_after)}
+    _preflight(prepared)
+    repair(request.out.parent)  # a sidecar left alone by a release killed with its guardian
+    debit = _debit(ledger, prepared) if ledger is not None else None
     _randomness_note(request.seed)
     progress = Progress(prepared.validated.rows, "rows released")
     try:
         randomness = Randomness(request.seed, sum(len(c.noisy_columns) for c in request.columns))
         record = write_release(prepared, randomness, __version__, debit, progress.advance)
-    except OSError as exc:
-        raise UsageError(f"{request.out}: {exc.strerror or exc}; nothing was written") from None
+    except BaseException as exc:
+        spent = "" if debit is None else f" (its epsilon stays spent: entry {debit['entry']} is marked failed)"
+        if debit is not None:
+            ledger.fail(debit["entry"], f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, FileExistsError):  # another release committed there first
+            raise UsageError(f"{exc.strerror}{spent}") from None
+        if isinstance(exc, OSError):
+            raise UsageError(f"{request.out}: {exc.strerror or exc}; nothing was written{spent}") from None
+        if isinstance(exc, ValueError):
+            raise ValueError(f"{exc}{spent}") from None
+        raise
     finally:
         progress.close()
     if ledger is not None:

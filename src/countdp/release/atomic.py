@@ -1,32 +1,51 @@
 """All-or-nothing output: files that have no name until the release commits.
 
-A release writes a table and its sidecar.  Each is written into an *unnamed* file
-(``open(dir, O_TMPFILE)``): the kernel gives it an inode in the output folder but no directory
-entry, so until it is linked into place no path reaches it, and if the process dies — an
-exception, SIGKILL, a full disk — the kernel frees it.  Nothing is ever cleaned up afterwards,
-because nothing that holds counts was ever named.
+A release writes a table and its sidecar, each into an *unnamed* file (``open(dir, O_TMPFILE)``):
+an inode in the output folder with no directory entry, freed by the kernel if the process dies.
 
-The commit links the two files into place, sidecar first, then the table
-(``linkat(/proc/self/fd/N, path, AT_SYMLINK_FOLLOW)``), after both were written and flushed to
-disk.  Between the two links, a sidecar without its table exists for the span of one system
-call.  A *guardian* process, started before the first link and watching a pipe, closes that
-window: if the release dies before it reports the commit done, the guardian removes the lone
-sidecar (only if it is still the inode this release linked).  So after any end of a release
-either both files are in place and complete, or neither exists.
+The commit, after both files are flushed to disk, runs under an exclusive ``flock`` of the output
+folder itself, so commits into one folder never interleave (two ``--overwrite`` releases cannot
+leave one's table beside the other's sidecar).  It names the sidecar, then the table, each with a
+no-replace operation (``linkat(/proc/self/fd/N, path, AT_SYMLINK_FOLLOW)``): a name that appeared
+meanwhile fails the release, which removes what it named.  ``--overwrite`` first removes the old
+table, then the old sidecar.  A sidecar carries the sticky bit (:data:`MARK`) while it may stand
+without its table: set before the first change, cleared once the table is named.
 
-Filesystems without ``O_TMPFILE`` (NFS, some network filesystems) get named hidden files
-(``.NAME.countdp-partial-PID``) renamed into place at commit.  A SIGKILL there can leave such a
-file behind; the next release into the same folder removes the partial files of processes that
-no longer exist.  :attr:`AtomicPair.method` says which way a release was committed, and the
-sidecar records it.
+A *guardian* process, started before the lock, shares the lock and holds both unnamed files open
+(``pass_fds``).  If the release dies before telling it the commit is done, the guardian takes the
+lock and **rolls forward** if this release's sidecar is named (it links the table from its own
+descriptor), else removes a marked sidecar whose table is gone (an ``--overwrite`` killed between
+its two removals).  If the guardian dies, the release goes on alone: it will not start naming
+without a live guardian, and once both names are linked the commit is done whatever became of the
+guardian.  So any *single* death leaves the complete pair or nothing.
+
+**Residual.**  Two names cannot appear in one system call.  If the release *and* the guardian are
+both dead while the release is inside the window (a SIGKILL of both at one instant — a container
+or cgroup stopped — or the guardian killed first and the release then inside the window), a marked
+sidecar stands without its table.  The window runs from the sidecar's ``linkat`` to the table's
+(two ``ctypes`` calls prepared beforehand: microseconds) and, with ``--overwrite``, from the old
+table's removal to the old sidecar's.  :func:`repair`, run by the next release into the folder
+under the lock, removes a marked sidecar without its table.  A power loss inside the window can
+leave the same state on disk; the same repair applies.
+
+Without ``O_TMPFILE`` (NFS, FUSE) the files are named hidden files (``.NAME.countdp-partial-PID``),
+linked into place with ``link`` (never replacing; ``rename`` after an existence check under the lock
+where there are no hard links) and then removed.  A SIGKILL while they are written leaves them; the
+guardian removes them at the commit, and the next release removes those of dead processes.  Where
+the folder cannot be locked (NFS refuses an exclusive ``flock`` of a directory), commits run
+unlocked: no-replace naming still lets one release only name ``OUT``, but concurrent ``--overwrite``
+releases are not serialised and :func:`repair` leaves marked sidecars alone.
+:attr:`AtomicPair.method` says which way a release was committed, and the sidecar records it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -34,19 +53,27 @@ from pathlib import Path
 _AT_FDCWD = -100
 _AT_SYMLINK_FOLLOW = 0x400
 UNNAMED = "unnamed files (O_TMPFILE) linked into place at commit (linkat)"
-NAMED = "named partial files renamed into place at commit (this filesystem has no O_TMPFILE)"
+NAMED = "named partial files linked into place at commit (this filesystem has no O_TMPFILE)"
+MARK = stat.S_ISVTX
+"""The mode bit a sidecar carries while it may stand without its table (meaningless on a regular file)."""
+SIDECAR_SUFFIX = ".release.json"
 _PARTIAL = re.compile(r"^\..+\.countdp-partial-(\d+)$")
+_NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK)
 
 _GUARDIAN = r"""
-import os, sys
+import ctypes, fcntl, os, stat, sys
 sidecar, table = sys.argv[1], sys.argv[2]
-ours_table, ours_sidecar, old_sidecar = (tuple(map(int, a.split(":"))) if a != "-" else None for a in sys.argv[3:6])
+lock, sidecar_fd, table_fd = map(int, sys.argv[3:6])
+partials = [(p, fd) for p, fd in zip(sys.argv[6:8], (sidecar_fd, table_fd)) if p != "-"]
 def identity(path):
     try:
-        st = os.stat(path)
+        st = os.lstat(path)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino)
+    return (st.st_dev, st.st_ino, stat.S_IMODE(st.st_mode))
+def ours(path, fd):
+    found, st = identity(path), os.fstat(fd)
+    return found is not None and found[:2] == (st.st_dev, st.st_ino)
 try:
     os.write(1, b"ready\n")
 except OSError:
@@ -54,23 +81,46 @@ except OSError:
 said = b""
 while chunk := os.read(0, 64):
     said += chunk
-if b"done" not in said and identity(table) != ours_table:
-    found = identity(sidecar)
-    if found is not None and (found == ours_sidecar or (found == old_sidecar and identity(table) is None)):
-        os.unlink(sidecar)
+if b"done" in said:
+    sys.exit(0)
+try:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+except OSError:
+    pass
+try:
+    if ours(sidecar, sidecar_fd) and identity(table) is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.linkat(-100, b"/proc/self/fd/%d" % table_fd, -100, os.fsencode(table), 0x400) != 0:
+            for p, fd in partials:
+                if fd == table_fd and ours(p, fd) and identity(table) is None:
+                    os.rename(p, table)
+except OSError:
+    pass
+found = identity(sidecar)
+if ours(table, table_fd):
+    os.fchmod(sidecar_fd, stat.S_IMODE(os.fstat(sidecar_fd).st_mode) & ~stat.S_ISVTX)
+elif found is not None and identity(table) is None and (ours(sidecar, sidecar_fd) or found[2] & stat.S_ISVTX):
+    os.unlink(sidecar)
+for p, fd in partials:
+    if ours(p, fd):
+        os.unlink(p)
 """
-"""The guardian, run with ``python -I -S``: it says ``ready``, then waits for the release to say
-``done`` or to die (its pipe closes).  If the release died before the table was named, it removes
-the sidecar this release linked, or the old sidecar an ``--overwrite`` left without its table."""
+"""The guardian (``python -I -S``): says ``ready``, waits for ``done`` or the release's death; then, under
+the lock (the release's, through the shared descriptor), rolls forward or removes a marked lone sidecar."""
 
 
-def _linkat(fd: int, target: Path) -> None:
-    """Give the unnamed file open as ``fd`` the name ``target`` (fails if ``target`` exists)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    source = f"/proc/self/fd/{fd}".encode()
-    if libc.linkat(_AT_FDCWD, source, _AT_FDCWD, os.fsencode(target), _AT_SYMLINK_FOLLOW) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code), str(target))
+class _Linker:
+    """``linkat(/proc/self/fd/N, path, AT_SYMLINK_FOLLOW)``, its arguments encoded beforehand so
+    that the two links of a commit follow each other as closely as Python allows."""
+
+    def __init__(self) -> None:
+        self.linkat = ctypes.CDLL(None, use_errno=True).linkat
+
+    def __call__(self, fd: int, target: Path) -> None:
+        source = f"/proc/self/fd/{fd}".encode()
+        if self.linkat(_AT_FDCWD, source, _AT_FDCWD, os.fsencode(target), _AT_SYMLINK_FOLLOW) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code), str(target))
 
 
 class PendingFile:
@@ -92,12 +142,29 @@ class PendingFile:
         os.fsync(self.fd)
         return os.fstat(self.fd)
 
-    def name(self) -> None:
+    def name(self, linker: _Linker) -> None:
+        """Give the file its name, never replacing one (``FileExistsError`` if the name exists)."""
         if self.partial is None:
-            _linkat(self.fd, self.target)
-        else:
+            linker(self.fd, self.target)
+            return
+        try:
+            os.link(self.partial, self.target)
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            if os.path.lexists(self.target):  # no hard links here: check, under the folder's lock
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(self.target)) from None
             os.rename(self.partial, self.target)
-            self.partial = None
+        else:
+            os.unlink(self.partial)
+        self.partial = None
+
+    def is_named(self) -> bool:
+        """Whether ``target`` is this very file (same device and inode)."""
+        try:
+            return os.path.samestat(os.lstat(self.target), os.fstat(self.fd))
+        except FileNotFoundError:
+            return False
 
     def discard(self) -> None:
         try:
@@ -120,6 +187,29 @@ def _supports_unnamed(folder: Path) -> bool:
     return True
 
 
+def preflight(folder: Path, estimated_bytes: int) -> None:
+    """Refuse, before the budget is debited, a folder that cannot take the release.
+
+    The folder must accept a new file — an unnamed one (or, without ``O_TMPFILE``, a named probe
+    removed at once) is actually created, because permission bits do not stop root and only the
+    attempt finds a read-only mount — and have ``estimated_bytes`` free for an unprivileged writer
+    (``f_bavail * f_frsize``).  Raises :class:`OSError` whose ``strerror`` is one line naming the folder.
+    """
+    folder = Path(folder)
+    try:
+        if not _supports_unnamed(folder):
+            probe = folder / f".countdp-probe.countdp-partial-{os.getpid()}"
+            os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600))
+            os.unlink(probe)
+    except OSError as exc:
+        raise OSError(exc.errno, f"the folder {folder} cannot take a new file ({exc.strerror})", str(folder)) from None
+    found = os.statvfs(folder)
+    free = found.f_bavail * found.f_frsize
+    if free < estimated_bytes:
+        raise OSError(errno.ENOSPC, f"the folder {folder} has {free:,} bytes free; the release needs about "
+                      f"{estimated_bytes:,}", str(folder))
+
+
 def remove_stale_partials(folder: Path) -> list[Path]:
     """Remove the named partial files of releases whose process no longer exists (the fallback's leftovers)."""
     removed = []
@@ -139,6 +229,51 @@ def remove_stale_partials(folder: Path) -> list[Path]:
     return removed
 
 
+def repair(folder: Path, suffix: str = SIDECAR_SUFFIX) -> list[Path]:
+    """Undo what dead commits left in ``folder``; returns the paths removed.
+
+    Under the folder's lock (so no commit is under way): removes the partial files of dead
+    releases, and every sidecar (a name ending in ``suffix``) that carries :data:`MARK` without its
+    table beside it — the residual of a release and its guardian killed together inside the commit
+    window; beside its table, the mark is merely cleared.  Sidecars without the mark are never
+    touched.  Without a lock (see the module docstring) only partial files are removed.
+    """
+    folder = Path(folder)
+    lock = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        removed = remove_stale_partials(folder)
+        if not _lock(lock):
+            return removed
+        for path in folder.iterdir():
+            if not path.name.endswith(suffix) or len(path.name) == len(suffix):
+                continue
+            try:
+                found = path.lstat()
+            except FileNotFoundError:
+                continue
+            if not stat.S_ISREG(found.st_mode) or not found.st_mode & MARK:
+                continue
+            if os.path.lexists(path.with_name(path.name[:-len(suffix)])):
+                os.chmod(path, stat.S_IMODE(found.st_mode) & ~MARK)
+            else:
+                path.unlink()
+                removed.append(path)
+        return removed
+    finally:
+        os.close(lock)
+
+
+def _lock(fd: int) -> bool:
+    """An exclusive ``flock`` of the folder open as ``fd`` (waiting for it); False where refused (NFS)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        if exc.errno in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+            return False
+        raise
+    return True
+
+
 class AtomicPair:
     """A table and its sidecar, written unnamed and committed together.
 
@@ -153,8 +288,8 @@ class AtomicPair:
         folder = self.table_path.parent
         named = not _supports_unnamed(folder)
         self.method = NAMED if named else UNNAMED
-        if named:
-            remove_stale_partials(folder)
+        name, table_name = self.sidecar_path.name, self.table_path.name
+        repair(folder, name[len(table_name):] if name.startswith(table_name) else SIDECAR_SUFFIX)
         self.table = PendingFile(self.table_path, named)
         self.sidecar = PendingFile(self.sidecar_path, named)
         self.committed = False
@@ -168,51 +303,87 @@ class AtomicPair:
             self.sidecar.discard()
 
     def commit(self) -> None:
-        """Flush both files to disk, then name them — sidecar, then table — under the guardian.
+        """Flush both files to disk, then, under the folder's lock and the guardian, name them.
 
-        With ``replace``, the old table is removed before the old sidecar, so a table is never
-        left without its sidecar; a release that dies during the replacement leaves neither.
+        Once both names are linked the release is committed: a guardian that died meanwhile
+        changes nothing (writing ``done`` to it may fail, and is ignored).
         """
-        table_stat, sidecar_stat = self.table.finish(), self.sidecar.finish()
-        old_sidecar = _identity(self.sidecar_path) if self.replace else None
-        guardian = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _GUARDIAN, str(self.sidecar_path), str(self.table_path),
-             _text(table_stat), _text(sidecar_stat), _text(old_sidecar)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        self.table.finish()
+        self.sidecar.finish()
+        lock = os.open(self.table_path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            if guardian.stdout.readline() != b"ready\n":
-                raise OSError("the commit guardian did not start")
-            if self.replace:
-                self.table_path.unlink(missing_ok=True)
-                self.sidecar_path.unlink(missing_ok=True)
-            self.sidecar.name()
+            guardian = self._guardian(lock)
             try:
-                self.table.name()
-            except BaseException:
-                self.sidecar_path.unlink(missing_ok=True)
-                raise
-            guardian.stdin.write(b"done\n")
-            self.committed = True
+                if guardian.stdout.readline() != b"ready\n":
+                    raise OSError(errno.ECHILD, "the commit guardian did not start")
+                _lock(lock)
+                self._name_both(guardian)
+                self.committed = True
+                _tell(guardian, b"done\n")
+            finally:
+                _tell(guardian, None)
+                guardian.wait()
+                guardian.stdout.close()
         finally:
-            guardian.stdin.close()
-            guardian.wait()
-            guardian.stdout.close()
+            os.close(lock)  # the guardian has exited: this was the last holder of the lock
         for pending in (self.table, self.sidecar):
             pending.stream.close()
             os.close(pending.fd)
         fsync_folder(self.table_path.parent)
 
+    def _guardian(self, lock: int) -> subprocess.Popen:
+        partials = [str(p.partial) if p.partial else "-" for p in (self.sidecar, self.table)]
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _GUARDIAN, str(self.sidecar_path), str(self.table_path),
+             str(lock), str(self.sidecar.fd), str(self.table.fd), *partials],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
+            pass_fds=(lock, self.sidecar.fd, self.table.fd))
 
-def _identity(path: Path) -> os.stat_result | None:
+    def _name_both(self, guardian: subprocess.Popen) -> None:
+        """Under the lock: (with ``replace``) remove the old pair, then name the sidecar, then the table.
+
+        The sidecar is marked before it is named and unmarked after the table is; the old sidecar is
+        marked before the old table is removed.  Whatever fails, what this release named is removed.
+        """
+        if guardian.poll() is not None:
+            raise OSError(errno.ECHILD, "the commit guardian ended before the commit; nothing was named")
+        mode = stat.S_IMODE(os.fstat(self.sidecar.fd).st_mode)
+        os.fchmod(self.sidecar.fd, mode | MARK)
+        if self.replace:
+            _remove_old_pair(self.table_path, self.sidecar_path)
+        linker = _Linker()
+        try:
+            self.sidecar.name(linker)
+            self.table.name(linker)
+        except BaseException as exc:
+            if self.sidecar.is_named():
+                self.sidecar_path.unlink(missing_ok=True)
+            if isinstance(exc, FileExistsError):
+                raise FileExistsError(errno.EEXIST, f"{exc.filename2 or exc.filename} already exists (another "
+                                      "release committed there first); nothing of this release was named",
+                                      exc.filename) from None
+            raise
+        os.fchmod(self.sidecar.fd, mode)
+
+
+def _remove_old_pair(table: Path, sidecar: Path) -> None:
+    """Remove an old table, then its sidecar, marking the sidecar first (a lone old sidecar is repairable)."""
     try:
-        return os.stat(path)
+        found = os.lstat(sidecar)
+        if stat.S_ISREG(found.st_mode) and os.path.lexists(table):
+            os.chmod(sidecar, stat.S_IMODE(found.st_mode) | MARK)
     except FileNotFoundError:
-        return None
+        pass
+    table.unlink(missing_ok=True)
+    sidecar.unlink(missing_ok=True)
 
 
-def _text(stat: os.stat_result | None) -> str:
-    """A file's identity (device and inode) for the guardian's command line, ``-`` for none."""
-    return "-" if stat is None else f"{stat.st_dev}:{stat.st_ino}"
+def _tell(guardian: subprocess.Popen, message: bytes | None) -> None:
+    """Write ``message`` to the guardian (or, for ``None``, close its pipe); a dead guardian is ignored."""
+    try:
+        guardian.stdin.close() if message is None else (guardian.stdin.write(message), guardian.stdin.flush())
+    except OSError:
+        pass
 
 
 def fsync_folder(folder: Path) -> None:
@@ -224,4 +395,5 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["NAMED", "UNNAMED", "AtomicPair", "PendingFile", "fsync_folder", "remove_stale_partials"]
+__all__ = ["MARK", "NAMED", "UNNAMED", "AtomicPair", "PendingFile", "fsync_folder", "preflight",
+           "remove_stale_partials", "repair"]

@@ -7,9 +7,10 @@ draw, write and commit, all or nothing.
 3. with ``--budget``, the ledger is debited (under its lock) before any noise is drawn;
 4. the table is read again batch by batch; each batch's kept columns are copied, its noisy
    counts drawn, and the batch is written to an unnamed file, hashed as it is written;
-5. if the input's SHA-256 matches the first pass, the sidecar is written and both files are
-   committed together (:class:`~countdp.release.atomic.AtomicPair`); the ledger entry is marked
-   committed.
+5. if the input's SHA-256 matches the first pass (a check made here and never published: the
+   digest of a confidential table would let anyone who knows all its rows but one recover the
+   last), the sidecar is written and both files are committed together
+   (:class:`~countdp.release.atomic.AtomicPair`); the ledger entry is marked committed.
 
 Memory stays bounded by the batch size whatever the number of rows.
 """
@@ -117,17 +118,18 @@ def check_paths(request: ReleaseRequest) -> None:
                 raise ValueError(f"{path} already exists; remove it, choose another --out, or pass --overwrite")
 
 
-def prepare(request: ReleaseRequest, mechanism_for, progress=None) -> Prepared:
+def prepare(request: ReleaseRequest, mechanism_for, progress=None, dry_run: bool = False) -> Prepared:
     """Validate every row, then get each column's mechanism for each group size (nothing drawn).
 
     With an invariant, the table's counts are read once more and every partition's guarantee is
     computed on the weights that will be sampled; the column then spends that guarantee's epsilon.
+    A dry run publishes no total, so its invariant guarantee is the bound for every total.
     """
     check_paths(request)
     validated = validate(request, progress)
     check_held_matrices(request, validated.sizes, mechanism_for)
     if request.invariant:
-        return _prepare_invariant(request, validated, mechanism_for)
+        return _prepare_invariant(request, validated, mechanism_for, dry_run)
     many = getattr(mechanism_for, "many", None)
     mechanisms = [many(k, validated.sizes) if many is not None else
                   [mechanism_for(k, int(n)) for n in validated.sizes.tolist()] for k in range(len(request.columns))]
@@ -152,15 +154,15 @@ def check_held_matrices(request: ReleaseRequest, sizes: np.ndarray, mechanism_fo
     check_matrices_fit(matrices, copies, HELD_BYTES_PER_ENTRY, what)
 
 
-def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_for) -> Prepared:
+def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_for, dry_run: bool) -> Prepared:
     try:
         columns, sizes, labels = read_columns(TableSource(request.input), request.count_names, request.size_column,
                                               request.invariant_by)
     except ValueError as exc:
         raise ValueError(f"{request.input}: {exc}") from None
     if request.target_alpha is not None:
-        alpha = max(choose_alpha(sizes, columns[name], labels, request.mechanism, request.target_alpha)
-                    for name in request.count_names)
+        alpha = choose_alpha(sizes if sizes is not None else np.full(validated.rows, request.n), labels,
+                             request.mechanism, request.target_alpha)
         request = replace(request, columns=tuple(replace(c, alpha=alpha, epsilon_requested=None)
                                                  for c in request.columns))
     mechanisms = [[mechanism_for(k, int(n), request.columns) if request.target_alpha is not None else
@@ -169,8 +171,12 @@ def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_
     mechanisms = [[d.as_matrix() if hasattr(d, "as_matrix") else d for d in designs] for designs in mechanisms]
     prepared = Prepared(request, validated, mechanisms, 0)
     index = None if sizes is None else prepared.size_index(sizes)
-    prepared.invariants = [column_invariant([d.released for d in designs], index, columns[c.count_column], labels)
-                           for c, designs in zip(request.columns, mechanisms, strict=True)]
+    try:
+        prepared.invariants = [column_invariant([d.released for d in designs], index, columns[c.count_column], labels,
+                                                request.invariant_by, dry_run)
+                               for c, designs in zip(request.columns, mechanisms, strict=True)]
+    except ValueError as exc:
+        raise ValueError(f"{request.input}: {exc}") from None
     if request.target_alpha is not None:
         for column, invariant in zip(request.columns, prepared.invariants, strict=True):
             if invariant.worst.alpha < request.target_alpha:
@@ -261,7 +267,13 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         record = sidecar_record(request, validated, prepared.mechanisms, randomness, output_sha256, schema.names,
                                 pair.method, debit, version, prepared.invariants)
         pair.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
-        pair.commit()
+        try:
+            pair.commit()
+        except OSError:
+            if not pair.committed:
+                raise
+            # both names are in place (only flushing the folder failed): the release is published,
+            # and saying otherwise would not match the filesystem
     return record
 
 

@@ -7,16 +7,23 @@ of ``COLUMN`` instead.  The totals themselves are published exactly, so the guar
 *invariant neighbours*: two tables with the same group sizes and totals that differ in two people's
 records, one person of one group losing the counted attribute and one of another group gaining it.
 
-The noise is drawn exactly from the conditional distribution of the integer weights
-(:class:`countdp.invariants.group_total.GroupTotalSampler`: no MCMC, no float in a decision, work
-fixed by the public group sizes and totals).  The guarantee is computed on those weights, never
-assumed: :func:`countdp.invariants.guarantee.proven_bound` for each partition, or the exact worst
-ratio by enumeration when the partition is small enough.  The column is charged the worst
-partition's epsilon (partitions hold disjoint groups, so they compose in parallel).
+A partition that the conditioned release cannot protect is refused before anything is drawn,
+naming it: a partition of one group (its published total *is* its count) and a partition whose
+total is 0 or the sum of its sizes (the total fixes every count in it).  Such partitions have no
+invariant neighbours, so a guarantee computed over their neighbours would be vacuous.
 
-The draw of each partition is padded to a deadline set by the same draw on public counts
-(:func:`run_padded`), so its running time does not depend on the confidential counts beyond the
-sizes and total, which are public.
+The noise is drawn exactly from the conditional distribution of the integer weights
+(:class:`countdp.invariants.group_total.GroupTotalSampler`: no MCMC, no float in a decision).  The
+guarantee is computed on those weights, never assumed: :func:`countdp.invariants.guarantee.proven_bound`
+for each partition, or the exact worst ratio by enumeration when the partition is small enough.  The
+column is charged the worst partition's epsilon (partitions hold disjoint groups, so they compose in
+parallel).  A dry run publishes no total, so it states the bound that holds for every total
+(:func:`column_invariant` with ``public_only``), which depends on the public group sizes alone.
+
+Each partition's draw is padded to a deadline set by the same draw on public counts
+(:func:`run_padded`).  This narrows what its running time says about the counts but does not
+remove it: the sampler's number of big-number operations is fixed by the public sizes and total,
+their operands' magnitudes are not (docs/threat-model.md states the limit).
 
 The counts of an invariant column are held in memory (8 bytes a row) between the two passes,
 since a partition's draw needs all its rows at once.
@@ -51,6 +58,8 @@ class ColumnInvariant:
     mechanisms: list[list]
     guarantees: list[InvariantGuarantee]
     totals: list[int]
+    names: list[str] | None = None
+    public_only: bool = False
 
     @property
     def worst(self) -> InvariantGuarantee:
@@ -65,8 +74,14 @@ class ColumnInvariant:
                 if worst.kind == "exact" else "proven upper bound on the worst ratio",
                 "exact_partitions": sum(g.kind == "exact" for g in self.guarantees),
                 "sampler": "exact conditional distribution of the integer weights (divide and conquer over the "
-                           "groups; no MCMC, no float in a decision); its work is fixed by the public group sizes "
-                           "and totals"}
+                           "groups; no MCMC, no float in a decision); its number of big-number operations is fixed "
+                           "by the public group sizes and totals, their running time is not (docs/threat-model.md)"}
+
+    def published_totals(self, by: str | None) -> list[dict]:
+        """The totals this column publishes exactly: one per partition, with its ``--invariant-by`` value."""
+        if self.names is None:
+            return [{"total": total} for total in self.totals]
+        return [{by: name, "total": total} for name, total in zip(self.names, self.totals, strict=True)]
 
 
 def read_columns(source: TableSource, counts: list[str], size: str | None,
@@ -103,21 +118,60 @@ def _guarantee(mechanisms: list, total: int) -> InvariantGuarantee:
     return proven_bound(mechanisms, total)
 
 
-def column_invariant(released: list, size_index: np.ndarray | None, counts: np.ndarray,
-                     labels: np.ndarray | None) -> ColumnInvariant:
-    """Partitions of one count column and their guarantees; ``released[s]``: the weights of size index s."""
-    rows = np.arange(len(counts))
+def _partitions(count: int, labels: np.ndarray | None) -> tuple[list[np.ndarray], list[str] | None]:
+    """Row indices of each partition (in order of their label) and the labels, or one partition of every row."""
     if labels is None:
-        partitions = [rows]
-    else:
-        _, inverse = np.unique(labels.astype(str), return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        partitions = np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1)
+        return [np.arange(count)], None
+    names, inverse = np.unique(labels.astype(str), return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(inverse[order])) + 1), names.tolist()
+
+
+def unprotected(partitions: list[np.ndarray], sizes: list[np.ndarray], totals: list[int] | None,
+                names: list[str] | None, by: str | None) -> str | None:
+    """Why some partitions cannot be released conditioned on their totals, naming them, or ``None``.
+
+    A lone group's total is its count; a total of 0 or of the partition's whole size fixes every
+    count.  Neither has an invariant neighbour to protect it.  ``totals=None`` checks the lone groups
+    alone (the public structure), as a dry run does.
+    """
+    def named(picks: list[int]) -> str:
+        shown = [f"{by}={names[p]!r}" if names is not None else "the table" for p in picks[:5]]
+        return ", ".join(shown) + (f" and {len(picks) - 5} more" if len(picks) > 5 else "")
+
+    lone = [p for p, members in enumerate(partitions) if len(members) == 1]
+    if lone:
+        return (f"{len(lone)} partition(s) hold a single group ({named(lone)}): the published total would be its "
+                "count; merge such groups into larger partitions")
+    if totals is None:
+        return None
+    pinned = [p for p, (total, n) in enumerate(zip(totals, sizes, strict=True)) if total in (0, int(n.sum()))]
+    if pinned:
+        return (f"{len(pinned)} partition(s) have a total of 0 or of their whole size ({named(pinned)}): the "
+                "published total would fix every count in them")
+    return None
+
+
+def column_invariant(released: list, size_index: np.ndarray | None, counts: np.ndarray,
+                     labels: np.ndarray | None, by: str | None = None, public_only: bool = False) -> ColumnInvariant:
+    """Partitions of one count column and their guarantees; ``released[s]``: the weights of size index s.
+
+    ``ValueError`` (naming the partitions) for a partition that cannot be protected (:func:`unprotected`).
+    ``public_only`` (a dry run): each partition's bound for every total, from its public sizes alone.
+    """
+    partitions, names = _partitions(len(counts), labels)
     mechanisms = [[released[0 if size_index is None else int(size_index[r])] for r in members]
                   for members in partitions]
+    sizes = [np.array([m.n for m in chosen], dtype=np.int64) for chosen in mechanisms]
     totals = [int(counts[members].sum()) for members in partitions]
+    problem = unprotected(partitions, sizes, None if public_only else totals, names, by)
+    if problem is not None:
+        raise ValueError(f"--invariant: {problem}")
+    if public_only:
+        guarantees = [proven_bound(chosen) for chosen in mechanisms]
+        return ColumnInvariant(partitions, mechanisms, guarantees, [], names, True)
     guarantees = [_guarantee(chosen, total) for chosen, total in zip(mechanisms, totals, strict=True)]
-    return ColumnInvariant(partitions, mechanisms, guarantees, totals)
+    return ColumnInvariant(partitions, mechanisms, guarantees, totals, names)
 
 
 @dataclass(frozen=True)
@@ -168,16 +222,17 @@ def conditioned_draw(counts: np.ndarray, invariant: ColumnInvariant, rng: object
     return out
 
 
-def choose_alpha(sizes: np.ndarray, counts: np.ndarray, labels: np.ndarray | None, mechanism: str,
-                 target) -> Fraction:
-    """The per-group alpha whose conditioned release meets ``target`` in every partition (the largest
-    any partition needs; :func:`countdp.invariants.guarantee.target_alpha`, GM or EM)."""
-    rows = np.arange(len(counts))
-    partitions = [rows] if labels is None else [rows[labels == value] for value in np.unique(labels.astype(str))]
-    chosen = [target_alpha(sizes[members].tolist(), mechanism, target, int(counts[members].sum())).alpha
-              for members in partitions]
-    return max(chosen)
+def choose_alpha(sizes: np.ndarray, labels: np.ndarray | None, mechanism: str, target) -> Fraction:
+    """The per-group alpha whose conditioned release meets ``target`` in every partition, for every total
+    (the largest any partition needs; :func:`countdp.invariants.guarantee.target_alpha`, GM or EM).
+
+    It is chosen from the public group sizes alone, so neither the alpha nor the mechanisms depend on
+    a confidential total.
+    """
+    partitions, _ = _partitions(len(sizes), labels)
+    return max(target_alpha(sizes[members].tolist(), mechanism, target).alpha for members in partitions)
 
 
 __all__ = ["EXACT_GROUPS", "NEIGHBOURS", "ColumnInvariant", "TimingSettings", "choose_alpha", "column_invariant",
-           "conditioned_draw", "public_counts", "read_columns", "run_padded"]
+           "conditioned_draw", "public_counts", "read_columns", "run_padded",
+           "unprotected"]

@@ -7,6 +7,10 @@ uniform prior on the true count and for the worst true count — computed in exa
 the integer weights that the release would sample (:mod:`countdp.privacy.expected_error`; for a
 size held as structure, from its table without the matrix, :mod:`countdp.structural.errors`).
 Then the total privacy spent and, with a budget, what the ledger would have left.
+
+Nothing it prints depends on a confidential value: the rows, group sizes and mechanisms are
+public under the unit of privacy, and a conditioned release's guarantee is the bound for every
+total (a dry run publishes no total; docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -68,9 +72,10 @@ def preview(prepared, remaining: Fraction | str | None) -> str:
         if prepared.invariants is not None:
             worst = prepared.invariants[k].worst
             lines.append(f"# {column.count_column}: conditioned on its total ({len(prepared.invariants[k].partitions)} "
-                         f"partition(s)); per-group alpha {alpha_text(column.alpha)}, the conditioned release is "
-                         f"{_short(worst.alpha)}-DP for invariant neighbours "
-                         f"({'exact' if worst.kind == 'exact' else 'proven bound'}; the rows above are unconditioned)")
+                         f"partition(s)); per-group alpha {alpha_text(column.alpha)}, the conditioned release is at "
+                         f"least {_short(worst.alpha)}-DP for invariant neighbours whatever the totals (a proven bound "
+                         "from the group sizes alone: a dry run publishes no total, and the release states its "
+                         "guarantee at the totals it publishes; the rows above are unconditioned)")
         if column.levels:
             lines.append(f"# {column.count_column}: levels at alpha {', '.join(alpha_text(a) for a in column.levels)}; "
                          "the rows above are level 1 (the least private), each later level is GM at its own alpha")

@@ -1,14 +1,20 @@
 """The sidecar: what guarantee a released table carries, and how it was made.
 
 Written beside every table release as ``<table>.release.json`` and committed with it.  It
-records the countdp version and the time (UTC); the input's and the output's SHA-256; for
-every count column its exact alpha, the epsilon asked for and the epsilon guaranteed; the
-total by sequential composition (alphas multiply, epsilons add, exact rationals); the unit of
-privacy in words; where the randomness came from (a seeded release says it is for experiments
-only); and for every column and group size the mechanism and the SHA-256 of the integer weights
-that were sampled (the same digest a mechanism file records, so an entry names its file), or,
-for sizes held as structure, the structure's table, the sizes it served, its parameters and its
-structural certificate.
+records the countdp version and the time (UTC); the output's SHA-256; for every count column
+its exact alpha, the epsilon asked for and the epsilon guaranteed; the total by sequential
+composition (alphas multiply, epsilons add, exact rationals); the unit of privacy in words and
+the threat model it is stated under; where the randomness came from; and for every column and
+group size the mechanism and the SHA-256 of the integer weights that were sampled (the same
+digest a mechanism file records, so an entry names its file), or, for sizes held as structure,
+the structure's table, the sizes it served, its parameters and its structural certificate.
+
+**Nothing in it depends on a confidential value except through the noise** (the threat model,
+docs/threat-model.md).  It holds no digest, total or statistic of the input: the number of rows
+and the group sizes are public under the unit of privacy, the output's digest is a digest of the
+published noisy table, and an invariant release states the totals it publishes exactly.  The
+input's digest stays with the curator, in the ledger entry.  A seeded release claims no
+guarantee: its seed regenerates the noise.
 """
 
 from __future__ import annotations
@@ -24,7 +30,12 @@ from countdp.privacy.alpha import alpha_text, epsilon_upper_bound, rational_text
 from countdp.structural.catalogue import STAND_IN_REASON, weakly_honest_from
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
 
-FORMAT = "countdp-release/1"
+FORMAT = "countdp-release/2"
+THREAT_MODEL = ("docs/threat-model.md: the adversary knows every record but one person's, reads the table and "
+                "this sidecar and every line the release printed; the ledger, the cache, the logs and the input "
+                "stay with the curator")
+SEEDED = ("none: a seeded release is for experiments only; its seed, recorded under randomness, regenerates "
+          "the noise, so the noisy counts protect nobody")
 UNIT_OF_PRIVACY = (
     "one person's bit in one group's count: each row is a group of people, the groups are disjoint, and a person "
     "adds 0 or 1 to their own group's count in each count column. Rows compose in parallel (disjoint groups); the "
@@ -79,6 +90,7 @@ def guarantee(columns, invariants=None, invariant_by: str | None = None) -> dict
         if invariants is not None:
             rows[-1]["per_group_alpha"] = alpha_text(column.alpha)
             rows[-1]["invariant"] = invariants[k].to_dict(invariant_by)
+            rows[-1]["published_totals"] = invariants[k].published_totals(invariant_by)
     unit = UNIT_OF_PRIVACY if invariants is None else INVARIANT_UNIT
     return {"unit_of_privacy": unit, "columns": rows,
             "alpha_total": alpha_text(alpha_total), "epsilon_total": rational_text(epsilon_total),
@@ -156,9 +168,11 @@ def sidecar_record(request, validated, mechanisms, randomness, output_sha256: st
         "countdp_version": version,
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": list(request.command),
-        "guarantee": guarantee(request.columns, invariants, request.invariant_by),
+        "threat_model": THREAT_MODEL,
+        "guarantee": guarantee(request.columns, invariants, request.invariant_by) if randomness.secure
+        else {"claimed": SEEDED},
         "randomness": randomness.describe(),
-        "input": {"path": str(request.input), "sha256": validated.input_sha256, "rows": validated.rows},
+        "input": {"path": str(request.input), "rows": validated.rows},
         "output": {"path": str(request.out), "sha256": output_sha256, "columns": output_columns,
                    "kept_columns": validated.kept},
         "mechanisms_from": str(request.mechanism_file) if request.mechanism_file else
@@ -170,5 +184,5 @@ def sidecar_record(request, validated, mechanisms, randomness, output_sha256: st
     }
 
 
-__all__ = ["FORMAT", "INVARIANT_UNIT", "UNIT_OF_PRIVACY", "column_epsilon", "guarantee", "levels_guarantee",
-           "sidecar_record"]
+__all__ = ["FORMAT", "INVARIANT_UNIT", "SEEDED", "THREAT_MODEL", "UNIT_OF_PRIVACY", "column_epsilon", "guarantee",
+           "levels_guarantee", "sidecar_record"]

@@ -8,7 +8,10 @@ size gets its own certified mechanism (:attr:`ReleaseRequest.mechanism`).
 :func:`validate` reads the whole table once, in batches, and refuses with one ``ValueError``
 line (naming the table the user gave, the row and the column) anything that cannot be
 released: a missing column, a count outside ``0..n``, a bad group size, a kept column equal to
-a count column on every row.  It returns the :class:`Validated` facts the release needs: the
+a count column on every row or an affine function of the counts and sizes
+(:mod:`countdp.release.derived`), a nested kept column.  Publication is default-deny: a table
+with columns beside its count, size and partition columns needs ``--keep`` to name what is
+published.  It returns the :class:`Validated` facts the release needs: the
 rows, the distinct group sizes, the input's SHA-256, and whether CSV text needs quoting.
 """
 
@@ -22,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from countdp.release.derived import AffineWatch, nested
 from countdp.release.tables import TableSource, integer_values, table_format
 
 
@@ -111,8 +115,16 @@ def _names(source: TableSource, request: ReleaseRequest) -> list[str]:
         raise ValueError(f"{request.size_column!r} cannot be both the size column and a count column")
     if request.invariant_by in counts:
         raise ValueError(f"--invariant-by {request.invariant_by!r} is a count column: partitions must be public")
+    public = [c for c in (request.size_column, request.invariant_by) if c]
     if request.keep is None:
-        kept = [name for name in source.columns if name not in counts]
+        beside = [name for name in source.columns if name not in counts and name not in public]
+        if beside:
+            what = f"the column {beside[0]!r} stands" if len(beside) == 1 else \
+                f"the columns {', '.join(map(repr, beside))} stand"
+            raise ValueError(f"{where}: {what} beside the count and size columns; nothing is published unless named: "
+                             "list the columns to publish with --keep "
+                             f"(e.g. --keep {','.join(dict.fromkeys(public + beside))}), or --keep '' for none")
+        kept = [name for name in source.columns if name in public]
     else:
         kept = list(request.keep)
         for name in kept:
@@ -122,6 +134,10 @@ def _names(source: TableSource, request: ReleaseRequest) -> list[str]:
                 raise ValueError(f"{where}: --keep names no column {name!r}")
         if len(set(kept)) != len(kept):
             raise ValueError(f"--keep names a column twice: {','.join(kept)}")
+        for name in kept:
+            if nested(source.schema.field(name)):
+                raise ValueError(f"{where}: --keep names {name!r}, a nested column ({source.schema.field(name).type}); "
+                                 "only flat columns are published, whose every value the release checks")
     added = [name for c in request.columns for name in c.noisy_columns] + request.mechanism_columns()
     for name in added:
         if name in kept or added.count(name) > 1:
@@ -133,11 +149,12 @@ def _names(source: TableSource, request: ReleaseRequest) -> list[str]:
 class _Pass:
     """Running state of the first pass: rows seen, group sizes, kept columns that still equal a count column."""
 
-    def __init__(self, request: ReleaseRequest, candidates: set[tuple[str, str]]) -> None:
+    def __init__(self, request: ReleaseRequest, candidates: set[tuple[str, str]], watched: list[str]) -> None:
         self.request = request
         self.rows = 0
         self.sizes: dict[int, int] = {}
         self.equal = dict.fromkeys(candidates, True)
+        self.watches = [AffineWatch(name, len(request.columns)) for name in watched]
 
     def batch(self, batch: pa.RecordBatch) -> None:
         first = self.rows + 1
@@ -159,8 +176,10 @@ class _Pass:
             high, what = sizes, f" (the group size in {request.size_column!r})"
         else:
             high, what = np.int64(request.n), ""
+        values = []
         for name in request.count_names:
             counts = integer_values(batch.column(name), name, "count", first)
+            values.append(counts)
             outside = (counts < 0) | (counts > high)
             if outside.any():
                 row = int(np.argmax(outside))
@@ -169,6 +188,9 @@ class _Pass:
         for kept, count in self.equal:
             if self.equal[(kept, count)]:
                 self.equal[(kept, count)] = same_values(batch.column(kept), batch.column(count))
+        sizes = high if isinstance(high, np.ndarray) else np.full(batch.num_rows, high, dtype=np.int64)
+        for watch in self.watches:
+            watch.feed(batch.column(watch.name), values, sizes)
         self.rows += batch.num_rows
 
 
@@ -211,8 +233,9 @@ def validate(request: ReleaseRequest, progress=None) -> Validated:
                          f"{source.format.upper()}; name the output with a matching suffix")
     seen: dict = {}
     try:
-        state = _Pass(request, _copies(source, kept, request.count_names))
-        followed = [k for k, _ in state.equal]
+        watched = [name for name in kept if name != request.size_column]
+        state = _Pass(request, _copies(source, kept, request.count_names), watched)
+        followed = [k for k, _ in state.equal] + watched
         size = [request.size_column] if request.size_column else []
         for batch in source.batches(list(dict.fromkeys(request.count_names + size + followed)), seen):
             state.batch(batch)
@@ -227,6 +250,11 @@ def validate(request: ReleaseRequest, progress=None) -> Validated:
         if equal:
             raise ValueError(f"{request.input}: column {kept_name!r} equals the count column {count!r} on every row, "
                              "so keeping it would publish the true counts; leave it out with --keep")
+    for watch in state.watches:
+        formula = watch.derived()
+        if formula is not None:
+            raise ValueError(f"{request.input}: column {watch.name!r} is an affine function of the counts on every row "
+                             f"({formula}), so keeping it would publish the true counts; leave it out of --keep")
     if request.size_column:
         sizes = np.array(sorted(state.sizes), dtype=np.int64)
         rows_per_size = np.array([state.sizes[n] for n in sizes.tolist()], dtype=np.int64)

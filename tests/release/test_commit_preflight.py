@@ -1,0 +1,82 @@
+"""``preflight``: the checks made before the budget is debited, on real filesystems.
+
+Root ignores permission bits, so a read-only *mount* is the real test of "not writable": a
+read-only tmpfs (with ``O_TMPFILE``) and a read-only bindfs (without it, the named probe).  A tiny
+tmpfs is too small for an estimate larger than its free space.  Mounting needs root; elsewhere
+these tests skip.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+
+import pytest
+
+from countdp.release.atomic import preflight
+from tests.helpers.release_checks import debian_tool
+
+
+@pytest.fixture
+def mount(tmp_path):
+    """``mount(options)``: a fresh tmpfs mounted with ``options`` (unmounted afterwards)."""
+    points = []
+
+    def mounted(options: str):
+        point = tmp_path / f"disk{len(points)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs (root is needed): {done.stderr.strip()}")
+        points.append(point)
+        return point
+
+    yield mounted
+    for point in points:
+        subprocess.run(["umount", str(point)], check=True)
+
+
+def test_a_writable_roomy_folder_passes_and_keeps_nothing(tmp_path):
+    preflight(tmp_path, 1000)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_read_only_mount_is_refused_naming_the_folder(mount):
+    point = mount("ro,size=1m")
+    with pytest.raises(OSError) as raised:
+        preflight(point, 10)
+    assert raised.value.errno == errno.EROFS
+    assert str(point) in raised.value.strerror and "\n" not in raised.value.strerror
+    assert point.stat().st_mode & 0o222  # the permission bits alone would have said yes
+
+
+def test_a_folder_without_the_room_is_refused_naming_the_folder(mount):
+    point = mount("size=64k")
+    free = os.statvfs(point).f_bavail * os.statvfs(point).f_frsize
+    preflight(point, free)  # exactly what is free: fine
+    with pytest.raises(OSError) as raised:
+        preflight(point, free + 1)
+    assert raised.value.errno == errno.ENOSPC
+    assert str(point) in raised.value.strerror and "\n" not in raised.value.strerror
+    assert list(point.iterdir()) == []
+
+
+def test_a_read_only_folder_without_tmpfile_is_refused_by_the_named_probe(tmp_path):
+    bindfs = debian_tool("bindfs", "bindfs")
+    if bindfs is None or not os.path.exists("/dev/fuse"):
+        pytest.skip("bindfs and /dev/fuse are needed (root, apt-get)")
+    source, point = tmp_path / "source", tmp_path / "mount"
+    source.mkdir()
+    point.mkdir()
+    done = subprocess.run([bindfs, "-o", "ro", str(source), str(point)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"bindfs could not mount: {done.stderr.strip()}")
+    try:
+        with pytest.raises(OSError) as raised:
+            preflight(point, 10)
+        assert raised.value.errno == errno.EROFS and str(point) in raised.value.strerror
+        assert list(source.iterdir()) == []
+    finally:
+        subprocess.run(["fusermount", "-u", str(point)], capture_output=True)

@@ -1,0 +1,323 @@
+"""What a release publishes: nothing computed from a confidential value except through the noise.
+
+Each test here closes a hole that a hostile reader found (docs/threat-model.md), and each fails
+on the code before the fix: the input's digest in the sidecar, lone or pinned invariant
+partitions, derived kept columns and columns published by default, a seeded release spending
+a budget, a dry run that printed a guarantee computed at the confidential total.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from countdp.cli import main
+
+
+def _release(tmp_path: Path, table: Path, *extra: str, out: str = "noisy.csv") -> tuple[int, Path]:
+    target = tmp_path / out
+    code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
+                 "--alpha", "2/3", "--out", str(target), *extra])
+    return code, target
+
+
+def _csv(path: Path, header: str, rows: list[str]) -> Path:
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+def _nothing_written(folder: Path, before: set[str]) -> bool:
+    return {p.name for p in folder.iterdir()} == before
+
+
+# ------------------------------------------------------------------ no digest of the input
+
+
+def test_no_byte_published_holds_the_input_digest(tmp_path):
+    """The adversary who knows every row but one hashed each candidate table to recover the last count."""
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 12, 40)
+    table = _csv(tmp_path / "t.csv", "n,c", [f"{n},{rng.integers(0, n + 1)}" for n in sizes])
+    code, out = _release(tmp_path, table)
+    assert code == 0
+    digest = hashlib.sha256(table.read_bytes()).hexdigest()
+    published = out.read_bytes() + Path(str(out) + ".release.json").read_bytes()
+    assert digest.encode() not in published and digest.upper().encode() not in published
+    sidecar = json.loads(Path(str(out) + ".release.json").read_text())
+    assert set(sidecar["input"]) == {"path", "rows"} and "threat-model" in sidecar["threat_model"]
+
+
+# ------------------------------------------------------------------ default-deny publication
+
+
+def test_columns_beside_the_counts_need_keep_and_the_refusal_lists_them(tmp_path, capsys):
+    table = _csv(tmp_path / "t.csv", "region,n,c,young", ["a,4,1,2", "b,5,2,3", "c,6,3,1"])
+    before = {p.name for p in tmp_path.iterdir()}
+    code, _ = _release(tmp_path, table)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "'region'" in err and "'young'" in err and "--keep" in err and str(table) in err
+    assert _nothing_written(tmp_path, before)
+    code, out = _release(tmp_path, table, "--keep", "region")
+    assert code == 0
+    assert out.read_text().splitlines()[0] == "region,noisy_c,mechanism"
+
+
+def test_a_table_of_sizes_and_counts_publishes_its_sizes_by_default(tmp_path):
+    table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
+    code, out = _release(tmp_path, table)
+    assert code == 0 and out.read_text().splitlines()[0] == "n,noisy_c,mechanism"
+
+
+def _derived_table(tmp_path: Path, name: str, derive, rows: int = 60, null_row: int | None = None) -> Path:
+    rng = np.random.default_rng(5)
+    n = rng.integers(2, 15, rows)
+    c = rng.integers(0, n + 1)
+    x = [derive(int(a), int(b)) for a, b in zip(c, n, strict=True)]
+    values = pa.array([None if r == null_row else v for r, v in enumerate(x)])
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(pa.table({"n": n, "c": c, "x": values}), path)
+    return path
+
+
+@pytest.mark.parametrize("name,derive,null_row", [
+    ("complement", lambda c, n: n - c, None),
+    ("plus_one", lambda c, n: c + 1, None),
+    ("scaled", lambda c, n: 2.5 * c - 3 * n + 7, None),
+    ("text_copy", lambda c, n: f"0{c}", None),
+    ("copy_with_a_null", lambda c, n: c, 17),
+    ("complement_with_a_null", lambda c, n: n - c, 3),
+])
+def test_a_kept_affine_function_of_the_counts_is_refused(tmp_path, capsys, name, derive, null_row):
+    table = _derived_table(tmp_path, name, derive, null_row=null_row)
+    before = {p.name for p in tmp_path.iterdir()}
+    code, _ = _release(tmp_path, table, "--keep", "x", out="noisy.parquet")
+    err = capsys.readouterr().err
+    assert code == 2 and "'x'" in err and ("affine function of the counts" in err or "equals the count" in err)
+    assert _nothing_written(tmp_path, before)
+
+
+def test_a_csv_column_of_counts_plus_one_with_a_blank_cell_is_refused(tmp_path, capsys):
+    """A blank CSV cell is a missing value, not a reason to stop checking the column."""
+    table = _csv(tmp_path / "t.csv", "n,c,g", ["9,1,2", "9,4,", "9,2,3", "9,6,7", "9,3,4"])
+    code, _ = _release(tmp_path, table, "--keep", "g")
+    err = capsys.readouterr().err
+    assert code == 2 and "'g' is an affine function of the counts" in err and "(1*count + 1)" in err, err
+
+
+@pytest.mark.parametrize("name,derive", [
+    ("size_copy", lambda c, n: n),
+    ("size_affine", lambda c, n: 3 * n - 1),
+    ("copy_wrong_on_one_row", None),
+])
+def test_a_kept_function_of_the_sizes_alone_is_published(tmp_path, name, derive):
+    """The sizes are public; a column wrong on one row is not affine (default-deny covers it: it was named)."""
+    if derive is None:
+        counter = iter(range(10**6))
+        derive = (lambda c, n: c + 1 if next(counter) == 30 else c)  # noqa: E731
+    table = _derived_table(tmp_path, name, derive)
+    code, _ = _release(tmp_path, table, "--keep", "x", out="noisy.parquet")
+    assert code == 0
+
+
+def test_the_affine_check_fails_when_it_should_not_be_fooled_by_a_tiny_table(tmp_path):
+    """With no more rows than free parameters any column fits: a tiny table's kept column is not flagged."""
+    table = _csv(tmp_path / "t.csv", "n,c,x", ["4,1,7", "5,2,3", "6,3,12"])
+    code, _ = _release(tmp_path, table, "--keep", "x")
+    assert code == 0
+
+
+def test_nested_kept_columns_are_refused(tmp_path, capsys):
+    n = np.array([4, 5, 6, 7])
+    c = np.array([1, 2, 3, 4])
+    table = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"n": n, "c": c, "l": pa.array([[int(v)] for v in c]),
+                             "s": pa.array([{"v": int(v)} for v in c])}), table)
+    for column in ("l", "s"):
+        code, _ = _release(tmp_path, table, "--keep", column, out=f"{column}.parquet")
+        assert code == 2 and "nested" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ invariant partitions
+
+
+@pytest.mark.parametrize("rows,by,word", [
+    (["x,5,2", "y,6,3", "y,4,1"], "g", "single group"),   # x is a lone group
+    (["x,5,0", "x,6,0", "y,4,1", "y,3,2"], "g", "total of 0"),  # x's total 0 pins both counts
+    (["x,5,5", "x,6,6", "y,4,1", "y,3,2"], "g", "total of 0 or of their whole size"),  # x's total is full
+    (["x,5,2"], None, "single group"),  # a one-row table
+])
+def test_a_partition_the_total_would_pin_is_refused_naming_it(tmp_path, capsys, rows, by, word):
+    table = _csv(tmp_path / "t.csv", "g,n,c", rows)
+    before = {p.name for p in tmp_path.iterdir()}
+    extra = ["--invariant", "total", "--keep", "g,n"] + (["--invariant-by", by] if by else [])
+    code, _ = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism",
+                    "GM", "--alpha", "2/3", "--out", str(tmp_path / "o.csv"), *extra]), None
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and word.split(" or ")[0] in err
+    assert ("g='x'" in err) if by else ("the table" in err)
+    assert _nothing_written(tmp_path, before)
+
+
+def test_an_invariant_release_states_the_totals_it_publishes(tmp_path):
+    table = _csv(tmp_path / "t.csv", "g,n,c", ["x,5,2", "x,6,3", "y,4,1", "y,3,2"])
+    code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "GM",
+                 "--alpha", "2/3", "--invariant", "total", "--invariant-by", "g", "--out", str(tmp_path / "o.csv")])
+    assert code == 0
+    column = json.loads((tmp_path / "o.csv.release.json").read_text())["guarantee"]["columns"][0]
+    assert column["published_totals"] == [{"g": "x", "total": 5}, {"g": "y", "total": 3}]
+
+
+def _dry_run(tmp_path: Path, rows: list[str], capsys, *extra: str) -> str:
+    table = _csv(tmp_path / "t.csv", "g,n,c", rows)
+    code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "GM",
+                 "--alpha", "2/3", "--invariant", "total", "--invariant-by", "g", "--out", str(tmp_path / "o.csv"),
+                 "--dry-run", *extra])
+    assert code == 0
+    return capsys.readouterr().out
+
+
+def test_an_invariant_dry_run_prints_nothing_that_depends_on_the_totals(tmp_path, capsys):
+    """A dry run publishes no total: tables with the same sizes and other totals print the same lines."""
+    first = _dry_run(tmp_path, ["x,5,2", "x,6,3", "y,4,1", "y,3,2"], capsys)
+    second = _dry_run(tmp_path, ["x,5,1", "x,6,3", "y,4,4", "y,3,2"], capsys)
+    assert first == second and "whatever the totals" in first
+
+
+# ------------------------------------------------------------------ seeds
+
+
+def test_a_seed_is_refused_with_a_budget_and_spends_nothing(tmp_path, capsys):
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1"]) == 0
+    before = ledger.read_text()
+    table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
+    code, out = _release(tmp_path, table, "--seed", "3", "--budget", str(ledger))
+    assert code == 2 and "--seed" in capsys.readouterr().err
+    assert ledger.read_text() == before and not out.exists()
+
+
+def test_a_seeded_sidecar_claims_no_guarantee(tmp_path):
+    table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
+    code, out = _release(tmp_path, table, "--seed", "3")
+    assert code == 0
+    sidecar = json.loads(Path(str(out) + ".release.json").read_text())
+    assert set(sidecar["guarantee"]) == {"claimed"} and sidecar["guarantee"]["claimed"].startswith("none")
+    assert sidecar["randomness"]["privacy_release"] is False
+
+
+# ------------------------------------------------------------------ the budget: before and after the debit
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path):
+    """``mount(pages, read_only)``: a fresh tmpfs at one mount point (root only; unmounted afterwards)."""
+    import subprocess
+
+    point = tmp_path / "disk"
+    point.mkdir()
+    mounted = []
+
+    def mount(pages: int, read_only: bool = False) -> Path:
+        options = f"size={pages * 4096},mode=0755" + (",ro" if read_only else "")
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs (root is needed): {done.stderr.strip()}")
+        mounted.append(point)
+        return point
+
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", str(point)], check=True)
+
+
+def _wide_table(tmp_path: Path, rows: int) -> Path:
+    rng = np.random.default_rng(8)
+    n = rng.integers(1, 30, rows)
+    c = rng.integers(0, n + 1)
+    rows = [f"{'place-' * 7}{k},{a},{b}" for k, (a, b) in enumerate(zip(n, c, strict=True))]
+    return _csv(tmp_path / "wide.csv", "place,n,c", rows)
+
+
+def _ledger(tmp_path: Path, *extra: str) -> tuple[Path, str]:
+    ledger = tmp_path / "b.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "1", *extra]) == 0
+    return ledger, ledger.read_text()
+
+
+def test_releases_into_a_read_only_folder_spend_nothing(tmp_path, mount_tmpfs, capsys):
+    """Three releases into a read-only folder published nothing and spent 0.9 of 1: now refused before the debit."""
+    folder = mount_tmpfs(64, read_only=True)
+    ledger, before = _ledger(tmp_path)
+    table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
+    for _ in range(3):
+        code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism",
+                     "EM", "--epsilon", "0.3", "--budget", str(ledger), "--out", str(folder / "o.csv")])
+        err = capsys.readouterr().err
+        assert code == 2 and "nothing was drawn or spent" in err, err
+    assert ledger.read_text() == before and list(folder.iterdir()) == []
+
+
+def test_a_folder_without_room_is_refused_before_the_debit(tmp_path, mount_tmpfs, capsys):
+    folder = mount_tmpfs(2)
+    ledger, before = _ledger(tmp_path)
+    table = _wide_table(tmp_path, 20_000)
+    code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
+                 "--epsilon", "0.3", "--keep", "place", "--budget", str(ledger), "--out", str(folder / "o.csv")])
+    assert code == 2 and "nothing was drawn or spent" in capsys.readouterr().err
+    assert ledger.read_text() == before and list(folder.iterdir()) == []
+
+
+def test_a_disk_that_fills_during_the_write_marks_the_entry_failed(tmp_path, mount_tmpfs, capsys):
+    """The lower bound of the output fits, the output does not: the debit stands and says failed."""
+    from countdp.release.ledger import Ledger
+
+    folder = mount_tmpfs(32)
+    ledger, _ = _ledger(tmp_path)
+    table = _wide_table(tmp_path, 20_000)
+    code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
+                 "--epsilon", "0.3", "--keep", "place", "--budget", str(ledger), "--out", str(folder / "o.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and "No space left on device" in err and "marked failed" in err, err
+    assert list(folder.iterdir()) == []
+    state = Ledger(ledger).state()
+    (entry,) = state.entries
+    assert entry.status == "failed" and state.spent == Fraction(3, 10)
+
+
+# ------------------------------------------------------------------ one account per unit of privacy
+
+
+def _invariant_release(tmp_path: Path, ledger: Path) -> int:
+    table = _csv(tmp_path / "t.csv", "g,n,c", ["x,5,2", "x,6,3", "y,4,1", "y,3,2"])
+    return main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "GM",
+                 "--alpha", "9/10", "--invariant", "total", "--invariant-by", "g", "--budget", str(ledger),
+                 "--out", str(tmp_path / "o.csv")])
+
+
+def test_an_invariant_release_is_charged_to_its_own_account(tmp_path):
+    from countdp.release.ledger import Ledger
+
+    ledger, _ = _ledger(tmp_path, "--invariant-epsilon", "5")
+    assert _invariant_release(tmp_path, ledger) == 0
+    sidecar = json.loads((tmp_path / "o.csv.release.json").read_text())
+    state = Ledger(ledger).state()
+    assert state.accounts["bit"].spent == 0
+    assert state.accounts["invariant"].spent == Fraction(sidecar["guarantee"]["epsilon_total"])
+    (entry,) = state.entries
+    assert entry.what["published_totals"] == {"c": [{"g": "x", "total": 5}, {"g": "y", "total": 3}]}
+
+
+def test_a_ledger_without_an_invariant_account_refuses_an_invariant_release(tmp_path, capsys):
+    ledger, before = _ledger(tmp_path)
+    assert _invariant_release(tmp_path, ledger) == 2
+    assert "invariant" in capsys.readouterr().err
+    assert ledger.read_text() == before and not (tmp_path / "o.csv").exists()
