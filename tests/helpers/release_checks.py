@@ -186,18 +186,17 @@ NOT_A_NUMBER = object()
 
 def as_number(value):
     """A cell read as an exact number: a :class:`~fractions.Fraction`, ``None`` when missing (a null, a
-    float NaN, or blank text, which is how a CSV writes a missing value), or :data:`NOT_A_NUMBER` (text
-    that is not a decimal number, booleans)."""
+    float NaN or infinity, blank text, which is how a CSV writes a missing value, or text that is not a
+    decimal number once thousands separators are dropped), or :data:`NOT_A_NUMBER` (booleans)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if isinstance(value, bool):
         return NOT_A_NUMBER
     if isinstance(value, int | float):
-        return Fraction(value) if math.isfinite(value) else NOT_A_NUMBER
-    if isinstance(value, str):
-        if not value.strip():
-            return None
-        return Fraction(value.strip()) if DECIMAL_TEXT.fullmatch(value) else NOT_A_NUMBER
+        return Fraction(value) if math.isfinite(value) else None
+    if isinstance(value, str):  # text that does not read as a number is a missing value, like a blank
+        text = value.strip().replace(",", "")
+        return Fraction(text) if text and DECIMAL_TEXT.fullmatch(text) else None
     try:  # decimals
         return Fraction(value)
     except (TypeError, ValueError):

@@ -97,7 +97,8 @@ def test_the_release_keeps_the_total_and_records_its_guarantee(tmp_path, table):
     assert sum(int(r[3]) for r in _rows(seeded)[1]) == int(counts.sum())
     # ... and so claims no guarantee: its seed, in the sidecar, regenerates the noise
     claim = json.loads((tmp_path / "seeded.csv.release.json").read_text())["guarantee"]
-    assert list(claim) == ["claimed"] and claim["claimed"].startswith("none")
+    assert list(claim) == ["claimed", "published_totals"] and claim["claimed"].startswith("none")
+    assert claim["published_totals"] == {"c": [{"total": int(counts.sum())}]}  # the total it published all the same
 
 
 def test_one_total_per_partition(tmp_path, table):

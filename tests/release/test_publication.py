@@ -321,3 +321,105 @@ def test_a_ledger_without_an_invariant_account_refuses_an_invariant_release(tmp_
     assert _invariant_release(tmp_path, ledger) == 2
     assert "invariant" in capsys.readouterr().err
     assert ledger.read_text() == before and not (tmp_path / "o.csv").exists()
+
+
+# ------------------------------------------------------------------ what a hostile review published
+
+
+def _typed_columns(c: np.ndarray, n: np.ndarray) -> dict[str, pa.Array]:
+    import datetime
+
+    start = datetime.datetime(2020, 1, 1)
+    return {
+        "offset_1e12": pa.array((10**12 + c).astype(np.int64)),
+        "int64_past_2_53": pa.array(c.astype(np.int64) + np.int64(2**55)),
+        "uint64_past_2_63": pa.array(c.astype(np.uint64) + np.uint64(2**63)),
+        "tiny_scale": pa.array(c * 1e-11),
+        "float32": pa.array((0.1 * c).astype(np.float32)),
+        "text_with_NA": pa.array(["NA" if k == 5 else str(v) for k, v in enumerate(c)]),
+        "text_with_plus_and_commas": pa.array([f"+{v},000" for v in c]),
+        "float_with_inf": pa.array([np.inf if k == 2 else float(v) for k, v in enumerate(c)]),
+        "timestamp": pa.array([start + datetime.timedelta(seconds=int(v)) for v in c], pa.timestamp("ms")),
+        "date": pa.array([start.date() + datetime.timedelta(days=int(v)) for v in c], pa.date32()),
+        "duration": pa.array((2 * c + 1).astype(np.int64), pa.duration("s")),
+        "dictionary": pa.array([str(v) for v in c]).dictionary_encode(),
+        "difference_of_sizes": pa.array(n - c),
+    }
+
+
+@pytest.fixture(scope="module")
+def typed_table(tmp_path_factory) -> Path:
+    rng = np.random.default_rng(3)
+    n = rng.integers(2, 15, 300)
+    c = rng.integers(0, n + 1)
+    public = {"id": pa.array(np.arange(300)), "constant": pa.array(np.full(300, 7)), "size_copy": pa.array(n),
+              "noise": pa.array(rng.normal(size=300)),
+              "tensor": pa.FixedShapeTensorArray.from_numpy_ndarray(c.reshape(-1, 1).astype(np.int64))}
+    path = tmp_path_factory.mktemp("typed") / "t.parquet"
+    pq.write_table(pa.table({"n": n, "c": c, **_typed_columns(c, n), **public}), path)
+    return path
+
+
+@pytest.mark.parametrize("column", list(_typed_columns(np.arange(3), np.arange(3))))
+def test_a_count_in_any_numeric_type_or_encoding_is_refused(typed_table, tmp_path, capsys, column):
+    code, out = _release(tmp_path, typed_table, "--keep", column, out="o.parquet")
+    err = capsys.readouterr().err
+    assert code == 2 and f"'{column}'" in err and ("affine function" in err or "equals the count" in err), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("column", ["id", "constant", "size_copy", "noise"])
+def test_public_columns_of_any_type_are_published(typed_table, tmp_path, column):
+    code, out = _release(tmp_path, typed_table, "--keep", column, out="o.parquet")
+    assert code == 0 and pq.read_table(out).column_names[0] == column
+
+
+def test_an_extension_column_is_refused(typed_table, tmp_path, capsys):
+    """A tensor extension column holding [c] was published: its storage is read by no check."""
+    code, _ = _release(tmp_path, typed_table, "--keep", "tensor", out="o.parquet")
+    assert code == 2 and "extension type" in capsys.readouterr().err
+
+
+def test_parquet_publishes_no_field_metadata_and_no_unused_dictionary_entry(tmp_path):
+    values = pa.DictionaryArray.from_arrays(pa.array([0, 1, 0, 1], pa.int32()), pa.array(["a", "b", "SECRET"]))
+    field = pa.field("region", values.type, metadata={"total_c": "9"})
+    table = pa.table([pa.array([4, 5, 6, 7]), pa.array([1, 2, 3, 3]), values],
+                     schema=pa.schema([pa.field("n", pa.int64()), pa.field("c", pa.int64()), field]))
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path)
+    code, out = _release(tmp_path, path, "--keep", "region", out="o.parquet")
+    assert code == 0
+    published = out.read_bytes()
+    assert b"SECRET" not in published and b"total_c" not in published
+    assert pq.read_table(out).column("region").to_pylist() == ["a", "b", "a", "b"]
+
+
+def test_csv_quoting_depends_on_the_published_columns_only(tmp_path):
+    """A quote in a column left out changed how every published text value was quoted."""
+    plain = _csv(tmp_path / "a.csv", "id,n,c,notes", ["r1,4,1,ok", "r2,5,2,fine"])
+    quoted = _csv(tmp_path / "b.csv", "id,n,c,notes", ["r1,4,1,ok", 'r2,5,2,"ok, fine"'])
+    outputs = []
+    for table in (plain, quoted):
+        code, out = _release(tmp_path, table, "--keep", "id", "--seed", "1", out=f"{table.stem}-out.csv")
+        assert code == 0
+        outputs.append([line.split(",")[0] for line in out.read_text().splitlines()])
+    assert outputs[0] == outputs[1] == [["id", "r1", "r2"][k] for k in range(3)]
+
+
+def test_totals_of_one_column_by_two_partitions_are_refused(tmp_path, capsys):
+    """Region totals and band totals together had one solution: the true counts (sizes all 2)."""
+    ledger, _ = _ledger(tmp_path, "--invariant-epsilon", "20")
+    table = _csv(tmp_path / "m.csv", "region,band,n,c", ["X,P,2,2", "X,Q,2,1", "Y,P,2,1", "Y,Q,2,0"])
+
+    def release(by: str, out: str) -> int:
+        return main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism",
+                     "GM", "--alpha", "1/2", "--invariant", "total", "--invariant-by", by, "--keep", "region,band,n",
+                     "--budget", str(ledger), "--out", str(tmp_path / out)])
+
+    assert release("region", "r.csv") == 0
+    before = ledger.read_text()
+    capsys.readouterr()
+    assert release("band", "b.csv") == 2
+    assert "'region'" in capsys.readouterr().err and ledger.read_text() == before
+    assert not (tmp_path / "b.csv").exists()
+    assert release("region", "r2.csv") == 0  # the same partition again publishes nothing new

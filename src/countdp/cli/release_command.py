@@ -290,11 +290,33 @@ def _debit(ledger: Ledger, prepared) -> dict:
     if request.columns[0].levels:
         what["levels"] = [alpha_text(a) for a in request.columns[0].levels]
     if prepared.invariants is not None:
+        what["invariant_by"] = request.invariant_by
         what["published_totals"] = {c.count_column: inv.published_totals(request.invariant_by)
                                     for c, inv in zip(request.columns, prepared.invariants, strict=True)}
+        _one_partition(ledger, request)
     receipt = ledger.debit(prepared.epsilon, what, account=_account(request))
     return {"ledger": str(request.budget), "account": _account(request), "entry": receipt.entry_id,
             "epsilon": rational_text(receipt.epsilon), "remaining_after": rational_text(receipt.remaining_after)}
+
+
+def _one_partition(ledger: Ledger, request) -> None:
+    """Refuse totals of a count column by another partition than the ledger's earlier invariant releases.
+
+    Totals by two partitions (by region, then by band) can pin every count between them, and their
+    guarantees are for different neighbours, so the invariant account could not add them up.  The
+    whole table's total is the sum of any partition's, so it goes with either.  The check reads the
+    ledger before the debit: two such releases started at the same moment are not caught.
+    """
+    for entry in ledger.state().entries:
+        if entry.account != "invariant" or "invariant_by" not in entry.what:
+            continue
+        shared = [c for c in request.count_names if c in entry.what.get("published_totals", {})]
+        earlier = entry.what["invariant_by"]
+        if shared and None not in (earlier, request.invariant_by) and earlier != request.invariant_by:
+            raise UsageError(f"{request.budget}: entry {entry.entry_id} already published the totals of "
+                             f"{shared[0]!r} by {earlier!r}; its totals by {request.invariant_by!r} as well could pin "
+                             "its counts (one partition per count column on one ledger; the whole table's total is "
+                             "the sum of either)")
 
 
 def _account(request) -> str:

@@ -188,9 +188,20 @@ def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_
     return prepared
 
 
+def _published_field(field: pa.Field) -> pa.Field:
+    """A kept column as published: its values only, without the input's field metadata or a
+    dictionary (whose unused entries would publish values no row holds)."""
+    field = field.remove_metadata()
+    return field.with_type(field.type.value_type) if pa.types.is_dictionary(field.type) else field
+
+
+def _published_values(column: pa.Array) -> pa.Array:
+    return column.dictionary_decode() if pa.types.is_dictionary(column.type) else column
+
+
 def _output_schema(prepared: Prepared, schema: pa.Schema) -> pa.Schema:
     request = prepared.request
-    fields = [schema.field(name) for name in prepared.validated.kept]
+    fields = [_published_field(schema.field(name)) for name in prepared.validated.kept]
     fields += [pa.field(name, pa.int64(), nullable=False) for c in request.columns for name in c.noisy_columns]
     fields += [pa.field(name, pa.dictionary(pa.int32(), pa.string()), nullable=False)
                for name in request.mechanism_columns()]
@@ -210,7 +221,7 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
     size_index = None
     if request.size_column:
         size_index = prepared.size_index(counts_of(batch, request.size_column, "group size"))
-    arrays = [batch.column(name) for name in prepared.validated.kept]
+    arrays = [_published_values(batch.column(name)) for name in prepared.validated.kept]
     labels = []
     index = pa.array(np.zeros(batch.num_rows, dtype=np.int32) if size_index is None else size_index, pa.int32())
     for k, column in enumerate(request.columns):

@@ -160,6 +160,14 @@ def _structural_entry(column, design) -> dict:
     return entry
 
 
+def _seeded(request, invariants) -> dict:
+    """A seeded release's guarantee: none; the totals an invariant release published all the same."""
+    if invariants is None:
+        return {"claimed": SEEDED}
+    return {"claimed": SEEDED, "published_totals": {c.count_column: inv.published_totals(request.invariant_by)
+                                                    for c, inv in zip(request.columns, invariants, strict=True)}}
+
+
 def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str, output_columns: list[str],
                    commit: str, debit: dict | None, version: str, invariants=None) -> dict:
     """The whole sidecar of a committed release."""
@@ -170,7 +178,7 @@ def sidecar_record(request, validated, mechanisms, randomness, output_sha256: st
         "command": list(request.command),
         "threat_model": THREAT_MODEL,
         "guarantee": guarantee(request.columns, invariants, request.invariant_by) if randomness.secure
-        else {"claimed": SEEDED},
+        else _seeded(request, invariants),
         "randomness": randomness.describe(),
         "input": {"path": str(request.input), "rows": validated.rows},
         "output": {"path": str(request.out), "sha256": output_sha256, "columns": output_columns,

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from countdp.release.derived import AffineWatch, nested
+from countdp.release.derived import AffineWatch, unchecked
 from countdp.release.tables import TableSource, integer_values, table_format
 
 
@@ -135,9 +135,10 @@ def _names(source: TableSource, request: ReleaseRequest) -> list[str]:
         if len(set(kept)) != len(kept):
             raise ValueError(f"--keep names a column twice: {','.join(kept)}")
         for name in kept:
-            if nested(source.schema.field(name)):
-                raise ValueError(f"{where}: --keep names {name!r}, a nested column ({source.schema.field(name).type}); "
-                                 "only flat columns are published, whose every value the release checks")
+            why = unchecked(source.schema.field(name))
+            if why is not None:
+                raise ValueError(f"{where}: --keep names {name!r}, {why}; only flat columns are published, whose "
+                                 "every value the release checks")
     added = [name for c in request.columns for name in c.noisy_columns] + request.mechanism_columns()
     for name in added:
         if name in kept or added.count(name) > 1:
@@ -155,6 +156,7 @@ class _Pass:
         self.sizes: dict[int, int] = {}
         self.equal = dict.fromkeys(candidates, True)
         self.watches = [AffineWatch(name, len(request.columns)) for name in watched]
+        self.quoted = False  # whether a kept text value needs CSV quoting (decided from published values only)
 
     def batch(self, batch: pa.RecordBatch) -> None:
         first = self.rows + 1
@@ -190,7 +192,10 @@ class _Pass:
                 self.equal[(kept, count)] = same_values(batch.column(kept), batch.column(count))
         sizes = high if isinstance(high, np.ndarray) else np.full(batch.num_rows, high, dtype=np.int64)
         for watch in self.watches:
-            watch.feed(batch.column(watch.name), values, sizes)
+            column = batch.column(watch.name)
+            watch.feed(column, values, sizes)
+            if not self.quoted and (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                self.quoted = bool(pc.any(pc.match_substring_regex(column, r'[,"\r\n]')).as_py())
         self.rows += batch.num_rows
 
 
@@ -260,8 +265,7 @@ def validate(request: ReleaseRequest, progress=None) -> Validated:
         rows_per_size = np.array([state.sizes[n] for n in sizes.tolist()], dtype=np.int64)
     else:
         sizes, rows_per_size = np.array([request.n]), np.array([state.rows])
-    return Validated(state.rows, kept, sizes, rows_per_size, seen["sha256"], bool(seen.get("quoted")),
-                     source.schema)
+    return Validated(state.rows, kept, sizes, rows_per_size, seen["sha256"], state.quoted, source.schema)
 
 
 __all__ = ["ColumnPrivacy", "ReleaseRequest", "Validated", "validate"]
