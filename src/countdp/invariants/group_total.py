@@ -20,13 +20,12 @@ exact polynomials for a split they cannot decide.  The tilt scales a node's spli
 same ``theta**s`` (no probability changes); it centres the product on ``T``, where precision is
 needed.  For the same random bits both methods return the same output.
 
-**What the work depends on.**  Every loop, array and packed number has a length fixed by the group
-sizes, ``K``, ``T`` and the settings (``tilt_steps`` steps over a ``G x (max n + 1)`` array, ``n_g + 1``
-products per leaf, packed operands behind a sentinel digit, ``draw_bits`` bits and every index of the
-left child per split).  Left to the data: (1) the time of one Decimal or int operation, weakly, on
-its operands' magnitudes; (2) extra bits of ``U`` when ``U`` falls within ``2**-draw_bits`` of a
-step; (3) refinement, when bounds are ambiguous.  :meth:`GroupTotalSampler.draw_with_report` counts
-(2) and (3) and bounds their probability; docs/invariants.md gives the figures.
+**What the work depends on.**  The number of every operation is fixed by the group sizes, ``K``, ``T``
+and the settings (branch-free tilt steps, ``n_g + 1`` products per leaf, packed operands behind a
+sentinel digit, ``draw_bits`` bits and every index and both tests per split, its ints offset to one
+length).  Left to the data: (1) operand magnitudes (leaves' Decimal products, radii, masses, exact
+polynomials), so an operation's time, weakly (tests/invariants/test_draw_work.py); (2) bits of ``U``
+read near a step and (3) refinements of ambiguous bounds, counted and bounded by the draw's report.
 """
 
 from __future__ import annotations
@@ -122,9 +121,9 @@ class Packed:
         out[:, width - self.width:] = self.chars()
         return out.tobytes().decode("ascii")
 
-    def coefficients(self, kind: type = int) -> list:
-        """Coefficients by degree, as ``kind`` (``int`` for narrow slots, ``Decimal`` for any width)."""
-        return [kind(self.digits[i * self.width:(i + 1) * self.width]) for i in range(self.count - 1, -1, -1)]
+    def coefficients(self, kind: type = int, lead: str = "") -> list:
+        """Coefficients by degree, as ``kind``; with ``lead="1"`` each plus ``10**width`` (one length)."""
+        return [kind(lead + self.digits[i * self.width:(i + 1) * self.width]) for i in range(self.count - 1, -1, -1)]
 
 
 def pack(coefficients: Sequence[int], width: int) -> Packed:
@@ -174,9 +173,7 @@ def bounds_product(left: Bounds, right: Bounds, keep: int) -> Bounds:
     mass, drop = left.mass * right.mass, max(0, width - (int(nonzero[0]) if nonzero.size else width) - keep)
     kept = chars[:, width - drop - keep - 1:width - drop]
     low = Packed(kept.tobytes().decode("ascii"), product.count, keep + 1)
-    if drop:
-        radius, mass = -(-radius // 10**drop) + 1, mass // 10**drop
-    return Bounds(low, radius, mass)
+    return Bounds(low, -(-radius // 10**drop) + (drop > 0), mass // 10**drop)  # (divides even by 1)
 
 
 def tilt(columns: Sequence[Sequence[int]], total: int, settings: GroupTotalSettings) -> Decimal:
@@ -197,7 +194,7 @@ def tilt(columns: Sequence[Sequence[int]], total: int, settings: GroupTotalSetti
         z = logw + y * (mid * math.log(2))
         p = np.exp(z - z.max(axis=1, keepdims=True))
         mean = float(((p * y).sum(axis=1) / p.sum(axis=1)).sum())
-        low, high = (mid, high) if mean < total else (low, mid)
+        low, high = ((low, mid), (mid, high))[mean < total]  # (no branch)
     return Decimal(f"{2.0 ** ((low + high) / 2):.17e}")
 
 
@@ -225,28 +222,29 @@ def tilted_leaf(column: Sequence[int], powers: tuple[Context, Context, list, lis
     return Bounds(pack(lo, keep + 1), max(h - v for v, h in zip(lo, hi, strict=True)), sum(lo))
 
 
-def choose(low: Sequence, high: Sequence, u: int, bits: int) -> tuple[int | None, float]:
+def choose(low: Sequence, high: Sequence, u: int, bits: int, offset: int = 0) -> tuple[int | None, float]:
     """The index ``a`` of the inverse CDF at ``U`` in ``[u, u + 1) / 2**bits`` if the weight bounds
     decide it (else ``None``), and an upper bound on the probability over ``U`` that they do not.
 
-    ``a`` is the smallest index with ``S_a > U S`` (``S_a`` cumulative weights, ``S`` the total),
-    taken only if ``(u + 1) R_a <= (2**bits - u - 1) S_a`` (so ``U S < S_a``) and
-    ``u R_{a-1} >= (2**bits - u) S_{a-1}`` (so ``S_{a-1} <= U S``) hold for every weight within its
-    bounds, ``R`` the weight above an index.  Every index is evaluated (fixed work).  The step after
-    ``a`` lies in an interval of width at most ``((S^hi_a - S^lo_a) + (S^hi - S^lo)) / S^lo``, and
-    ``U``'s interval meets it with probability at most that plus ``2 / 2**bits`` (a float, for reports).
+    ``a`` is the smallest index with ``S_a > U S`` (``S_a`` cumulative weights, ``S`` the total), taken
+    only if ``(u + 1) R_a <= (2**bits - u - 1) S_a`` (so ``U S < S_a``) and ``u R_{a-1} >= (2**bits - u)
+    S_{a-1}`` (so ``S_{a-1} <= U S``) hold for every weight within its bounds, ``R`` the weight above an
+    index.  Weights come plus ``offset``, moved to the other side of each test (operands of one length);
+    every index and both tests are evaluated.  The step after ``a`` lies in an interval of width at most
+    ``((S^hi_a - S^lo_a) + (S^hi - S^lo)) / S^lo``, met by ``U``'s with probability <= that + ``2 / 2**bits``.
     """
-    s_lo, s_hi = list(itertools.accumulate(low)), list(itertools.accumulate(high))
-    total_lo, total_hi, full = s_lo[-1], s_hi[-1], 1 << bits
-    below = [(u + 1) * (total_hi - sh) <= (full - u - 1) * sl for sl, sh in zip(s_lo, s_hi, strict=True)]
-    a = below.index(True)
-    bound = min(1.0, 2 * len(s_lo) / full)
+    p_lo, p_hi = (list(itertools.accumulate(w, initial=offset)) for w in (low, high))  # offset + sums before
+    total_lo, total_hi, full, n = p_lo[-1], p_hi[-1], 1 << bits, len(low)
+    below = [(u + 1) * (total_hi - sh) + (full - u - 1) * ((i + 2) * offset) <= (u + 1) * ((n - i - 1) * offset)
+             + (full - u - 1) * sl for i, (sl, sh) in enumerate(zip(p_lo[1:], p_hi[1:], strict=True))]
+    a = below.count(False)  # (below is False up to the index, then True)
+    bound, true_lo = min(1.0, 2 * n / full), total_lo - (n + 1) * offset
     if low is not high:  # (exact weights: only U's width)
-        spread = (sum(s_hi) - sum(s_lo)) + len(s_lo) * (total_hi - total_lo)
-        bound = min(1.0, spread / total_lo + bound) if total_lo else 1.0
-    if a == 0 or u * (total_lo - s_lo[a - 1]) >= (full - u) * s_hi[a - 1]:
-        return a, bound
-    return None, bound
+        spread = (sum(p_hi) - sum(p_lo)) + n * (total_hi - total_lo)
+        bound = min(1.0, spread / true_lo + bound) if true_lo else 1.0
+    decided = (u * (total_lo - p_lo[a]) + (full - u) * ((a + 1) * offset)
+               >= u * ((n - a) * offset) + (full - u) * p_hi[a])
+    return (a, bound) if (a == 0) | decided else (None, bound)
 
 
 def _validated(mechanisms: Sequence[IntegerMechanism], counts: object) -> tuple[list[IntegerMechanism], np.ndarray]:
@@ -309,9 +307,11 @@ class GroupTotalSampler:
         return self._exact[start, stop]
 
     @staticmethod
-    def _weights(left: list, right: list, target: int) -> list:
-        """``left[a] * right[target - a]`` for every index ``a`` of ``left`` (zero out of range)."""
-        return [v * right[target - a] if 0 <= target - a < len(right) else 0 for a, v in enumerate(left)]
+    def _weights(left: list, right: list, target: int, offset: int = 0) -> list:
+        """``left[a] right[target - a]`` per index of ``left`` (0 outside); ``+ offset**2`` if given ``+ offset``."""
+        pad, twice = [offset] * len(left), 2 * offset * offset
+        window = (pad + list(right) + pad)[target + len(left):target:-1]  # right[target - a], offset outside
+        return [v * w + twice - offset * (v + w) for v, w in zip(left, window, strict=True)]
 
     def exact_weights(self, start: int, stop: int, target: int) -> list[Decimal]:
         """The exact weights ``f_L[a] f_R[target - a]`` of the splits of node ``start..stop-1``."""
@@ -325,9 +325,9 @@ class GroupTotalSampler:
         bits, u = self.settings.draw_bits, source.bits(self.settings.draw_bits)
         for level, keep in enumerate(self.settings.digits if self.settings.method == "lazy" else ()):
             left, right = self.bounds(start, mid, keep), self.bounds(mid, stop, keep)
-            lo_l, lo_r = left.low.coefficients(), right.low.coefficients()
-            a, bound = choose(self._weights(lo_l, lo_r, target), self._weights(
-                [v + left.radius for v in lo_l], [v + right.radius for v in lo_r], target), u, bits)
+            lo_l, lo_r, B = left.low.coefficients(lead="1"), right.low.coefficients(lead="1"), 10 ** (keep + 1)
+            a, bound = choose(self._weights(lo_l, lo_r, target, B), self._weights(
+                [v + left.radius for v in lo_l], [v + right.radius for v in lo_r], target, B), u, bits, B * B)
             tally[2] += bound if level == 0 else 0.0
             if a is not None:
                 return a
