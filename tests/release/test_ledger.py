@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -21,6 +22,7 @@ from countdp.cli import main
 from countdp.release.ledger import (
     FORMAT,
     UNITS,
+    UNKNOWN,
     AccountState,
     BudgetExceeded,
     Ledger,
@@ -327,6 +329,79 @@ def test_a_writer_killed_holding_the_lock_leaves_the_ledger_whole_and_blocks_no_
     assert ledger.debit(TENTH, {}).spent_before == 0  # the lock died with its holder
 
 
+DEBIT = r"""
+import json, sys
+from fractions import Fraction
+from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
+try:
+    print(json.dumps({"debited": Ledger(sys.argv[1]).debit(Fraction(sys.argv[2]), {"by": "A"},
+                                                           hold=float(sys.argv[3])).entry_id}))
+except (BudgetExceeded, LedgerError) as exc:
+    print(json.dumps({"refused": str(exc)}))
+"""
+
+
+def _holding_the_lock(path: Path, process: subprocess.Popen) -> None:
+    """Return once ``process`` holds the exclusive lock of the ledger ``path``."""
+    deadline = time.monotonic() + 120
+    while True:
+        assert time.monotonic() < deadline and process.poll() is None
+        with contextlib.suppress(FileNotFoundError):
+            fd = os.open(lock_path(path), os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            finally:
+                os.close(fd)
+        time.sleep(0.01)
+
+
+def test_removing_the_lock_file_under_a_writer_loses_no_update(tmp_path):
+    """A holds the lock; its lock file is removed; B makes a new one and debits 0.6; A must not write over it."""
+    ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
+    a = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1.5"], stdout=subprocess.PIPE,
+                         text=True)
+    _holding_the_lock(ledger.path, a)
+    lock_path(ledger.path).unlink()
+    b = ledger.debit(Fraction(3, 5), {"by": "B"})  # B, this process: a new lock file, not A's
+    answer = json.loads(a.communicate(timeout=120)[0])
+    assert a.returncode == 0
+    assert answer == {"refused": f"{ledger.path}: the bit account: this release needs epsilon 0.6 but only 0.4 "
+                                 "remains of 1"}  # A read the ledger again, with B's debit in it
+    state = ledger.state()
+    assert [(e.entry_id, e.what) for e in state.entries] == [(b.entry_id, {"by": "B"})]
+    assert state.spent == Fraction(3, 5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.json", "budget.json.lock"]
+
+
+def test_no_one_writes_under_a_lock_file_that_was_replaced(tmp_path):
+    """A holds the lock and B waits for it; the lock file is replaced by a new one, held here: while it is held,
+    neither A (whose lock file is gone) nor B (who then gets the old one) writes; afterwards they take turns."""
+    ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
+    a = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1"], stdout=subprocess.PIPE,
+                         text=True)
+    _holding_the_lock(ledger.path, a)
+    b = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "0"], stdout=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.3)  # B opens the lock file and waits for A
+    before = ledger.path.read_bytes()
+    lock_path(ledger.path).unlink()
+    fd = os.open(lock_path(ledger.path), os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the lock file now in place, held by this process
+        time.sleep(2)  # A's hold ends; A and B both find their lock file replaced
+        assert a.poll() is None and b.poll() is None and ledger.path.read_bytes() == before
+    finally:
+        os.close(fd)
+    answers = [json.loads(p.communicate(timeout=120)[0]) for p in (a, b)]
+    assert sorted(answers[0]) != sorted(answers[1]) and {key for answer in answers for key in answer} == \
+        {"debited", "refused"}
+    state = ledger.state()
+    assert [e.entry_id for e in state.entries] == [a["debited"] for a in answers if "debited" in a]
+    assert state.spent == Fraction(3, 5)
+
+
 # ---------------------------------------------------------------------------- the command line
 
 
@@ -450,13 +525,13 @@ V1 = {"format": "countdp-budget-ledger/1", "dataset": "old", "total_epsilon": "1
                    "what": {}}]}
 
 
-def test_a_version_1_ledger_reads_as_the_bit_account_and_a_write_upgrades_it(tmp_path):
+def test_a_version_1_ledger_reads_as_the_bit_account_with_entries_of_unknown_unit_and_a_write_upgrades_it(tmp_path):
     path = tmp_path / "old.json"
     path.write_text(json.dumps(V1))
     ledger = Ledger(path)
     state = ledger.state()
     assert (state.total, state.spent, state.remaining) == (1, Fraction(7, 12), Fraction(5, 12))
-    assert list(state.accounts) == ["bit"] and {e.account for e in state.entries} == {"bit"}
+    assert list(state.accounts) == ["bit"] and {e.account for e in state.entries} == {UNKNOWN}
     assert ledger.check(Fraction(5, 12)) == 0
     assert json.loads(path.read_text()) == V1  # reading never rewrites
     with pytest.raises(LedgerError, match="no account for invariant releases"):
@@ -466,9 +541,36 @@ def test_a_version_1_ledger_reads_as_the_bit_account_and_a_write_upgrades_it(tmp
     document = json.loads(path.read_text())
     assert document["format"] == "countdp-budget-ledger/2" and "total_epsilon" not in document
     assert document["accounts"] == {"bit": {"total_epsilon": "1"}}
-    assert [e["account"] for e in document["entries"]] == ["bit", "bit"]
-    assert document["entries"][0] == {**V1["entries"][0], "account": "bit"}  # nothing else changed
+    assert [e["account"] for e in document["entries"]] == ["unknown", "unknown"]  # the upgrade keeps them unknown
+    assert document["entries"][0] == {**V1["entries"][0], "account": "unknown"}  # nothing else changed
     assert ledger.state().spent == Fraction(7, 12)
+
+
+def test_version_1_spending_counts_in_an_invariant_account_added_later(tmp_path, capsys):
+    """/1 charged invariant releases to its one total without a unit: they may have spent the invariant budget."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(V1))
+    ledger = Ledger(path)
+    assert main(["budget", "add-account", str(path), "--invariant-epsilon", "1/2"]) == 2  # below the 7/12 spent
+    assert "the ledger's format /1 entries, of unknown unit, already spent 7/12 of every account" in \
+        capsys.readouterr().err
+    assert json.loads(path.read_text()) == V1
+    assert main(["budget", "add-account", str(path), "--invariant-epsilon", "3"]) == 0
+    state = ledger.state()
+    assert state.accounts["invariant"] == AccountState(Fraction(3), Fraction(7, 12), Fraction(29, 12))
+    assert state.accounts["bit"] == AccountState(Fraction(1), Fraction(7, 12), Fraction(5, 12))
+    debit = ledger.debit(Fraction(1, 12), {}, account="invariant")
+    assert (debit.spent_before, debit.remaining_after) == (Fraction(7, 12), Fraction(7, 3))
+    assert ledger.state().accounts["bit"].spent == Fraction(7, 12)  # an invariant debit is not the bit account's
+    with pytest.raises(BudgetExceeded, match="the bit account: this release needs epsilon 0.5 but only 5/12 remains"):
+        ledger.debit(Fraction(1, 2), {})
+    capsys.readouterr()
+    assert main(["budget", "show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "note       2 unknown entries (format /1 recorded no unit: bit or invariant): their epsilon 7/12 " \
+           "(~0.583333333333) counts as spent in every account" in out
+    assert [line.split()[2:4] for line in out.splitlines() if "1-aa" in line or "2-bb" in line] == \
+        [["unknown", "(format"]] * 2
 
 
 def test_a_failed_release_stays_spent_and_is_counted(ledger, capsys):

@@ -9,8 +9,11 @@ writes nothing.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -20,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from countdp.cli import main
-from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
+from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError, lock_path
 
 TENTH = Fraction(1, 10)
 RACERS = 24
@@ -190,3 +193,150 @@ def test_budget_show_names_the_link_it_was_given(tmp_path, capsys):
     real, link = _layout(tmp_path, "file symlink")
     assert main(["budget", "show", str(link)]) == 0
     assert capsys.readouterr().out.splitlines()[0].startswith(f"ledger     {link} ")
+
+
+DEBIT = r"""
+import json, sys
+from fractions import Fraction
+from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
+try:
+    debit = Ledger(sys.argv[1]).debit(Fraction(sys.argv[2]), {}, hold=float(sys.argv[3]))
+    print(json.dumps({"debited": debit.entry_id}))
+except (BudgetExceeded, LedgerError) as exc:
+    print(json.dumps({"refused": str(exc)}))
+"""
+
+
+def _holding_the_lock(path: Path, process: subprocess.Popen) -> None:
+    """Return once ``process`` holds the exclusive lock of the ledger ``path``."""
+    deadline = time.monotonic() + 120
+    while True:
+        assert time.monotonic() < deadline and process.poll() is None
+        fd = os.open(lock_path(path), os.O_RDONLY | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return
+        finally:
+            os.close(fd)
+        time.sleep(0.01)
+
+
+def test_a_hard_link_made_during_a_debit_is_refused_before_the_rename(tmp_path):
+    """The review's fork: a link made while a debit held the lock was left on the old version, a second budget."""
+    ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
+    writer = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1"], stdout=subprocess.PIPE,
+                              text=True)
+    _holding_the_lock(ledger.path, writer)
+    before = _files(tmp_path)
+    os.link(ledger.path, tmp_path / "other.json")
+    answer = json.loads(writer.communicate(timeout=120)[0])
+    assert answer == {"refused": f"{ledger.path}: the budget ledger has 2 hard links; one budget is reached through "
+                                 "one file (remove the other links, or use a symlink)"}
+    assert _files(tmp_path) == {**before, "other.json": before["budget.json"]}  # nothing written, no temporary
+    with pytest.raises(LedgerError, match="2 hard links"):
+        Ledger(tmp_path / "other.json").debit(Fraction(3, 5), {})
+    (tmp_path / "other.json").unlink()
+    assert Ledger(ledger.path).state().spent == 0
+
+
+def test_the_old_version_is_marked_superseded_and_a_name_left_on_it_is_never_a_budget(tmp_path):
+    ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
+    ledger.debit(TENTH, {})
+    with open(ledger.path, "rb") as old:  # a descriptor of the version a debit will replace
+        ledger.debit(TENTH, {})
+        stale = old.read()
+    document = json.loads(stale)
+    assert document["format"] == "countdp-budget-ledger/superseded" and document["ledger"] == str(ledger.path)
+    (tmp_path / "other.json").write_bytes(stale)  # what a hard link made just before the rename reaches
+    for operation, action in _operations("x").items():
+        with pytest.raises(LedgerError) as refused:
+            action(Ledger(tmp_path / "other.json"))
+        assert str(refused.value) == (
+            f"{tmp_path / 'other.json'}: a superseded old version of the budget ledger {ledger.path} (a name made "
+            f"for it while it was rewritten): never a budget; remove this name and use {ledger.path}"), operation
+    assert (tmp_path / "other.json").read_bytes() == stale and Ledger(ledger.path).state().spent == Fraction(1, 5)
+
+
+LINKER = r"""
+import os, sys, time
+path, folder, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+end, k, kept = time.monotonic() + seconds, 0, 0
+while time.monotonic() < end:
+    name = os.path.join(folder, f"n{k}")
+    k += 1
+    try:
+        os.link(path, name)
+    except FileNotFoundError:
+        continue  # the version found was unlinked by the rename before the link was made
+    if os.stat(name).st_ino == os.stat(path).st_ino:
+        os.unlink(name)  # a name for the ledger as it is now: the writer refuses it, or it is removed here
+    else:
+        kept += 1  # the ledger was replaced between the link and the check: a name left on an old version
+print(k, kept)
+"""
+
+
+def test_names_linked_to_the_ledger_while_it_is_rewritten_never_fork_it(tmp_path):
+    """One process links the ledger to new names as fast as it can while another debits 1/1000 at a time: a name
+    left on an old version (linked after the writer's last check) reads as superseded, never as a budget."""
+    ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
+    (tmp_path / "names").mkdir()
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\nfrom fractions import Fraction\nfrom countdp.release.ledger import Ledger, LedgerError\n"
+        "end, done = time.monotonic() + float(sys.argv[2]), 0\nwhile time.monotonic() < end:\n"
+        "    try:\n        Ledger(sys.argv[1]).debit(Fraction(1, 1000), {})\n        done += 1\n"
+        "    except LedgerError as exc:\n        assert 'hard links' in str(exc), exc\nprint(done)\n"),
+        str(ledger.path), "3"], stdout=subprocess.PIPE, text=True)
+    linker = subprocess.Popen([sys.executable, "-c", LINKER, str(ledger.path), str(tmp_path / "names"), "3"],
+                              stdout=subprocess.PIPE, text=True)
+    debited = int(writer.communicate(timeout=120)[0])
+    links, kept = map(int, linker.communicate(timeout=120)[0].split())
+    assert writer.returncode == linker.returncode == 0
+    stale = sorted((tmp_path / "names").iterdir())
+    assert len(stale) == kept
+    for name in stale:
+        with pytest.raises(LedgerError, match="superseded old version|hard links"):
+            Ledger(name).debit(Fraction(1, 1000), {})
+        name.unlink()
+    state = Ledger(ledger.path).state()
+    assert state.spent == Fraction(debited, 1000) and len(state.entries) == debited
+    print(f"{debited} debits, {links} links, {kept} names left on old versions, all refused")
+
+
+def test_a_writer_killed_between_the_mark_and_the_rename_loses_nothing(tmp_path):
+    """The state it leaves (built here): the ledger marked superseded, its complete replacement beside it."""
+    ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
+    ledger.debit(TENTH, {})
+    with open(ledger.path, "rb") as old:
+        ledger.debit(TENTH, {})
+        marked = old.read()
+    replacement = tmp_path / json.loads(marked)["replacement"]
+    replacement.write_bytes(ledger.path.read_bytes())
+    ledger.path.write_bytes(marked)
+    assert Ledger(ledger.path).state().spent == Fraction(1, 5)  # a read reads the replacement, writing nothing
+    assert ledger.path.read_bytes() == marked and replacement.exists()
+    assert ledger.debit(TENTH, {}).spent_before == Fraction(1, 5)  # a write first finishes the rename
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["budget.json", "budget.json.lock"]
+    assert len(ledger.state().entries) == 3
+    replacement.write_bytes(b"")
+    ledger.path.write_bytes(marked)
+    replacement.unlink()
+    with pytest.raises(LedgerError, match=f"superseded by {replacement}, which is missing"):
+        ledger.state()
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or subprocess.run(
+    ["unshare", "-m", "true"], capture_output=True).returncode != 0, reason="needs a mount namespace")
+def test_a_bind_mounted_ledger_is_refused_in_one_line_with_nothing_spent(tmp_path):
+    ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
+    ledger.debit(TENTH, {})
+    before = _files(tmp_path)
+    script = (f"mount --bind {shlex.quote(str(ledger.path))} {shlex.quote(str(ledger.path))} && "
+              f"{shlex.quote(sys.executable)} -c {shlex.quote(DEBIT)} {shlex.quote(str(ledger.path))} 1/10 0")
+    result = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stderr) == (0, "")
+    assert json.loads(result.stdout) == {"refused": f"{ledger.path}: cannot replace {ledger.path} (Device or resource "
+                                                    "busy): a budget ledger cannot be a mount point; nothing was "
+                                                    "written"}
+    assert _files(tmp_path) == before and Ledger(ledger.path).state().spent == TENTH

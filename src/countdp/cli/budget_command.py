@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from countdp.cli.arguments import Parser, UsageError, checked
-from countdp.release.ledger import UNITS, Ledger, LedgerError, LedgerState, amount_text, parse_amount
+from countdp.release.ledger import UNITS, UNKNOWN, Ledger, LedgerError, LedgerState, amount_text, parse_amount
 
 DESCRIPTION = (
     "A privacy budget ledger holds the total epsilon that releases about one dataset's people may spend "
@@ -99,6 +99,9 @@ def _report(path: Path, state: LedgerState) -> list[str]:
                   f"total      epsilon {_approximately(account.total)}",
                   f"spent      epsilon {_approximately(account.spent)}",
                   f"remaining  epsilon {_approximately(account.remaining)}"]
+    if unknown := sum(1 for entry in state.entries if entry.account == UNKNOWN):
+        lines.append(f"note       {unknown} {UNKNOWN} entries (format /1 recorded no unit: bit or invariant): their "
+                     f"epsilon {_approximately(state.unknown_spent)} counts as spent in every account")
     counts = {status: sum(1 for entry in state.entries if entry.status == status)
               for status in ("committed", "debited", "failed")}
     lines.append(f"entries    {len(state.entries)} ({counts['committed']} committed, {counts['debited']} debited, "
@@ -106,7 +109,8 @@ def _report(path: Path, state: LedgerState) -> list[str]:
     for entry in state.entries:
         what = json.dumps(entry.what, ensure_ascii=False, separators=(", ", ": "))
         failed = f"  (failed: {entry.reason})" if entry.status == "failed" else ""
-        lines.append(f"  {entry.entry_id}  {entry.time}  {entry.account:<9}  epsilon {amount_text(entry.epsilon)}  "
+        unit = "unknown (format /1)" if entry.account == UNKNOWN else entry.account
+        lines.append(f"  {entry.entry_id}  {entry.time}  {unit:<9}  epsilon {amount_text(entry.epsilon)}  "
                      f"{entry.status:<9}  {what}{failed}")
     return lines
 
