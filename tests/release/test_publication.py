@@ -423,3 +423,20 @@ def test_totals_of_one_column_by_two_partitions_are_refused(tmp_path, capsys):
     assert "'region'" in capsys.readouterr().err and ledger.read_text() == before
     assert not (tmp_path / "b.csv").exists()
     assert release("region", "r2.csv") == 0  # the same partition again publishes nothing new
+
+
+def test_a_cache_that_cannot_be_read_is_refused_before_the_debit(tmp_path, capsys):
+    """The mechanisms are all found (and every cached record verified) before the budget is touched."""
+    table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2", "6,3"])
+    cache = tmp_path / "cache"
+    argv = ["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "WM",
+            "--alpha", "2/3", "--cache", str(cache)]
+    assert main([*argv, "--out", str(tmp_path / "a.csv")]) == 0
+    for record in cache.rglob("*.npz"):
+        record.write_bytes(record.read_bytes()[:-40])  # a truncated array file
+    ledger, before = _ledger(tmp_path)
+    capsys.readouterr()
+    assert main([*argv, "--budget", str(ledger), "--out", str(tmp_path / "b.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(cache) in err[0], err
+    assert ledger.read_text() == before and not (tmp_path / "b.csv").exists()
