@@ -18,26 +18,6 @@ from countdp.release.atomic import preflight
 from tests.helpers.release_checks import debian_tool
 
 
-@pytest.fixture
-def mount(tmp_path):
-    """``mount(options)``: a fresh tmpfs mounted with ``options`` (unmounted afterwards)."""
-    points = []
-
-    def mounted(options: str):
-        point = tmp_path / f"disk{len(points)}"
-        point.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs (root is needed): {done.stderr.strip()}")
-        points.append(point)
-        return point
-
-    yield mounted
-    for point in points:
-        subprocess.run(["umount", str(point)], check=True)
-
-
 def test_a_writable_roomy_folder_passes_and_keeps_nothing(tmp_path):
     preflight(tmp_path, 1000)
     assert list(tmp_path.iterdir()) == []

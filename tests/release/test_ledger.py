@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -31,6 +30,7 @@ from countdp.release.ledger import (
     lock_path,
     parse_amount,
 )
+from tests.helpers.ledger_processes import holding_the_lock
 
 TENTH = Fraction(1, 10)
 
@@ -341,28 +341,12 @@ except (BudgetExceeded, LedgerError) as exc:
 """
 
 
-def _holding_the_lock(path: Path, process: subprocess.Popen) -> None:
-    """Return once ``process`` holds the exclusive lock of the ledger ``path``."""
-    deadline = time.monotonic() + 120
-    while True:
-        assert time.monotonic() < deadline and process.poll() is None
-        with contextlib.suppress(FileNotFoundError):
-            fd = os.open(lock_path(path), os.O_RDONLY)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return
-            finally:
-                os.close(fd)
-        time.sleep(0.01)
-
-
 def test_removing_the_lock_file_under_a_writer_loses_no_update(tmp_path):
     """A holds the lock; its lock file is removed; B makes a new one and debits 0.6; A must not write over it."""
     ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
     a = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1.5"], stdout=subprocess.PIPE,
                          text=True)
-    _holding_the_lock(ledger.path, a)
+    holding_the_lock(ledger.path, a)
     lock_path(ledger.path).unlink()
     b = ledger.debit(Fraction(3, 5), {"by": "B"})  # B, this process: a new lock file, not A's
     answer = json.loads(a.communicate(timeout=120)[0])
@@ -381,7 +365,7 @@ def test_no_one_writes_under_a_lock_file_that_was_replaced(tmp_path):
     ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
     a = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1"], stdout=subprocess.PIPE,
                          text=True)
-    _holding_the_lock(ledger.path, a)
+    holding_the_lock(ledger.path, a)
     b = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "0"], stdout=subprocess.PIPE,
                          text=True)
     time.sleep(0.3)  # B opens the lock file and waits for A

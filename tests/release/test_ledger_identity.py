@@ -9,7 +9,6 @@ writes nothing.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shlex
@@ -23,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from countdp.cli import main
-from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError, lock_path
+from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
+from tests.helpers.ledger_processes import holding_the_lock
 
 TENTH = Fraction(1, 10)
 RACERS = 24
@@ -207,27 +207,12 @@ except (BudgetExceeded, LedgerError) as exc:
 """
 
 
-def _holding_the_lock(path: Path, process: subprocess.Popen) -> None:
-    """Return once ``process`` holds the exclusive lock of the ledger ``path``."""
-    deadline = time.monotonic() + 120
-    while True:
-        assert time.monotonic() < deadline and process.poll() is None
-        fd = os.open(lock_path(path), os.O_RDONLY | os.O_CREAT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return
-        finally:
-            os.close(fd)
-        time.sleep(0.01)
-
-
 def test_a_hard_link_made_during_a_debit_is_refused_before_the_rename(tmp_path):
     """The review's fork: a link made while a debit held the lock was left on the old version, a second budget."""
     ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
     writer = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1"], stdout=subprocess.PIPE,
                               text=True)
-    _holding_the_lock(ledger.path, writer)
+    holding_the_lock(ledger.path, writer)
     before = _files(tmp_path)
     os.link(ledger.path, tmp_path / "other.json")
     answer = json.loads(writer.communicate(timeout=120)[0])

@@ -216,27 +216,8 @@ def test_a_seeded_sidecar_claims_no_guarantee(tmp_path):
 # ------------------------------------------------------------------ the budget: before and after the debit
 
 
-@pytest.fixture
-def mount_tmpfs(tmp_path):
-    """``mount(pages, read_only)``: a fresh tmpfs at one mount point (root only; unmounted afterwards)."""
-    import subprocess
-
-    point = tmp_path / "disk"
-    point.mkdir()
-    mounted = []
-
-    def mount(pages: int, read_only: bool = False) -> Path:
-        options = f"size={pages * 4096},mode=0755" + (",ro" if read_only else "")
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)], capture_output=True,
-                              text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs (root is needed): {done.stderr.strip()}")
-        mounted.append(point)
-        return point
-
-    yield mount
-    for point in mounted:
-        subprocess.run(["umount", str(point)], check=True)
+def _tmpfs(mount, pages: int, read_only: bool = False) -> Path:
+    return mount(f"size={pages * 4096},mode=0755" + (",ro" if read_only else ""))
 
 
 def _wide_table(tmp_path: Path, rows: int) -> Path:
@@ -253,9 +234,9 @@ def _ledger(tmp_path: Path, *extra: str) -> tuple[Path, str]:
     return ledger, ledger.read_text()
 
 
-def test_releases_into_a_read_only_folder_spend_nothing(tmp_path, mount_tmpfs, capsys):
+def test_releases_into_a_read_only_folder_spend_nothing(tmp_path, mount, capsys):
     """Three releases into a read-only folder published nothing and spent 0.9 of 1: now refused before the debit."""
-    folder = mount_tmpfs(64, read_only=True)
+    folder = _tmpfs(mount, 64, read_only=True)
     ledger, before = _ledger(tmp_path)
     table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
     for _ in range(3):
@@ -266,8 +247,8 @@ def test_releases_into_a_read_only_folder_spend_nothing(tmp_path, mount_tmpfs, c
     assert ledger.read_text() == before and list(folder.iterdir()) == []
 
 
-def test_a_folder_without_room_is_refused_before_the_debit(tmp_path, mount_tmpfs, capsys):
-    folder = mount_tmpfs(2)
+def test_a_folder_without_room_is_refused_before_the_debit(tmp_path, mount, capsys):
+    folder = _tmpfs(mount, 2)
     ledger, before = _ledger(tmp_path)
     table = _wide_table(tmp_path, 20_000)
     code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
@@ -276,11 +257,11 @@ def test_a_folder_without_room_is_refused_before_the_debit(tmp_path, mount_tmpfs
     assert ledger.read_text() == before and list(folder.iterdir()) == []
 
 
-def test_a_disk_that_fills_during_the_write_marks_the_entry_failed(tmp_path, mount_tmpfs, capsys):
+def test_a_disk_that_fills_during_the_write_marks_the_entry_failed(tmp_path, mount, capsys):
     """The lower bound of the output fits, the output does not: the debit stands and says failed."""
     from countdp.release.ledger import Ledger
 
-    folder = mount_tmpfs(32)
+    folder = _tmpfs(mount, 32)
     ledger, _ = _ledger(tmp_path)
     table = _wide_table(tmp_path, 20_000)
     code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",

@@ -1,0 +1,31 @@
+"""Fixtures shared by the release tests."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+
+@pytest.fixture
+def mount(tmp_path):
+    """``mount(options)``: a fresh tmpfs mounted with ``options`` at a new point (unmounted afterwards).
+
+    Mounting needs root (a read-only *mount* is the real test of "not writable": root ignores
+    permission bits); elsewhere the test skips.
+    """
+    points = []
+
+    def mounted(options: str):
+        point = tmp_path / f"disk{len(points)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs (root is needed): {done.stderr.strip()}")
+        points.append(point)
+        return point
+
+    yield mounted
+    for point in points:
+        subprocess.run(["umount", str(point)], check=True)
