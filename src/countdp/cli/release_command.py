@@ -293,21 +293,21 @@ def _debit(ledger: Ledger, prepared) -> dict:
         what["invariant_by"] = request.invariant_by
         what["published_totals"] = {c.count_column: inv.published_totals(request.invariant_by)
                                     for c, inv in zip(request.columns, prepared.invariants, strict=True)}
-        _one_partition(ledger, request)
-    receipt = ledger.debit(prepared.epsilon, what, account=_account(request))
+    guard = None if prepared.invariants is None else (lambda state: _one_partition(state, request))
+    receipt = ledger.debit(prepared.epsilon, what, account=_account(request), guard=guard)
     return {"ledger": str(request.budget), "account": _account(request), "entry": receipt.entry_id,
             "epsilon": rational_text(receipt.epsilon), "remaining_after": rational_text(receipt.remaining_after)}
 
 
-def _one_partition(ledger: Ledger, request) -> None:
+def _one_partition(state, request) -> None:
     """Refuse totals of a count column by another partition than the ledger's earlier invariant releases.
 
     Totals by two partitions (by region, then by band) can pin every count between them, and their
     guarantees are for different neighbours, so the invariant account could not add them up.  The
-    whole table's total is the sum of any partition's, so it goes with either.  The check reads the
-    ledger before the debit: two such releases started at the same moment are not caught.
+    whole table's total is the sum of any partition's, so it goes with either.  It runs under the
+    ledger's lock, with the debit (``Ledger.debit(guard=...)``), so concurrent releases cannot race it.
     """
-    for entry in ledger.state().entries:
+    for entry in state.entries:
         if entry.account != "invariant" or "invariant_by" not in entry.what:
             continue
         shared = [c for c in request.count_names if c in entry.what.get("published_totals", {})]

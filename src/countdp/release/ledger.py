@@ -247,17 +247,20 @@ class Ledger:
             raise BudgetExceeded(self.path, amount, balance.remaining, balance.total, account)
         return balance.remaining - amount
 
-    def debit(self, epsilon: Fraction, what: dict, *, account: str = "bit", lock: bool = True,
+    def debit(self, epsilon: Fraction, what: dict, *, account: str = "bit", guard=None, lock: bool = True,
               hold: float = 0.0) -> Debit:
         """Charge ``epsilon`` to ``account`` for the release described by ``what``: check and write under one lock.
 
         :class:`BudgetExceeded` (writing nothing) if less than ``epsilon`` remains, :class:`LedgerError` if the
-        ledger lacks the account; ``hold`` (seconds between read and write) and ``lock=False`` (no lock and no
-        check before the rename) are for tests."""
+        ledger lacks the account; ``guard(state)``, called under the lock before anything is written, may
+        refuse the debit by raising (a rule over the earlier entries); ``hold`` (seconds between read and
+        write) and ``lock=False`` (no lock and no check before the rename) are for tests."""
         amount = parse_amount(epsilon, "epsilon")
         what = json_object(what, "what")
 
         def change(document: dict, state: LedgerState) -> tuple[Debit, dict]:
+            if guard is not None:
+                guard(state)
             balance = self._account(state, account)
             if amount > balance.remaining:
                 raise BudgetExceeded(self.path, amount, balance.remaining, balance.total, account)
