@@ -421,3 +421,21 @@ def test_a_cache_that_cannot_be_read_is_refused_before_the_debit(tmp_path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(cache) in err[0], err
     assert ledger.read_text() == before and not (tmp_path / "b.csv").exists()
+
+
+def test_a_marked_lone_sidecar_at_out_is_repaired_before_the_release(tmp_path):
+    """What a release killed together with its guardian between the links leaves (a sidecar marked
+    "its table may be missing") does not block the next release to the same --out."""
+    from countdp.release.atomic import MARK
+
+    table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
+    out = tmp_path / "o.csv"
+    lone = Path(str(out) + ".release.json")
+    lone.write_text("{}\n")
+    lone.chmod(lone.stat().st_mode | MARK)
+    code, _ = _release(tmp_path, table, out="o.csv")
+    assert code == 0 and out.exists() and json.loads(lone.read_text())["format"] == "countdp-release/2"
+    assert not lone.stat().st_mode & MARK
+    unmarked = Path(str(tmp_path / "p.csv") + ".release.json")
+    unmarked.write_text("{}\n")  # a sidecar nobody marked is the curator's: never removed
+    assert _release(tmp_path, table, out="p.csv")[0] == 2 and unmarked.read_text() == "{}\n"

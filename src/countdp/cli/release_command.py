@@ -352,6 +352,8 @@ def _release_table(args: argparse.Namespace) -> int:
     ledger = Ledger(request.budget) if request.budget else None
     if ledger is not None:
         ledger.state()  # a missing or malformed ledger is refused before any work
+    if not args.dry_run and request.out.parent.is_dir():
+        repair(request.out.parent)  # a sidecar left alone by a release killed together with its guardian
     prepared = prepare(request, _mechanisms(request, design, args.dry_run), dry_run=args.dry_run)
     request = prepared.request  # with --target-alpha, it now holds the alpha chosen
     if args.dry_run:
@@ -362,7 +364,6 @@ def _release_table(args: argparse.Namespace) -> int:
         sys.stdout.write(preview(prepared, budget))
         return 0
     _preflight(prepared)
-    repair(request.out.parent)  # a sidecar left alone by a release killed with its guardian
     debit = _debit(ledger, prepared) if ledger is not None else None
     _randomness_note(request.seed)
     progress = Progress(prepared.validated.rows, "rows released")
