@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -324,6 +325,7 @@ def _typed_columns(c: np.ndarray, n: np.ndarray) -> dict[str, pa.Array]:
         "date": pa.array([start.date() + datetime.timedelta(days=int(v)) for v in c], pa.date32()),
         "duration": pa.array((2 * c + 1).astype(np.int64), pa.duration("s")),
         "dictionary": pa.array([str(v) for v in c]).dictionary_encode(),
+        "decimal_past_2_53": pa.array([Decimal(10**30 + int(v)) for v in c], pa.decimal128(38, 0)),
         "difference_of_sizes": pa.array(n - c),
     }
 

@@ -130,11 +130,14 @@ class AffineWatch:
         self.fitted, self.numeric, self.rows, self.rank = False, True, 0, 0
         self.size_range = (np.inf, -np.inf)  # the smallest and largest group size seen
         self.origin, self.relative, self.tolerance = None, RELATIVE_TOLERANCE, 0.0
+        self.decimal_origin = None  # a decimal column's first value (pyarrow scalar)
 
     def feed(self, column: pa.Array, counts: list[np.ndarray], sizes: np.ndarray) -> None:
         """One batch: the kept column, each count column and the group sizes (int64)."""
         if not self.numeric:
             return
+        if pa.types.is_decimal(column.type):  # centred exactly in decimal arithmetic, then as floats
+            column = self._decimal_centred(column)
         read = numbers(column)
         if read is None:
             self.numeric = False
@@ -160,6 +163,22 @@ class AffineWatch:
                 self._fit()
             return
         self._check(features, x)
+
+    def _decimal_centred(self, column: pa.Array) -> pa.Array:
+        """A decimal column less its first value, exactly (``10**30 + c`` keeps ``c``), as float64; the
+        origin joins the fit's constant term (for the message only)."""
+        kind = column.type
+        wide = pa.decimal256(min(kind.precision, 75), kind.scale)  # room for the difference's extra digit
+        try:
+            column = pc.cast(column, wide)
+            if self.decimal_origin is None:
+                valid = column.drop_null()
+                if not len(valid):
+                    return pc.cast(column, pa.float64())
+                self.decimal_origin = valid[0]
+            return pc.cast(pc.subtract(column, self.decimal_origin), pa.float64())
+        except pa.ArrowException:  # 76 digits: compared as floats
+            return pc.cast(column, pa.float64())
 
     def _fit(self) -> None:
         if not self.sample_x:  # no row held a number
@@ -202,7 +221,7 @@ class AffineWatch:
     def _formula(self, coef: np.ndarray) -> str:
         """The fit in the column's own units, for the refusal's message."""
         coef = coef.copy()
-        coef[-1] += float(self.origin)
+        coef[-1] += float(self.origin) + (0.0 if self.decimal_origin is None else float(self.decimal_origin.as_py()))
         if self.size_range[0] == self.size_range[1]:  # one size for every row: its term is a constant
             coef[-1] += coef[-2] * self.size_range[0]
             coef[-2] = 0.0
