@@ -25,9 +25,10 @@ import numpy as np
 
 from countdp import __version__
 from countdp.cli.arguments import Once, UsageError, alpha_argument
+from countdp.cli.release_budget import account, debit_release
 from countdp.design.designer import MECHANISMS
 from countdp.mechanisms.artifact import load_design
-from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, exact_alpha, rational_text
+from countdp.privacy.alpha import alpha_from_epsilon, exact_alpha
 from countdp.privacy.mechanism_cache import MechanismCache
 from countdp.privacy.sampling import release
 from countdp.progress import Progress
@@ -281,49 +282,6 @@ class CachedMechanisms:
         return self.cache.matrix_sizes(request.mechanism, sizes, request.columns[k].alpha, request.objective)
 
 
-def _debit(ledger: Ledger, prepared) -> dict:
-    """Charge the release to the ledger's account for its unit of privacy; the entry stays private."""
-    request = prepared.request
-    what = {"input": str(request.input), "input_sha256": prepared.validated.input_sha256,
-            "out": str(request.out), "columns": request.count_names,
-            "alphas": [alpha_text(c.alpha) for c in request.columns]}
-    if request.columns[0].levels:
-        what["levels"] = [alpha_text(a) for a in request.columns[0].levels]
-    if prepared.invariants is not None:
-        what["invariant_by"] = request.invariant_by
-        what["published_totals"] = {c.count_column: inv.published_totals(request.invariant_by)
-                                    for c, inv in zip(request.columns, prepared.invariants, strict=True)}
-    guard = None if prepared.invariants is None else (lambda state: _one_partition(state, request))
-    receipt = ledger.debit(prepared.epsilon, what, account=_account(request), guard=guard)
-    return {"ledger": str(request.budget), "account": _account(request), "entry": receipt.entry_id,
-            "epsilon": rational_text(receipt.epsilon), "remaining_after": rational_text(receipt.remaining_after)}
-
-
-def _one_partition(state, request) -> None:
-    """Refuse totals of a count column by another partition than the ledger's earlier invariant releases.
-
-    Totals by two partitions (by region, then by band) can pin every count between them, and their
-    guarantees are for different neighbours, so the invariant account could not add them up.  The
-    whole table's total is the sum of any partition's, so it goes with either.  It runs under the
-    ledger's lock, with the debit (``Ledger.debit(guard=...)``), so concurrent releases cannot race it.
-    """
-    for entry in state.entries:
-        if entry.account != "invariant" or "invariant_by" not in entry.what:
-            continue
-        shared = [c for c in request.count_names if c in entry.what.get("published_totals", {})]
-        earlier = entry.what["invariant_by"]
-        if shared and None not in (earlier, request.invariant_by) and earlier != request.invariant_by:
-            raise UsageError(f"{request.budget}: entry {entry.entry_id} already published the totals of "
-                             f"{shared[0]!r} by {earlier!r}; its totals by {request.invariant_by!r} as well could pin "
-                             "its counts (one partition per count column on one ledger; the whole table's total is "
-                             "the sum of either)")
-
-
-def _account(request) -> str:
-    """The ledger account of a release: its unit of privacy (bit-level, or invariant neighbours)."""
-    return "invariant" if request.invariant else "bit"
-
-
 def _preflight(prepared) -> None:
     """What can fail before any noise is drawn: the output folder writable, with room for the output.
 
@@ -358,13 +316,13 @@ def _release_table(args: argparse.Namespace) -> int:
     request = prepared.request  # with --target-alpha, it now holds the alpha chosen
     if args.dry_run:
         try:
-            budget = ledger.check(prepared.epsilon, account=_account(request)) if ledger else None
+            budget = ledger.check(prepared.epsilon, account=account(request)) if ledger else None
         except BudgetExceeded as exc:
             budget = f"{exc}: the release would be refused"
         sys.stdout.write(preview(prepared, budget))
         return 0
     _preflight(prepared)
-    debit = _debit(ledger, prepared) if ledger is not None else None
+    debit = debit_release(ledger, prepared) if ledger is not None else None
     _randomness_note(request.seed)
     progress = Progress(prepared.validated.rows, "rows released")
     try:
