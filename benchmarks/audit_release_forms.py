@@ -2,7 +2,8 @@
 
 For each form (:mod:`countdp.release.empirical_audit`) it releases ``--samples`` tables' worth of
 neighbouring data (10^6 releases per dataset by default; ``--invariant total`` has one partition
-per table, so it gets ``--total-samples``, default 2,000), with the CLI's own ``mechanism_for``
+per table, so ``--total-tables`` of its ``--total-samples`` are whole releases, default 2,000 of 10^6,
+and the rest repeat the engine's draw on the prepared table), with the CLI's own ``mechanism_for``
 (``countdp.cli.release_command._mechanisms``: the mechanism file, the mechanism cache in a temporary
 folder, or the levels chain), and prints one row per form: the declared epsilon (-ln alpha, the
 sum over the count columns, or the conditioned release's computed guarantee), the point estimate,
@@ -74,7 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=int, default=1_000_000, help="releases per dataset (default 10^6)")
     parser.add_argument("--invariant-samples", type=int, default=1_000_000,
                         help="partitions per dataset (--invariant-by)")
-    parser.add_argument("--total-samples", type=int, default=2_000, help="tables per dataset (--invariant total)")
+    parser.add_argument("--total-samples", type=int, default=1_000_000,
+                        help="releases per dataset (--invariant total, one partition per table)")
+    parser.add_argument("--total-tables", type=int, default=2_000,
+                        help="of those, whole tables written and read back (the rest: the engine's draw repeated)")
     parser.add_argument("--forms", default=",".join(FORMS), help=f"comma-separated, of {','.join(FORMS)}")
     parser.add_argument("--planted", action="store_true", help="add the planted defects (they must fail)")
     parser.add_argument("--delta", type=float, default=ea.DEFAULT_DELTA, help="family-wise false-positive rate")
@@ -86,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for label, form, mechanisms, samples, planted in cases(Path(tmp), args):
-            result = ea.audit_form(form, mechanisms, Path(tmp), samples, args.seed, args.delta)
+            result = ea.audit_form(form, mechanisms, Path(tmp), samples, args.seed, args.delta, args.total_tables)
             verdict = "pass" if result.passed else "FAIL"
             failures += result.passed == planted
             b = result.bound

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -27,3 +28,23 @@ def holding_the_lock(path: Path, process: subprocess.Popen, timeout: float = 120
             finally:
                 os.close(fd)
         time.sleep(0.01)
+
+
+DEBIT = r"""
+import json, sys
+from fractions import Fraction
+from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
+try:
+    debit = Ledger(sys.argv[1]).debit(Fraction(sys.argv[2]), {}, hold=float(sys.argv[3]))
+    print(json.dumps({"debited": debit.entry_id}))
+except (BudgetExceeded, LedgerError) as exc:
+    print(json.dumps({"refused": str(exc)}))
+"""
+"""A debit in a process of its own: ``python -c DEBIT LEDGER EPSILON HOLD_SECONDS`` prints one JSON line,
+``{"debited": entry id}`` or ``{"refused": message}``."""
+
+
+def start_debit(path: Path, epsilon: str, hold: float) -> subprocess.Popen:
+    """Start :data:`DEBIT` of ``epsilon`` on the ledger ``path``, holding its lock ``hold`` seconds before writing."""
+    return subprocess.Popen([sys.executable, "-c", DEBIT, str(path), epsilon, str(hold)], stdout=subprocess.PIPE,
+                            text=True)

@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+from tests.helpers.mounts import mount_tmpfs
+
 
 @pytest.fixture
 def mount(tmp_path):
@@ -19,11 +21,7 @@ def mount(tmp_path):
     def mounted(options: str):
         point = tmp_path / f"disk{len(points)}"
         point.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(point)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs (root is needed): {done.stderr.strip()}")
-        points.append(point)
+        points.append(mount_tmpfs(point, options))
         return point
 
     yield mounted

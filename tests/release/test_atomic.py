@@ -45,6 +45,7 @@ import pytest
 
 from countdp.privacy.mechanism_cache import MechanismCache
 from countdp.release.atomic import MARK
+from tests.helpers.mounts import mount_tmpfs
 from tests.helpers.release_checks import (
     alive,
     children,
@@ -430,11 +431,7 @@ def tmpfs(tmp_path):
         if mounted:
             subprocess.run(["umount", str(point)], check=True)
             mounted.clear()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={pages * PAGE},mode=0755", "tmpfs", str(point)],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs (root is needed): {done.stderr.strip()}")
-        mounted.append(point)
+        mounted.append(mount_tmpfs(point, f"size={pages * PAGE},mode=0755"))
         return point
 
     yield mount

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 
 import pytest
 
 from countdp.release.atomic import preflight
-from tests.helpers.release_checks import debian_tool
+from tests.helpers.mounts import bindfs
 
 
 def test_a_writable_roomy_folder_passes_and_keeps_nothing(tmp_path):
@@ -44,19 +43,9 @@ def test_a_folder_without_the_room_is_refused_naming_the_folder(mount):
 
 
 def test_a_read_only_folder_without_tmpfile_is_refused_by_the_named_probe(tmp_path):
-    bindfs = debian_tool("bindfs", "bindfs")
-    if bindfs is None or not os.path.exists("/dev/fuse"):
-        pytest.skip("bindfs and /dev/fuse are needed (root, apt-get)")
-    source, point = tmp_path / "source", tmp_path / "mount"
-    source.mkdir()
-    point.mkdir()
-    done = subprocess.run([bindfs, "-o", "ro", str(source), str(point)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"bindfs could not mount: {done.stderr.strip()}")
-    try:
+    source = tmp_path / "source"
+    with bindfs(source, tmp_path / "mount", "-o", "ro") as point:
         with pytest.raises(OSError) as raised:
             preflight(point, 10)
         assert raised.value.errno == errno.EROFS and str(point) in raised.value.strerror
         assert list(source.iterdir()) == []
-    finally:
-        subprocess.run(["fusermount", "-u", str(point)], capture_output=True)

@@ -19,28 +19,17 @@ import pytest
 
 from countdp.cli import main
 from countdp.release.atomic import NAMED, remove_stale_partials
-from tests.helpers.release_checks import debian_tool, pair_problems, sidecar_of, wait_until
+from tests.helpers.mounts import bindfs
+from tests.helpers.release_checks import pair_problems, sidecar_of, wait_until
 
 
 @pytest.fixture()
 def no_tmpfile(tmp_path):
     """A bindfs mount of a fresh folder; skips where FUSE or bindfs cannot be had (root and apt-get needed)."""
-    bindfs = debian_tool("bindfs", "bindfs")
-    if bindfs is None or not os.path.exists("/dev/fuse"):
-        pytest.skip("bindfs and /dev/fuse are needed (root, apt-get)")
-    source, mount = tmp_path / "source", tmp_path / "mount"
-    source.mkdir()
-    mount.mkdir()
-    done = subprocess.run([bindfs, str(source), str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"bindfs could not mount: {done.stderr.strip()}")
-    try:
+    with bindfs(tmp_path / "source", tmp_path / "mount") as mount:
         with pytest.raises(OSError):  # the point of the fixture: this filesystem has no unnamed files
             os.close(os.open(mount, os.O_TMPFILE | os.O_RDWR, 0o600))
         yield mount
-    finally:
-        subprocess.run(["fusermount", "-u", str(mount)], capture_output=True)
-        subprocess.run(["umount", str(mount)], capture_output=True)
 
 
 @pytest.fixture()

@@ -30,7 +30,7 @@ from countdp.release.ledger import (
     lock_path,
     parse_amount,
 )
-from tests.helpers.ledger_processes import holding_the_lock
+from tests.helpers.ledger_processes import holding_the_lock, start_debit
 
 TENTH = Fraction(1, 10)
 
@@ -312,40 +312,19 @@ def test_a_writer_killed_holding_the_lock_leaves_the_ledger_whole_and_blocks_no_
     before = ledger.path.read_bytes()
     writer = subprocess.Popen([sys.executable, "-c", RACER, str(ledger.path), str(signals), "0", "lock", "600"],
                               stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while True:  # until the writer holds the lock (it then waits 600 s before writing)
-        assert time.monotonic() < deadline and writer.poll() is None
-        fd = os.open(lock_path(ledger.path), os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            break
-        finally:
-            os.close(fd)
-        time.sleep(0.01)
+    holding_the_lock(ledger.path, writer)  # it then waits 600 s before writing
     writer.kill()
     writer.wait(timeout=60)
     assert ledger.path.read_bytes() == before
     assert ledger.debit(TENTH, {}).spent_before == 0  # the lock died with its holder
 
 
-DEBIT = r"""
-import json, sys
-from fractions import Fraction
-from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
-try:
-    print(json.dumps({"debited": Ledger(sys.argv[1]).debit(Fraction(sys.argv[2]), {"by": "A"},
-                                                           hold=float(sys.argv[3])).entry_id}))
-except (BudgetExceeded, LedgerError) as exc:
-    print(json.dumps({"refused": str(exc)}))
-"""
 
 
 def test_removing_the_lock_file_under_a_writer_loses_no_update(tmp_path):
     """A holds the lock; its lock file is removed; B makes a new one and debits 0.6; A must not write over it."""
     ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
-    a = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1.5"], stdout=subprocess.PIPE,
-                         text=True)
+    a = start_debit(ledger.path, "3/5", 1.5)
     holding_the_lock(ledger.path, a)
     lock_path(ledger.path).unlink()
     b = ledger.debit(Fraction(3, 5), {"by": "B"})  # B, this process: a new lock file, not A's
@@ -363,11 +342,9 @@ def test_no_one_writes_under_a_lock_file_that_was_replaced(tmp_path):
     """A holds the lock and B waits for it; the lock file is replaced by a new one, held here: while it is held,
     neither A (whose lock file is gone) nor B (who then gets the old one) writes; afterwards they take turns."""
     ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
-    a = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1"], stdout=subprocess.PIPE,
-                         text=True)
+    a = start_debit(ledger.path, "3/5", 1)
     holding_the_lock(ledger.path, a)
-    b = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "0"], stdout=subprocess.PIPE,
-                         text=True)
+    b = start_debit(ledger.path, "3/5", 0)
     time.sleep(0.3)  # B opens the lock file and waits for A
     before = ledger.path.read_bytes()
     lock_path(ledger.path).unlink()

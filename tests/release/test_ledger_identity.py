@@ -23,7 +23,7 @@ import pytest
 
 from countdp.cli import main
 from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
-from tests.helpers.ledger_processes import holding_the_lock
+from tests.helpers.ledger_processes import DEBIT, holding_the_lock, start_debit
 
 TENTH = Fraction(1, 10)
 RACERS = 24
@@ -195,23 +195,12 @@ def test_budget_show_names_the_link_it_was_given(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0].startswith(f"ledger     {link} ")
 
 
-DEBIT = r"""
-import json, sys
-from fractions import Fraction
-from countdp.release.ledger import BudgetExceeded, Ledger, LedgerError
-try:
-    debit = Ledger(sys.argv[1]).debit(Fraction(sys.argv[2]), {}, hold=float(sys.argv[3]))
-    print(json.dumps({"debited": debit.entry_id}))
-except (BudgetExceeded, LedgerError) as exc:
-    print(json.dumps({"refused": str(exc)}))
-"""
 
 
 def test_a_hard_link_made_during_a_debit_is_refused_before_the_rename(tmp_path):
     """The review's fork: a link made while a debit held the lock was left on the old version, a second budget."""
     ledger = Ledger.create(tmp_path / "budget.json", Fraction(1), "b")
-    writer = subprocess.Popen([sys.executable, "-c", DEBIT, str(ledger.path), "3/5", "1"], stdout=subprocess.PIPE,
-                              text=True)
+    writer = start_debit(ledger.path, "3/5", 1)
     holding_the_lock(ledger.path, writer)
     before = _files(tmp_path)
     os.link(ledger.path, tmp_path / "other.json")

@@ -128,6 +128,22 @@ def test_a_kept_function_of_the_sizes_alone_is_published(tmp_path, name, derive)
     assert code == 0
 
 
+def test_a_copy_of_counts_that_equal_the_sizes_is_still_refused(tmp_path, capsys):
+    """Where every count equals its group size, a kept copy is an exact function of the public sizes, so the
+    affine check alone would publish it; but a neighbour's count differs from its size, and the copy with
+    it. The copy check refuses it: it follows the counts, not what they happen to equal."""
+    from countdp.release.derived import AffineWatch
+
+    rows = [(n, n) for n in range(1, 41)]
+    table = _csv(tmp_path / "t.csv", "n,c,x", [f"{n},{c},{c}" for n, c in rows])
+    watch = AffineWatch("x", 1)
+    sizes = np.array([n for n, _ in rows], dtype=np.int64)
+    watch.feed(pa.array(sizes), [sizes.copy()], sizes)
+    assert watch.derived() is None  # the affine check alone calls it public
+    code, _ = _release(tmp_path, table, "--keep", "x")
+    assert code == 2 and "'x' equals the count column 'c'" in capsys.readouterr().err
+
+
 def test_the_affine_check_fails_when_it_should_not_be_fooled_by_a_tiny_table(tmp_path):
     """With no more rows than free parameters any column fits: a tiny table's kept column is not flagged."""
     table = _csv(tmp_path / "t.csv", "n,c,x", ["4,1,7", "5,2,3", "6,3,12"])
@@ -229,6 +245,11 @@ def _wide_table(tmp_path: Path, rows: int) -> Path:
     return _csv(tmp_path / "wide.csv", "place,n,c", rows)
 
 
+def _budgeted_release(table: Path, ledger: Path, out: Path, *extra: str) -> int:
+    return main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
+                 "--epsilon", "0.3", "--budget", str(ledger), "--out", str(out), *extra])
+
+
 def _ledger(tmp_path: Path, *extra: str) -> tuple[Path, str]:
     ledger = tmp_path / "b.ledger"
     assert main(["budget", "init", str(ledger), "--epsilon", "1", *extra]) == 0
@@ -241,8 +262,7 @@ def test_releases_into_a_read_only_folder_spend_nothing(tmp_path, mount, capsys)
     ledger, before = _ledger(tmp_path)
     table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
     for _ in range(3):
-        code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism",
-                     "EM", "--epsilon", "0.3", "--budget", str(ledger), "--out", str(folder / "o.csv")])
+        code = _budgeted_release(table, ledger, folder / "o.csv")
         err = capsys.readouterr().err
         assert code == 2 and "nothing was drawn or spent" in err, err
     assert ledger.read_text() == before and list(folder.iterdir()) == []
@@ -252,8 +272,7 @@ def test_a_folder_without_room_is_refused_before_the_debit(tmp_path, mount, caps
     folder = _tmpfs(mount, 2)
     ledger, before = _ledger(tmp_path)
     table = _wide_table(tmp_path, 20_000)
-    code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
-                 "--epsilon", "0.3", "--keep", "place", "--budget", str(ledger), "--out", str(folder / "o.csv")])
+    code = _budgeted_release(table, ledger, folder / "o.csv", "--keep", "place")
     assert code == 2 and "nothing was drawn or spent" in capsys.readouterr().err
     assert ledger.read_text() == before and list(folder.iterdir()) == []
 
@@ -265,8 +284,7 @@ def test_a_disk_that_fills_during_the_write_marks_the_entry_failed(tmp_path, mou
     folder = _tmpfs(mount, 32)
     ledger, _ = _ledger(tmp_path)
     table = _wide_table(tmp_path, 20_000)
-    code = main(["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--mechanism", "EM",
-                 "--epsilon", "0.3", "--keep", "place", "--budget", str(ledger), "--out", str(folder / "o.csv")])
+    code = _budgeted_release(table, ledger, folder / "o.csv", "--keep", "place")
     err = capsys.readouterr().err
     assert code == 2 and "No space left on device" in err and "marked failed" in err, err
     assert list(folder.iterdir()) == []

@@ -65,11 +65,11 @@ def _text_numbers(column: pa.Array) -> pa.Array:
     return pc.cast(pc.if_else(number, text, pa.scalar(None, text.type)), pa.float64())
 
 
-def numbers(column: pa.Array) -> tuple[np.ndarray, bool] | None:
-    """The column's values as numbers and whether they are exact integers (int64 or uint64 storage),
-    or ``None`` for a column that holds no numbers (booleans, other types).  Missing values (nulls,
-    blanks, unreadable text, NaN, infinities) are NaN in a float array or masked out by the caller
-    through :func:`present`."""
+def numbers(column: pa.Array) -> tuple[np.ndarray, bool, np.ndarray] | None:
+    """The column's values as numbers, whether they are exact integers (int64 or uint64 storage), and
+    which rows hold a value; ``None`` for a column that holds no numbers (booleans, other types).
+    Missing values (nulls, blanks, unreadable text, NaN, infinities) are left out of the mask; text is
+    parsed once, for both."""
     kind = column.type
     if pa.types.is_dictionary(kind):
         column, kind = column.dictionary_decode(), kind.value_type
@@ -77,24 +77,15 @@ def numbers(column: pa.Array) -> tuple[np.ndarray, bool] | None:
         return None
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         column = _text_numbers(column)
+    valid = ~column.is_null().to_numpy(zero_copy_only=False)
     integers = _integers(column)
     if integers is not None:
-        filled = pc.fill_null(integers, 0).to_numpy(zero_copy_only=False)
-        return filled, True
+        return pc.fill_null(integers, 0).to_numpy(zero_copy_only=False), True, valid
     try:
-        return pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64), False
+        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
     except (pa.ArrowException, NotImplementedError):
         return None
-
-
-def present(column: pa.Array, values: np.ndarray, exact: bool) -> np.ndarray:
-    """Which rows hold a value (not null, blank, unreadable, NaN or infinite)."""
-    if pa.types.is_dictionary(column.type):
-        column = column.dictionary_decode()
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        column = _text_numbers(column)
-    valid = ~column.is_null().to_numpy(zero_copy_only=False)
-    return valid if exact else valid & np.isfinite(values)
+    return values, False, valid & np.isfinite(values)
 
 
 def tolerance_of(kind: pa.DataType) -> float:
@@ -142,8 +133,7 @@ class AffineWatch:
         if read is None:
             self.numeric = False
             return
-        values, exact = read
-        seen = present(column, values, exact)
+        values, exact, seen = read
         if not seen.any():
             return
         if self.origin is None:
@@ -248,4 +238,4 @@ def unchecked(field: pa.Field) -> str | None:
 
 
 __all__ = ["MAX_SAMPLE_ROWS", "RELATIVE_TOLERANCE", "SAMPLE_ROWS", "SINGLE_TOLERANCE", "AffineWatch", "centred",
-           "numbers", "present", "tolerance_of", "unchecked"]
+           "numbers", "tolerance_of", "unchecked"]

@@ -15,7 +15,8 @@ block each), the *units* read from a block (cells of noisy columns, an output tu
 mixed radix) and the neighbouring pairs ``(dataset, dataset', unit)`` to test.  A conditioned
 release (``--invariant-by``) numbers the replicates in its partition column, so each replicate is
 its own partition; ``--invariant total`` has one partition per table, so it takes one table per
-release (slow: about 20 ms each).
+release (about 20 ms each), or a few written tables and the engine's draw repeated on the prepared
+table (``full_tables`` of :func:`audit_form`).
 
 **The bound** (:func:`bound_privacy_loss`).  For each dataset ``i`` and event ``E`` (a set of
 outputs) one-sided Clopper-Pearson bounds ``L(E|i) <= Pr[E|i] <= U(E|i)``
@@ -57,7 +58,7 @@ import pyarrow.parquet as pq
 from countdp.privacy.audit_events import clopper_pearson, event_masks
 from countdp.privacy.inverse_cdf import guide_table
 from countdp.release.draws import Randomness
-from countdp.release.engine import prepare, write_release
+from countdp.release.engine import draw_conditioned, prepare, write_release
 from countdp.release.request import ColumnPrivacy, ReleaseRequest
 
 DEFAULT_DELTA = 1e-6
@@ -236,15 +237,33 @@ def _cache(form: Form, folder: Path) -> Path | None:
     return None if levels or "mechanism_file" in form.request else folder / "mechanisms"
 
 
-def _dataset(form: Form, d: int, mechanisms: Callable, folder: Path, samples: int, seed: int) -> tuple:
-    """Dataset ``d``'s output codes per unit, and the epsilon its release charges."""
+def conditioned_columns(prepared, words: int) -> dict[str, np.ndarray]:
+    """The noisy columns of one more release of an invariant table already prepared: the draw
+    :func:`~countdp.release.engine.write_release` makes (:func:`~countdp.release.engine.draw_conditioned`)
+    before it streams the rows, whose values it then copies into the table row for row."""
+    names = [column.noisy_columns[0] for column in prepared.request.columns]
+    draw_conditioned(prepared, Randomness(words, len(names)))
+    return dict(zip(names, prepared.conditioned, strict=True))
+
+
+def _dataset(form: Form, d: int, mechanisms: Callable, folder: Path, samples: int, seed: int,
+             full_tables: int | None = None) -> tuple:
+    """Dataset ``d``'s output codes per unit, and the epsilon its release charges.
+
+    A form with one release per table writes ``full_tables`` whole tables (all of them if ``None``);
+    the rest are drawn from the last of them, prepared once (see :func:`audit_form`).
+    """
     rows = len(next(iter(form.blocks[d].values())))
     tables = samples if form.one_per_table else 1
-    parts, epsilon = [], 0.0
+    written = tables if full_tables is None else min(tables, max(full_tables, 1))
+    parts, epsilon, prepared = [], 0.0, None
     for t in range(tables):
+        words = seed * 1_000_003 + d * tables + t  # every table its own seed: independent datasets
+        if t >= written:
+            parts.append(form.codes(conditioned_columns(prepared, words), rows))
+            continue
         source, out = folder / f"{form.name}-{d}.parquet", folder / f"{form.name}-{d}-released.parquet"
         _table(form, form.blocks[d], 1 if form.one_per_table else samples, source)
-        words = seed * 1_000_003 + d * tables + t  # every table its own seed: independent datasets
         request = ReleaseRequest(input=source, out=out, seed=words, overwrite=True, cache=_cache(form, folder),
                                  **form.request)
         noisy, prepared = released_columns(request, mechanisms(request), words)
@@ -254,17 +273,22 @@ def _dataset(form: Form, d: int, mechanisms: Callable, folder: Path, samples: in
 
 
 def audit_form(form: Form, mechanisms: Callable, folder: Path, samples: int, seed: int = 0,
-               delta: float = DEFAULT_DELTA) -> FormResult:
+               delta: float = DEFAULT_DELTA, full_tables: int | None = None) -> FormResult:
     """Release every dataset of ``form`` ``samples`` times through the engine and bound the loss.
 
     ``mechanisms(request)`` returns the release's ``mechanism_for`` (pass the CLI's, or a planted
-    defect's); ``folder`` receives the tables and releases.
+    defect's); ``folder`` receives the tables and releases.  A form with one release per table
+    (``--invariant total``) costs a whole release per sample (tens of ms: the table's validation,
+    the exact guarantee, the commit's guardian process); with ``full_tables`` only that many are
+    written and the rest repeat the engine's draw on the prepared table, a few ms each, so that 10^6
+    samples take minutes rather than hours.  The written tables check that the table carries the
+    draw; every sample is a draw of the release's own sampler at its own seed.
     """
     start = time.perf_counter()
     used = sorted({d for pair in form.pairs for d in pair[:2]})
     codes, charged = {}, 0.0
     for d in used:
-        codes[d], epsilon = _dataset(form, d, mechanisms, Path(folder), samples, seed)
+        codes[d], epsilon = _dataset(form, d, mechanisms, Path(folder), samples, seed, full_tables)
         charged = max(charged, epsilon)
     index = {(d, u): k for k, (d, u) in enumerate((d, u) for d in used for u in range(len(form.units)))}
     flat = [codes[d][u] for d, u in index]
@@ -360,5 +384,5 @@ class ShiftedDesign:
 
 
 __all__ = ["DEFAULT_DELTA", "MIN_MASS", "Form", "FormResult", "LossBound", "ShiftedColumns", "ShiftedDesign",
-           "audit_form", "bound_privacy_loss", "columns_form", "file_form", "invariant_form", "levels_form",
-           "released_columns", "sizes_form"]
+           "audit_form", "bound_privacy_loss", "columns_form", "conditioned_columns", "file_form", "invariant_form",
+           "levels_form", "released_columns", "sizes_form"]

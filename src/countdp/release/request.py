@@ -201,7 +201,11 @@ class _Pass:
 
 def same_values(kept: pa.Array, counts: pa.Array) -> bool:
     """Whether a kept column reads as the counts on every row of the batch: the same text (blanks
-    trimmed), or the same numbers (``03``, ``+3``, ``3.0``, a Parquet decimal 3.00 are all 3)."""
+    trimmed), or the same numbers (``03``, ``+3``, ``3.0``, a Parquet decimal 3.00 are all 3).
+
+    :class:`~countdp.release.derived.AffineWatch` catches most copies too, but not where the counts
+    themselves equal a function of the public sizes on every row (each count its group's size): it then
+    calls the copy public, while a neighbour's count, and so the copy, would differ."""
     if kept.null_count or pa.types.is_boolean(kept.type):  # a flag is not a count, even when it reads 0/1
         return False
     expected = pc.cast(counts, pa.float64()) if pa.types.is_integer(counts.type) else None
