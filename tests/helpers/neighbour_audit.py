@@ -102,6 +102,7 @@ class Form:
 
     ``limit`` is each count's largest value: the size column's name, or the mechanism's n.
     ``invariant`` forms have invariant neighbours (``by``: the partition column, or one partition).
+    ``folder`` publishes a release folder (``--out o/``, holding ``table.<fmt>`` and its sidecar).
     """
 
     name: str
@@ -114,6 +115,7 @@ class Form:
     invariant: bool = False
     by: str | None = None
     design: tuple[str, ...] = ()
+    folder: bool = False
 
     @property
     def input(self) -> str:
@@ -121,7 +123,13 @@ class Form:
 
     @property
     def out(self) -> str:
-        return f"o.{self.fmt}"
+        return "o/" if self.folder else f"o.{self.fmt}"
+
+    @property
+    def published(self) -> set[str]:
+        """The files a release publishes, as paths relative to its folder: the table and its sidecar."""
+        table = f"o/table.{self.fmt}" if self.folder else self.out
+        return {table, table + SIDECAR}
 
     def argv(self, dry_run: bool, budget: bool) -> list[str]:
         """The release command: seeded without a budget (the seed is refused with one), unseeded dry runs."""
@@ -241,13 +249,18 @@ def prepare_template(form: Form, budget: bool, folder: Path) -> Path:
     return folder
 
 
+def _files(folder: Path) -> set[str]:
+    """Every file under ``folder``, as a path relative to it (``o.csv``, ``o/table.csv``)."""
+    return {os.path.relpath(os.path.join(root, name), folder) for root, _, names in os.walk(folder) for name in names}
+
+
 def publish(form: Form, table: Table, argv: list[str], template: Path, folder: Path) -> Publication:
     """One release of ``table`` in a copy of ``template``; the files it added, the ledger's left out."""
     shutil.copytree(template, folder)
     table.write(folder / form.input)
-    before = set(os.listdir(folder))
+    before = _files(folder)
     status, out, err = run_cli(argv, folder)
-    added = sorted(set(os.listdir(folder)) - before)
+    added = sorted(_files(folder) - before)
     files = {name: (folder / name).read_bytes() for name in added
              if not name.startswith(LEDGER) and not name.startswith(f".{LEDGER}")}
     return Publication(status, out, err, files)
@@ -357,7 +370,7 @@ def audit(form: Form, dry_run: bool, budget: bool, root: Path, most: int = 12) -
     publish(form, form.table, argv, template, root / "warm-up")
     base = publish(form, form.table, argv, template, root / "base")
     assert base.status == 0, f"{form.name}: the release failed: {base.stderr.strip()}"
-    expected = set() if dry_run else {form.out, form.out + SIDECAR}
+    expected = set() if dry_run else form.published
     assert set(base.files) == expected, f"{form.name}: published {sorted(base.files)}, expected {sorted(expected)}"
     assert base.stdout if dry_run else base.files, f"{form.name}: nothing was published"
     leaks = {}

@@ -141,6 +141,44 @@ def pair_problems(out: Path, input_path: Path) -> list[str]:
     return problems
 
 
+def folder_outcome(out: Path, input_path: Path) -> tuple[str, list[str]]:
+    """Judge a release folder (``--out DIR/``) from its files: ``("pair" | "nothing" | "broken", problems)``.
+
+    Absent is nothing.  Otherwise ``out`` must be a folder holding exactly one table ``table.*`` and its
+    sidecar, a complete pair for ``input_path`` (:func:`pair_problems`), and nothing else.
+    """
+    if not os.path.lexists(out):
+        return "nothing", []
+    if out.is_symlink() or not out.is_dir():
+        return "broken", [f"{out}: not a folder"]
+    names = sorted(os.listdir(out))
+    tables = [n for n in names if n.startswith("table.") and not n.endswith(SIDECAR_SUFFIX)]
+    problems = []
+    if not tables:
+        problems.append(f"{out}: no table" + (" (a sidecar without its table)" if names else " (an empty folder)"))
+    elif len(tables) > 1:
+        problems.append(f"{out}: {len(tables)} tables, not one")
+    else:
+        table = out / tables[0]
+        if sidecar_of(table).name not in names:
+            problems.append(f"{table}: a table without its sidecar")
+        else:
+            problems += pair_problems(table, input_path)
+        pair = (table.name, sidecar_of(table).name)
+        problems += [f"{out / n}: not part of the release" for n in names if n not in pair]
+    return ("broken", problems) if problems else ("pair", [])
+
+
+PARTIAL = re.compile(r"^\..+\.countdp-partial-(\d+)$")
+"""The documented name of a release's partial file or folder: ``.NAME.countdp-partial-PID``."""
+
+
+def dead_partials(folder: Path) -> list[Path]:
+    """The partial files and folders in ``folder`` whose process no longer runs (a killed release's leftovers)."""
+    return sorted(path for path in folder.iterdir()
+                  if (found := PARTIAL.match(path.name)) and not alive(int(found.group(1))))
+
+
 def as_count(value) -> int | None:
     """A cell read as an integer count, as a person would read it: ``3``, ``"03"``, ``" +3"``, ``3.0``.
 

@@ -141,7 +141,7 @@ def test_the_repeated_draw_is_what_a_written_table_carries(folder):
 
     form = ea.invariant_form("EM", ALPHA, (3, 5), (2, 1), by=False)
     source, out = folder / "repeat.parquet", folder / "repeat-released.parquet"
-    ea._table(form, form.blocks[0], 1, source)
+    ea.replicate_table(form, form.blocks[0], 1, source)
     seen = set()
     for words in range(40):
         request = ReleaseRequest(input=source, out=out, seed=words, overwrite=True, cache=folder / "mechanisms",

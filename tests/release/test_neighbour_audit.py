@@ -2,7 +2,8 @@
 except through the noise.
 
 Each form of ``countdp release`` (a mechanism file for every row; a size column, CSV and Parquet,
-one and two count columns; ``--levels``; ``--invariant total`` with and without ``--invariant-by``),
+one and two count columns, and published as a release folder, ``--out o/``; ``--levels``;
+``--invariant total`` with and without ``--invariant-by``),
 as a release and as a ``--dry-run``, with and without ``--budget``, is run on a small table and on
 its neighbours under the form's unit of privacy (:mod:`tests.helpers.neighbour_audit`): one
 person's bit for the bit-level forms, invariant neighbours (one count -1, another of the same
@@ -48,6 +49,8 @@ FORMS = [
     Form("mechanism file", FILE, ("m.json", "--count-column", "c", "--keep", "region"), ("noisy_c",), ("c",), 6,
          design=("design", "WM", "--n", "6", "--alpha", "9/10", "--out", "m.json")),
     Form("size column csv", SIZED, ("--count-column", "a", *EM, "--keep", "region"), ("noisy_a",), ("a",), "n"),
+    Form("size column folder", SIZED, ("--count-column", "a", *EM, "--keep", "region"), ("noisy_a",), ("a",), "n",
+         folder=True),
     Form("size column parquet", SIZED, ("--count-column", "a", *EM, "--keep", "region"), ("noisy_a",), ("a",), "n",
          fmt="parquet"),
     Form("two count columns", TWO, ("--count-column", "a,b", "--size-column", "n", "--mechanism", "EM",

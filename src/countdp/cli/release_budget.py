@@ -12,7 +12,7 @@ def debit_release(ledger: Ledger, prepared) -> dict:
     """Charge the release to the ledger's account for its unit of privacy; the entry stays private."""
     request = prepared.request
     what = {"input": str(request.input), "input_sha256": prepared.validated.input_sha256,
-            "out": str(request.out), "columns": request.count_names,
+            "out": str(request.table_path), "columns": request.count_names,
             "alphas": [alpha_text(c.alpha) for c in request.columns]}
     if request.columns[0].levels:
         what["levels"] = [alpha_text(a) for a in request.columns[0].levels]

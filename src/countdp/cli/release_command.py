@@ -55,8 +55,10 @@ def register(sub) -> None:
                        help="the columns to publish, comma-separated ('' for none); required when the table has "
                             "columns beside its count, size and --invariant-by columns (default: the size and "
                             "partition columns, which are public)")
-    table.add_argument("--out", type=Path, action=Once,
-                       help="the released table (same format as the input); its sidecar is OUT.release.json")
+    table.add_argument("--out", action=Once,
+                       help="the released table (same format as the input), its sidecar beside it as "
+                            "OUT.release.json; or, ending in '/', a new folder OUT/ holding table.<input's suffix> "
+                            "and its sidecar, published by one rename (all or nothing, whatever dies)")
     table.add_argument("--noisy-column", action=Once, help="names of the noisy columns (default noisy_<count column>)")
     table.add_argument("--overwrite", action="store_true", help="replace an existing release at --out")
     sizes = r.add_argument_group("a mechanism per group size")
@@ -219,8 +221,9 @@ def _request(args: argparse.Namespace):
     if args.seed is not None and args.budget is not None:
         raise UsageError("--seed makes the noise reproducible from the sidecar, so a seeded release protects nobody "
                          "and cannot spend a privacy budget: drop --seed (or --budget, for an experiment)")
-    common = {"input": args.input, "out": args.out, "keep": keep, "seed": args.seed, "budget": args.budget,
-              "overwrite": args.overwrite, "command": tuple(sys.argv)}
+    # a trailing "/" (which Path drops) asks for a release folder
+    common = {"input": args.input, "out": Path(args.out), "out_folder": args.out.endswith("/"), "keep": keep,
+              "seed": args.seed, "budget": args.budget, "overwrite": args.overwrite, "command": tuple(sys.argv)}
     if args.size_column is None:
         if args.file is None:
             raise UsageError("a table release needs a mechanism FILE, or --size-column with --mechanism")
@@ -299,7 +302,7 @@ def _preflight(prepared) -> None:
     try:
         preflight(request.out.parent, int(prepared.validated.rows * per_row) + (1 << 14))
     except OSError as exc:
-        raise UsageError(f"--out {request.out}: {exc.strerror or exc}; nothing was drawn or spent") from None
+        raise UsageError(f"--out {request.out_text}: {exc.strerror or exc}; nothing was drawn or spent") from None
 
 
 def _release_table(args: argparse.Namespace) -> int:
@@ -311,7 +314,9 @@ def _release_table(args: argparse.Namespace) -> int:
     if ledger is not None:
         ledger.state()  # a missing or malformed ledger is refused before any work
     if not args.dry_run and request.out.parent.is_dir():
-        repair(request.out.parent)  # a sidecar left alone by a release killed together with its guardian
+        # a sidecar left alone by a release killed together with its guardian; dead releases' partial
+        # files and folders (a release folder is written beside OUT, in the same parent)
+        repair(request.out.parent)
     prepared = prepare(request, _mechanisms(request, design, args.dry_run), dry_run=args.dry_run)
     request = prepared.request  # with --target-alpha, it now holds the alpha chosen
     if args.dry_run:
@@ -335,16 +340,16 @@ def _release_table(args: argparse.Namespace) -> int:
         if isinstance(exc, FileExistsError):  # another release committed there first
             raise UsageError(f"{exc.strerror}{spent}") from None
         if isinstance(exc, OSError):
-            raise UsageError(f"{request.out}: {exc.strerror or exc}; nothing was written{spent}") from None
+            raise UsageError(f"{request.out_text}: {exc.strerror or exc}; nothing was written{spent}") from None
         if isinstance(exc, ValueError):
             raise ValueError(f"{exc}{spent}") from None
         raise
     finally:
         progress.close()
     if ledger is not None:
-        ledger.commit(debit["entry"], {"out": str(request.out), "sha256": record["output"]["sha256"]})
-    print(f"# wrote {prepared.validated.rows} rows to {request.out}; the guarantee and provenance are in "
-          f"{sidecar_path(request.out)}", file=sys.stderr)
+        ledger.commit(debit["entry"], {"out": str(request.table_path), "sha256": record["output"]["sha256"]})
+    print(f"# wrote {prepared.validated.rows} rows to {request.table_path}; the guarantee and provenance are in "
+          f"{sidecar_path(request.table_path)}", file=sys.stderr)
     return 0
 
 

@@ -26,7 +26,9 @@ sidecar stands without its table.  The window runs from the sidecar's ``linkat``
 (two ``ctypes`` calls prepared beforehand: microseconds) and, with ``--overwrite``, from the old
 table's removal to the old sidecar's.  :func:`repair`, run by the next release into the folder
 under the lock, removes a marked sidecar without its table.  A power loss inside the window can
-leave the same state on disk; the same repair applies.
+leave the same state on disk; the same repair applies.  A release published as a folder
+(``--out DIR/``, :class:`~countdp.release.atomic_folder.AtomicFolder`) has no such window: its
+pair is named by one ``rename``.
 
 Without ``O_TMPFILE`` (NFS, FUSE) the files are named hidden files (``.NAME.countdp-partial-PID``),
 linked into place with ``link`` (never replacing; ``rename`` after an existence check under the lock
@@ -44,11 +46,12 @@ import ctypes
 import errno
 import fcntl
 import os
-import re
 import stat
 import subprocess
 import sys
 from pathlib import Path
+
+from countdp.release.partials import remove_stale_partials
 
 _AT_FDCWD = -100
 _AT_SYMLINK_FOLLOW = 0x400
@@ -57,7 +60,6 @@ NAMED = "named partial files linked into place at commit (this filesystem has no
 MARK = stat.S_ISVTX
 """The mode bit a sidecar carries while it may stand without its table (meaningless on a regular file)."""
 SIDECAR_SUFFIX = ".release.json"
-_PARTIAL = re.compile(r"^\..+\.countdp-partial-(\d+)$")
 _NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK)
 
 _GUARDIAN = r"""
@@ -210,25 +212,6 @@ def preflight(folder: Path, estimated_bytes: int) -> None:
                       f"{estimated_bytes:,}", str(folder))
 
 
-def remove_stale_partials(folder: Path) -> list[Path]:
-    """Remove the named partial files of releases whose process no longer exists (the fallback's leftovers)."""
-    removed = []
-    for path in folder.iterdir():
-        match = _PARTIAL.match(path.name)
-        if not match:
-            continue
-        try:
-            os.kill(int(match.group(1)), 0)
-            continue  # that release is still running
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        path.unlink(missing_ok=True)
-        removed.append(path)
-    return removed
-
-
 def repair(folder: Path, suffix: str = SIDECAR_SUFFIX) -> list[Path]:
     """Undo what dead commits left in ``folder``; returns the paths removed.
 
@@ -242,7 +225,7 @@ def repair(folder: Path, suffix: str = SIDECAR_SUFFIX) -> list[Path]:
     lock = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         removed = remove_stale_partials(folder)
-        if not _lock(lock):
+        if not lock_folder(lock):
             return removed
         for path in folder.iterdir():
             if not path.name.endswith(suffix) or len(path.name) == len(suffix):
@@ -263,7 +246,7 @@ def repair(folder: Path, suffix: str = SIDECAR_SUFFIX) -> list[Path]:
         os.close(lock)
 
 
-def _lock(fd: int) -> bool:
+def lock_folder(fd: int) -> bool:
     """An exclusive ``flock`` of the folder open as ``fd`` (waiting for it); False where refused (NFS)."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -316,7 +299,7 @@ class AtomicPair:
             try:
                 if guardian.stdout.readline() != b"ready\n":
                     raise OSError(errno.ECHILD, "the commit guardian did not start")
-                _lock(lock)
+                lock_folder(lock)
                 self._name_both(guardian)
                 self.committed = True
                 _tell(guardian, b"done\n")
@@ -395,5 +378,5 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["MARK", "NAMED", "UNNAMED", "AtomicPair", "PendingFile", "fsync_folder", "preflight",
+__all__ = ["MARK", "NAMED", "UNNAMED", "AtomicPair", "PendingFile", "fsync_folder", "lock_folder", "preflight",
            "remove_stale_partials", "repair"]

@@ -223,7 +223,9 @@ def released_columns(request: ReleaseRequest, mechanism_for, seed: int) -> tuple
     return {name: table.column(name).to_numpy() for name in names}, prepared
 
 
-def _table(form: Form, block: dict, replicates: int, path: Path) -> None:
+def replicate_table(form: Form, block: dict, replicates: int, path: Path) -> None:
+    """Write ``block`` repeated ``replicates`` times to the Parquet ``path`` (numbered in the form's partition
+    column, if it has one): each repetition is one independent release of the block."""
     columns = {name: np.tile(np.asarray(values, dtype=np.int64), replicates) for name, values in block.items()}
     if form.partition is not None:
         rows = len(next(iter(block.values())))
@@ -263,7 +265,7 @@ def _dataset(form: Form, d: int, mechanisms: Callable, folder: Path, samples: in
             parts.append(form.codes(conditioned_columns(prepared, words), rows))
             continue
         source, out = folder / f"{form.name}-{d}.parquet", folder / f"{form.name}-{d}-released.parquet"
-        _table(form, form.blocks[d], 1 if form.one_per_table else samples, source)
+        replicate_table(form, form.blocks[d], 1 if form.one_per_table else samples, source)
         request = ReleaseRequest(input=source, out=out, seed=words, overwrite=True, cache=_cache(form, folder),
                                  **form.request)
         noisy, prepared = released_columns(request, mechanisms(request), words)
@@ -385,4 +387,4 @@ class ShiftedDesign:
 
 __all__ = ["DEFAULT_DELTA", "MIN_MASS", "Form", "FormResult", "LossBound", "ShiftedColumns", "ShiftedDesign",
            "audit_form", "bound_privacy_loss", "columns_form", "conditioned_columns", "file_form", "invariant_form",
-           "levels_form", "released_columns", "sizes_form"]
+           "levels_form", "released_columns", "replicate_table", "sizes_form"]

@@ -10,7 +10,8 @@ draw, write and commit, all or nothing.
 5. if the input's SHA-256 matches the first pass (a check made here and never published: the
    digest of a confidential table would let anyone who knows all its rows but one recover the
    last), the sidecar is written and both files are committed together
-   (:class:`~countdp.release.atomic.AtomicPair`); the ledger entry is marked committed.
+   (:class:`~countdp.release.atomic.AtomicPair`, or for ``--out DIR/`` a folder named by one rename,
+   :class:`~countdp.release.atomic_folder.AtomicFolder`); the ledger entry is marked committed.
 
 Memory stays bounded by the batch size whatever the number of rows.
 """
@@ -29,6 +30,7 @@ import pyarrow as pa
 
 from countdp.privacy.alpha import alpha_text
 from countdp.release.atomic import AtomicPair
+from countdp.release.atomic_folder import AtomicFolder, existing_problem
 from countdp.release.draws import ColumnSampler, Randomness
 from countdp.release.invariant import ColumnInvariant, choose_alpha, column_invariant, conditioned_draw, read_columns
 from countdp.release.levels import LevelsSampler
@@ -104,6 +106,9 @@ def streams(request: ReleaseRequest) -> list[list[int]]:
 
 def check_paths(request: ReleaseRequest) -> None:
     """Refuse an output that is the input (also through a link), sits in no folder, or already exists."""
+    if request.out_folder:
+        _check_folder(request)
+        return
     out, sidecar = request.out, sidecar_path(request.out)
     for path in (out, sidecar):
         if path.exists() and request.input.exists() and os.path.samefile(path, request.input):
@@ -116,6 +121,22 @@ def check_paths(request: ReleaseRequest) -> None:
         for path in (out, sidecar):
             if path.exists() or path.is_symlink():
                 raise ValueError(f"{path} already exists; remove it, choose another --out, or pass --overwrite")
+
+
+def _check_folder(request: ReleaseRequest) -> None:
+    """:func:`check_paths` for a release folder: a new name in an existing folder, not holding the input;
+    with ``--overwrite`` an existing OUT must be a countdp release folder (never a user's folder)."""
+    out, shown = request.out, request.out_text
+    if out.name in ("", ".", ".."):
+        raise ValueError(f"--out {shown}: name the release folder to create, e.g. --out results/noisy/")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {shown}: no folder {out.parent}")
+    inside = os.path.realpath(out) + os.sep
+    if os.path.realpath(request.input).startswith(inside):
+        raise ValueError(f"--out {shown} holds the input table {request.input}; choose another name")
+    problem = existing_problem(out, request.overwrite)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def prepare(request: ReleaseRequest, mechanism_for, progress=None, dry_run: bool = False) -> Prepared:
@@ -242,6 +263,14 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
     return pa.RecordBatch.from_arrays(arrays + labels, schema=schema)
 
 
+def _committer(request: ReleaseRequest) -> AtomicPair | AtomicFolder:
+    """Where the release is written and how it is committed: a folder named by one rename (``--out DIR/``),
+    or a table and its sidecar named side by side."""
+    if request.out_folder:
+        return AtomicFolder(request.out, request.table_path.name, replace=request.overwrite)
+    return AtomicPair(request.out, sidecar_path(request.out), replace=request.overwrite)
+
+
 def write_release(prepared: Prepared, randomness: Randomness, version: str, debit: dict | None = None,
                   progress=None) -> dict:
     """Pass two: draw, write, and commit the table and its sidecar together; returns the sidecar record."""
@@ -255,8 +284,7 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
     def counts_of(batch, name, what):
         return integer_values(batch.column(name), name, what, row[0])
 
-    with AtomicPair(request.out, sidecar_path(request.out), replace=request.overwrite) as pair, \
-            ThreadPoolExecutor(1) as writer:
+    with _committer(request) as pair, ThreadPoolExecutor(1) as writer:
         sink = TableSink(pair.table.stream, schema, source.format, validated.csv_quoted)
         seen: dict = {}
         written = None  # one batch is written (pyarrow, without the GIL) while the next is drawn

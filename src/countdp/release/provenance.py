@@ -181,7 +181,7 @@ def sidecar_record(request, validated, mechanisms, randomness, output_sha256: st
         else _seeded(request, invariants),
         "randomness": randomness.describe(),
         "input": {"path": str(request.input), "rows": validated.rows},
-        "output": {"path": str(request.out), "sha256": output_sha256, "columns": output_columns,
+        "output": {"path": str(request.table_path), "sha256": output_sha256, "columns": output_columns,
                    "kept_columns": validated.kept},
         "mechanisms_from": str(request.mechanism_file) if request.mechanism_file else
                            {"mechanism": request.mechanism, "objective": request.objective,

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from countdp.release.atomic_folder import table_name
 from countdp.release.derived import AffineWatch, unchecked
 from countdp.release.tables import TableSource, integer_values, table_format
 
@@ -58,6 +59,9 @@ class ReleaseRequest:
     ``invariant``: condition each count column's noisy counts on its true total (within each value
     of ``invariant_by``, if set); ``target_alpha``: choose the per-group alpha so that the conditioned
     release meets it (:mod:`countdp.release.invariant`).
+
+    ``out_folder``: ``out`` names a release folder to create (``--out DIR/``), holding the table
+    :attr:`table_path` and its sidecar, committed by one rename (:mod:`countdp.release.atomic_folder`).
     """
 
     input: Path
@@ -77,6 +81,17 @@ class ReleaseRequest:
     invariant: bool = False
     invariant_by: str | None = None
     target_alpha: Fraction | None = None
+    out_folder: bool = False
+
+    @property
+    def table_path(self) -> Path:
+        """The published table, which readers open: ``out``, or ``out/table.<input's suffix>`` for a folder."""
+        return self.out / table_name(self.input) if self.out_folder else self.out
+
+    @property
+    def out_text(self) -> str:
+        """``out`` as the user wrote it: a release folder keeps its trailing ``/``."""
+        return f"{self.out}/" if self.out_folder else str(self.out)
 
     @property
     def count_names(self) -> list[str]:
@@ -237,7 +252,7 @@ def validate(request: ReleaseRequest, progress=None) -> Validated:
     """Read every row once and check it; ``ValueError`` (one line, naming the input) at the first problem."""
     source = TableSource(request.input)
     kept = _names(source, request)
-    if table_format(request.out) != source.format:
+    if not request.out_folder and table_format(request.out) != source.format:
         raise ValueError(f"--out {request.out}: a {source.format.upper()} table is released as "
                          f"{source.format.upper()}; name the output with a matching suffix")
     seen: dict = {}
