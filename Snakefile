@@ -11,6 +11,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/targets.smk"
+include: "workflow/rules/targets_objectives.smk"
 include: "workflow/rules/design.smk"
 include: "workflow/rules/figures_intrinsic.smk"
 include: "workflow/rules/data.smk"

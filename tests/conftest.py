@@ -1,4 +1,4 @@
-"""Shared fixtures: repository paths, an independent LP built from the SPEC's definitions, and the
+"""Shared fixtures: repository paths, an independent LP built from the paper's definitions, and the
 quick workflow run once per session (``quick_results``, ``quick_results_resumed``)."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def private_mechanism_cache(tmp_path_factory):
 def reference_lp(n: int, alpha: float, properties: set[str], loss: np.ndarray) -> tuple[float, np.ndarray]:
     """Solve the design LP with scipy's linprog, every constraint written out entry by entry.
 
-    Independent of countdp.design.constraints: this follows SPEC sections 1-3 literally, one row per
+    Independent of countdp.design.constraints: this follows the paper's definitions literally, one row per
     inequality, so agreement between the two is evidence that both encode the definitions.
     ``loss[i, j]`` is the objective coefficient of P[i, j].
     """

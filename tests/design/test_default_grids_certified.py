@@ -54,7 +54,7 @@ def default_artifacts(tmp_path_factory) -> list[str]:
 
 
 def _independent_dp(P: np.ndarray, alpha: float) -> bool:
-    """alpha-DP written out entry by entry (SPEC section 1), not via countdp.privacy.certify."""
+    """alpha-DP written out entry by entry (the paper's definition), not via countdp.privacy.certify."""
     rows, cols = P.shape
     for i in range(rows):
         for j in range(cols - 1):

@@ -1,7 +1,7 @@
-"""Property-based tests of the core library against the SPEC's definitions, written as loops.
+"""Property-based tests of the core library against the paper's definitions (Section III), written as loops.
 
 Matrices are built from a hypothesis-drawn seed with numpy, so every failure is reproducible
-from hypothesis's report.  The reference checkers below follow SPEC section 3 literally (one
+from hypothesis's report.  The reference checkers below follow the paper's property definitions literally (one
 inequality at a time) and share no code with countdp.design.constraints.
 """
 
@@ -30,7 +30,7 @@ seeds = st.integers(min_value=0, max_value=2**32 - 1)
 CLOSED = {"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}
 
 
-# --- reference implementations of SPEC sections 1-3 ---------------------------------------------
+# --- reference implementations of the paper's definitions (alpha-DP, objectives, properties) -----
 
 
 def ref_violation(P: np.ndarray, name: str) -> float:

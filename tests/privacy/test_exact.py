@@ -1,7 +1,8 @@
 """The exact certificate of the release weights, against an independent Python-integer check.
 
 The reference below writes the DP inequalities out with Python integers, entry by entry
-(SPEC section 5.3), sharing no code with :mod:`countdp.privacy.exact`'s 128-bit arithmetic.
+(docs/guarantees.md: the weights that are sampled), sharing no code with
+:mod:`countdp.privacy.exact`'s 128-bit arithmetic.
 The import graph of :mod:`countdp.privacy` is read from the sources and checked for cycles.
 """
 

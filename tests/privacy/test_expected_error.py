@@ -4,7 +4,7 @@
 * Closed forms: UM with ``n + 1`` a power of two has weights exactly ``D / (n+1)``, so its
   errors are known rationals (including at n = 2047, where ``sum (i - j)**2 W`` passes 2**63);
   GM's ``Pr[output != input]`` is ``alpha / (1 + alpha)`` at the ends and ``2 alpha / (1 + alpha)``
-  inside (SPEC section 4), up to the rounding of ``W``.
+  inside (the paper's GM, Section IV), up to the rounding of ``W``.
 * Hand-made weights whose worst input is a chosen column, with every value worked out by hand.
 """
 
@@ -112,7 +112,7 @@ def test_geometric_l0_matches_its_closed_form_and_the_float_matrix(n, alpha):
     # probability by at most that much), rounded to within `rounding` per entry
     slack = design.certificate.repair_lambda + rounding + 1e-15
     assert rounding < 1e-9 and slack < 1e-10
-    # SPEC: L0(GM) = (n+1)/n * Pr[output != input] = 2 alpha / (1 + alpha) for every n
+    # the paper's closed form: L0(GM) = (n+1)/n * Pr[output != input] = 2 alpha / (1 + alpha) for every n
     assert abs(float(errors.l0_uniform - 2 * a / (1 + a) * Fraction(n, n + 1))) <= slack
     assert abs(float(errors.l0_worst - 2 * a / (1 + a))) <= slack  # every interior input
     assert 1 <= errors.l0_worst_input <= n - 1

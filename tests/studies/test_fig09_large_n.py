@@ -8,7 +8,7 @@ import pytest
 
 from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
-from countdp.plots.intrinsic import named_l0_vs_n
+from countdp.plots.intrinsic import named_objective_vs_n
 from countdp.plots.style import MECHANISM_LABELS, evaluated_label
 from countdp.studies.fig09 import fig09_checks, fig09_convergence, fig09_table, structural_records
 
@@ -90,7 +90,7 @@ def test_wh_label_says_where_it_is_gm():
 
 
 def _legend(table: pd.DataFrame) -> list[str]:
-    fig = named_l0_vs_n.__wrapped__(table, "")  # the drawing itself, before the decorator saves it
+    fig = named_objective_vs_n.__wrapped__(table, "")  # the drawing itself, before the decorator saves it
     return [text.get_text() for text in fig.legends[0].get_texts()]
 
 

@@ -69,5 +69,7 @@ def test_a_key_without_description_is_refused():
 
 def test_defaults_and_allowed_values_come_from_the_schema():
     text = (REPO / "config/README.md").read_text()
-    assert "| `solver.method` |" in text and "| `\"simplex\"` | one of simplex, ipm |" in text
+    rows = {line.split(" | ", 1)[0]: line for line in text.splitlines() if line.startswith("| `")}
+    assert rows["| `solver.method`"].endswith("| string | optional | one of simplex, ipm |")
+    assert rows["| `solver.plain`"].endswith("| boolean | `false` | true or false |")
     assert "| `fig06.tolerance` |" in text and "| `1e-07` |" in text

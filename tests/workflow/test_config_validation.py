@@ -95,7 +95,7 @@ def test_defaults_filled_as_snakemake_fills_them(config):
 
 def test_sparse_config_gets_the_schema_defaults():
     config = fill_defaults(_sparse(QUICK), SCHEMA)
-    assert config["solver"] == {"name": "HIGHS", "method": "simplex"}
+    assert config["solver"] == {"name": "HIGHS", "plain": False}  # no method: the planner chooses
     assert config["fig02"]["properties"] == ["RH", "RM", "CH", "CM", "F", "WH", "S"]
     assert config["fig08"]["base"] == ["WH", "S"]
     assert config["data"]["source"] == "auto" and config["data"]["population"] == 10000
@@ -294,11 +294,12 @@ def test_workflow_stops_on_a_fraction_alpha_above_one(workflow_copy):
 
 
 @pytest.mark.workflow
-def test_workflow_stops_on_clarabel_with_the_default_simplex(workflow_copy):
-    """`solver: {name: CLARABEL}` keeps the default method, simplex, which Clarabel lacks: the dry run
-    stops while the config is read, with one line that names the key, the value and the allowed one."""
+def test_workflow_stops_on_clarabel_with_simplex(workflow_copy):
+    """`solver: {name: CLARABEL, method: simplex}` asks Clarabel for a method it lacks (left out, the
+    method is the planner's choice): the dry run stops while the config is read, with one line that
+    names the key, the value and the allowed one."""
     config = {k: v for k, v in _load("quick.yaml").items() if k != "solver"}
-    done = _dry_run(workflow_copy, {**config, "solver": {"name": "CLARABEL"}}, "clarabel.yaml")
+    done = _dry_run(workflow_copy, {**config, "solver": {"name": "CLARABEL", "method": "simplex"}}, "clarabel.yaml")
     text = done.stdout + done.stderr
     assert done.returncode != 0 and "no job was run" in text, text[-4000:]
     problems = [line.strip() for line in text.splitlines() if "config key" in line]

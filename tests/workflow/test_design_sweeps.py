@@ -59,8 +59,9 @@ def test_sweep_equals_single_designs(tmp_path):
         sweep = [tmp_path / f"sweep-{mechanism}-{n}.json" for n in ns]
         log = tmp_path / f"{mechanism}.log"
         design_sweep(mechanism, objective, alpha, ns, solver, sweep, log)
-        lines = log.read_text().splitlines()
+        *lines, total = log.read_text().splitlines()
         assert len(lines) == len(ns) and all(str(p) in line for p, line in zip(sweep, lines, strict=True))
+        assert total.startswith(f"sweep {mechanism} {objective} alpha={alpha}: 3 designs, 3 designed, 0 reused")
         for n, path in zip(ns, sweep, strict=True):
             single = tmp_path / f"single-{mechanism}-{n}.json"
             design_artifact(mechanism, objective, n, alpha, solver, single)
@@ -107,14 +108,15 @@ def test_workflow_artifacts_equal_single_designs(quick_results, tmp_path):
     paths = _artifacts(quick_results)
     assert len(paths) > 50
     exact = exact_alphas_in(yaml.safe_load((quick_results / "config/quick.yaml").read_text()))
+    version = source_version(LIBRARY, DESIGN_SOURCES)  # what the workflow stamps on its designs
     differ = []
     for k, path in enumerate(paths):
         m = ARTIFACT.search(path.as_posix())
-        solver = "closed-form" if m["mechanism"] in ("GM", "EM", "UM") else "HIGHS/simplex"
+        solver = "closed-form" if m["mechanism"] in ("GM", "EM", "UM") else "HIGHS/auto"  # quick.yaml: no method
         single = tmp_path / f"{k}.json"
         # the exact value the config gave, as the workflow passes (the claims' own designs: the decimal)
         design_artifact(m["mechanism"], m["objective"], int(m["n"]), m["alpha"], solver, single,
-                        alpha_text(exact[m["alpha"]]) if m["alpha"] in exact else None)
+                        alpha_text(exact[m["alpha"]]) if m["alpha"] in exact else None, version)
         if _masked(path) != _masked(single):
             differ.append(path.relative_to(quick_results).as_posix())
     assert not differ, differ[:10]

@@ -41,7 +41,8 @@ def _render(path: Path, config: dict, categories: set[str]) -> str:
     from jinja2 import Environment, StrictUndefined
 
     env = Environment(trim_blocks=True, lstrip_blocks=True, undefined=StrictUndefined)
-    smk = SimpleNamespace(config=config, output=SimpleNamespace(table="results/tables/some_table.csv"))
+    smk = SimpleNamespace(config=config, output=SimpleNamespace(table="results/tables/some_table.csv"),
+                          params=SimpleNamespace(objective="L1"))  # the objective captions read their rule's param
     cats = [SimpleNamespace(name=name) for name in sorted(categories)]
     links = "\n\n" + "\n".join(f".. _{name}: #" for name in [*sorted(categories), "claims.html"]) + "\n"
     text = env.from_string(path.read_text() + links).render(snakemake=smk, categories=cats, files=[])

@@ -12,12 +12,13 @@ class Tagged(str):
     """A str subclass with state, like Snakemake's paths (pickling it would need its class)."""
 
 
-def test_one_worker_runs_in_place():
-    assert worker_pool.call(1, os.getpid) == os.getpid()
+def test_no_workers_runs_in_place():
+    assert worker_pool.call(0, os.getpid) == os.getpid()
 
 
 def test_workers_run_elsewhere_and_return_results():
     assert worker_pool.call(2, os.getpid) != os.getpid()
+    assert worker_pool.call(1, os.getpid) != os.getpid()  # one core: still a worker (it can be stopped)
     assert worker_pool.call(2, divmod, 17, 5) == (3, 2)
 
 

@@ -8,10 +8,9 @@ Two layers:
    Python ``int`` (``4.0`` and ``True`` are not counts);
 2. checks a schema cannot express: every ``alpha`` (numbers and ``"p/q"`` fractions alike)
    lies strictly between 0 and 1, every ``{from, to}`` range is non-empty, the LP solver
-   has the method asked for (CLARABEL has no simplex), and every mechanism of Figures 9-13 can
-   be evaluated at every n asked for (:func:`countdp.evaluate.routing.routing_problem`: beyond
-   the matrix path only mechanisms with a structural form, and WH as GM under L0 where GM is
-   weakly honest).
+   has the method asked for (CLARABEL has no simplex), and the group sizes of Figures 9-13 can
+   be evaluated (:mod:`config_routing`: every mechanism at every n asked for, Figure 9's L1 and
+   L2 on the matrix path, ``fig09.n_by_mechanism`` only for mechanisms it plots).
 
 Each problem becomes one line ``config key 'fig11.p[2]': 1.5 is not allowed (...); allowed:
 a number in [0, 1]``; all lines are raised together as one :class:`ConfigError`.
@@ -23,25 +22,17 @@ from __future__ import annotations
 import copy
 import math
 import os
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import yaml
+from config_routing import FIGURE_MECHANISMS, L0_ONLY, ROUTING_SOURCES, routing_errors
 
-from countdp.evaluate.routing import ROUTING, routing_problem
-from countdp.structural.catalogue import structural_form
 from countdp.studies.naming import number_or_fraction
 
-__all__ = ["FIGURE_MECHANISMS", "ConfigError", "check_config", "config_errors", "describe", "fill_defaults",
-           "load_schema"]
+__all__ = ["FIGURE_MECHANISMS", "L0_ONLY", "ROUTING_SOURCES", "ConfigError", "check_config", "config_errors",
+           "describe", "fill_defaults", "load_schema"]
 
-FIGURE_MECHANISMS = ("GM", "WM", "EM", "UM")
-"""The mechanisms of Figures 10-13 when their block names none (targets.smk reads it from here)."""
-ROUTING_SOURCES = (sys.modules[routing_problem.__module__].__file__, sys.modules[structural_form.__module__].__file__)
-"""The sources the routing checks read (config_cache fingerprints them: a new structural form re-checks)."""
-L0_ONLY = {"fig09": True, "fig10": True, "fig11": False, "fig12": False, "fig13": False}
-"""The studies of Figures 9-13, and whether each measures L0 alone (where WH may be evaluated as GM)."""
 
 
 class ConfigError(ValueError):
@@ -179,6 +170,8 @@ def _schema_message(error, root: Mapping) -> str:
                   None)
     allowed = describe(titled if titled is not None else leaf.schema, root)
     reason = "not of an allowed type" if leaf.validator == "type" and len(chain) > 1 else leaf.message
+    if leaf.validator == "contains" and isinstance(leaf.validator_value, Mapping) and "const" in leaf.validator_value:
+        reason = f"it leaves out {leaf.validator_value['const']}"
     value = repr(leaf.instance)
     if len(value) > 60:
         value = value[:57] + "..."
@@ -206,16 +199,15 @@ SOLVER_METHODS = {"HIGHS": ("simplex", "ipm"), "CLARABEL": ("ipm",)}
 def _solver_errors(config: Mapping) -> list[str]:
     """A solver/method pair the designer does not have (the schema checks each key alone)."""
     solver = config.get("solver")
-    if not isinstance(solver, Mapping):
-        return []
-    name, method = solver.get("name", "HIGHS"), solver.get("method", "simplex")
+    if not isinstance(solver, Mapping) or "method" not in solver:
+        return []  # no method: the planner's choice, or with plain the solver's first
+    name, method = solver.get("name", "HIGHS"), solver["method"]
     if not isinstance(name, str) or name not in SOLVER_METHODS or not isinstance(method, str):
         return []  # the schema reports these
     allowed = SOLVER_METHODS[name]
     if method in allowed:
         return []
-    default = "" if "method" in solver else " (the default method)"
-    return [f"config key 'solver.method': {method!r}{default} is not allowed with solver {name}; "
+    return [f"config key 'solver.method': {method!r} is not allowed with solver {name}; "
             f"allowed: {', '.join(allowed)}"]
 
 
@@ -236,73 +228,8 @@ def _non_finite_errors(config: Mapping) -> list[str]:
             for path, value in _leaves(config) if isinstance(value, float) and not math.isfinite(value)]
 
 
-def _integer(value) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{value!r} is not an integer")
-    return value
-
-
-def _beyond(spec) -> list[int]:
-    """The smallest and largest n of an n range ({from, to, step}), list or single n that lie beyond the
-    matrix path and within the largest n allowed (``[]`` if none); TypeError/KeyError if malformed.
-    A range is not expanded: its members in that window are found by arithmetic."""
-    lo, hi = ROUTING.matrix_max_n + 1, ROUTING.max_n
-    if isinstance(spec, Mapping):
-        start, stop, step = _integer(spec["from"]), _integer(spec["to"]), _integer(spec.get("step", 1))
-        if step < 1:
-            return []
-        first = start if start >= lo else start + -(-(lo - start) // step) * step
-        last = start + (min(stop, hi) - start) // step * step
-        return [first, last] if first <= last and first <= min(stop, hi) else []
-    ns = [n for n in map(_integer, spec if isinstance(spec, list) else [spec]) if lo <= n <= hi]
-    return [min(ns), max(ns)] if ns else []
-
-
-def _figure_points(config: Mapping) -> Iterator[tuple[str, list[int], list, list, bool]]:
-    """(key of n, its extreme n beyond the matrix path, alphas, mechanisms, L0 alone) of each study of
-    Figures 9-13 and Figure 9's convergence check; a block the schema rejects is left to its message."""
-    for fig, l0_only in L0_ONLY.items():
-        block = config.get(fig)
-        if not isinstance(block, Mapping):
-            continue
-        try:
-            alphas = block["alpha"] if isinstance(block.get("alpha"), list) else [block["alpha"]]
-            yield (f"{fig}.n", _beyond(block["n"]), alphas, list(block.get("mechanisms", FIGURE_MECHANISMS)),
-                   l0_only)
-            check = block.get("convergence_check")
-            if fig == "fig09" and isinstance(check, Mapping):
-                yield f"{fig}.convergence_check.n", _beyond(check["n"]), [check["alpha"]], ["GM", "WM", "WH"], True
-        except (KeyError, TypeError, ValueError):
-            continue
-
-
-def _routing_errors(config: Mapping) -> list[str]:
-    """A mechanism of Figures 9-13 asked for at an n it cannot be evaluated at: one line per key.
-
-    Only n beyond the matrix path can fail (n above the largest allowed is the schema's to report);
-    having no structural form fails at any such n, and GM's weak honesty (WH's route) is monotone
-    in n, so the smallest and largest of them decide.
-    """
-    errors = []
-    for key, beyond, alphas, mechanisms, l0_only in _figure_points(config):
-        problems = [(m, n, problem) for m in mechanisms for a in alphas for n in beyond
-                    if (problem := _problem(m, n, a, l0_only))]
-        if problems:
-            m, n, problem = problems[0]
-            errors.append(f"config key '{key}': n = {n} is not allowed for {m} ({problem}); allowed: n <= "
-                          f"{ROUTING.matrix_max_n} for {m}, or {m} left out of the study")
-    return errors
-
-
-def _problem(mechanism, n: int, alpha, l0_only: bool) -> str | None:
-    try:
-        return routing_problem(mechanism, n, alpha, l0_only)
-    except (ValueError, TypeError, ZeroDivisionError):
-        return None  # a bad alpha or mechanism: its own message says so
-
-
 def _semantic_errors(config: Mapping) -> list[str]:
-    errors = _solver_errors(config) + _non_finite_errors(config) + _routing_errors(config)
+    errors = _solver_errors(config) + _non_finite_errors(config) + routing_errors(config)
     for path, key, value in _walk(config):
         if key == "alpha":
             items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]

@@ -2,12 +2,15 @@
 
 The manifest is the rule's output (Snakemake cannot name a wildcard-dependent list of files as
 outputs): it says which designs the sweep wrote, with each design's JSON and the npz its arrays
-are in, and is written last, so it exists only when every design it names does.
+are in, and is written last, so it exists only when every design it names does.  The designs
+themselves are saved one by one, each stamped with the design code's version and the solver
+setting, so a sweep cut short, or rerun for one more n, designs only what it lacks.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,10 +20,12 @@ from countdp.studies.sweeps import design_sweep
 
 
 def sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], solver: str, artifacts: Sequence[str],
-          log: str, alpha_exact: str, manifest: str) -> None:
+          log: str, alpha_exact: str, manifest: str, code_version: str) -> None:
     """Design and save every n of one sweep (:func:`countdp.studies.sweeps.design_sweep`: one
-    certified artifact per n, the summaries in ``log``), then write its ``manifest``."""
-    design_sweep(mechanism, objective, alpha, ns, solver, artifacts, log, alpha_exact)
+    certified artifact per n, each design's line in ``log`` and on stderr as it is saved; a design
+    saved by the same ``code_version`` and solver setting is reused), then write its ``manifest``."""
+    design_sweep(mechanism, objective, alpha, ns, solver, artifacts, log, alpha_exact, code_version=code_version,
+                 progress=sys.stderr)
     write_sweep_manifest(manifest, mechanism, objective, alpha, alpha_exact, solver, ns, artifacts)
 
 

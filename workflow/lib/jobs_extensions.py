@@ -48,14 +48,25 @@ def checks(paths: Sequence[str], out_csv: str, log: str) -> None:
 
 
 def baselines(ns: Sequence[int], alphas: Sequence[float], table_csv: str, checks_csv: str,
-              figure: Sequence[str], log: str) -> None:
-    from countdp.plots.extensions import plot_baselines
-    from countdp.studies.baselines import baseline_checks, baseline_table
+              figure: Sequence[str], log: str, objective: str = "L0") -> None:
+    """The baselines study; under L0 its own table and figure, under L1 or L2 the objective's."""
+    from countdp.plots.extensions import plot_baseline_objective, plot_baselines
+    from countdp.studies.baselines import (
+        baseline_checks,
+        baseline_objective_checks,
+        baseline_objective_table,
+        baseline_table,
+    )
 
     start = time.perf_counter()
-    table = baseline_table(ns, alphas)
-    _finish("baselines", start, [(table, table_csv), (baseline_checks(table), checks_csv)],
-            lambda: plot_baselines(table, figure), log)
+    if objective == "L0":
+        table = baseline_table(ns, alphas)
+        checks, plot = baseline_checks(table), lambda: plot_baselines(table, figure)
+    else:
+        table = baseline_objective_table(ns, alphas, objective)
+        checks, plot = baseline_objective_checks(table, objective), lambda: plot_baseline_objective(table, figure,
+                                                                                                      objective)
+    _finish("baselines", start, [(table, table_csv), (checks, checks_csv)], plot, log)
 
 
 def subsets(ns: Sequence[int], alphas: Sequence[float], label_y: float, y_max: float, table_csv: str,
@@ -72,14 +83,15 @@ def subsets(ns: Sequence[int], alphas: Sequence[float], label_y: float, y_max: f
 
 
 def minimax(ns: Sequence[int], alphas: Sequence[float], table_csv: str, checks_csv: str, figure: Sequence[str],
-            log: str) -> None:
+            log: str, objective: str = "L0") -> None:
+    """The minimax study of designs minimising ``objective`` (L0: the study's own; L1, L2)."""
     from countdp.plots.extensions import plot_minimax
     from countdp.studies.minimax import minimax_checks, minimax_study
 
     start, timings = time.perf_counter(), []
-    table = minimax_study(ns, alphas, timings=timings)
-    _finish("minimax", start, [(table, table_csv), (minimax_checks(table), checks_csv)],
-            lambda: plot_minimax(table, figure), log, timings)
+    table = minimax_study(ns, alphas, timings=timings, objective=objective)
+    _finish("minimax", start, [(table, table_csv), (minimax_checks(table, objective=objective), checks_csv)],
+            lambda: plot_minimax(table, figure, objective), log, timings)
 
 
 def prior(cfg: Mapping, seed: int, solver: str, adult: Sequence[str], table_csv: str, gains_csv: str,

@@ -7,7 +7,7 @@ atomically; the studies themselves (:mod:`countdp.studies`) and the figures
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
@@ -70,10 +70,12 @@ def fig08_tables(mechanisms: Sequence[str], base: Sequence[str], combinations: S
 
 
 def fig09_tables(mechanisms_files: Sequence[str], mechanisms: Sequence[str], alphas: Sequence[float],
-                 ns: Sequence[int], check_alpha: float, check_n: int, tolerance: float, table_csv: str,
-                 convergence_csv: str, checks_csv: str, log: str, structural: Sequence[Sequence] = ()) -> None:
+                 ns: Sequence[int] | Mapping[str, Sequence[int]], check_alpha: float, check_n: int, tolerance: float,
+                 table_csv: str, convergence_csv: str, checks_csv: str, log: str,
+                 structural: Sequence[Sequence] = ()) -> None:
     """Figure 9's tables from the matrix artifacts and, for ``structural`` ([mechanism, exact alpha, n]:
-    the group sizes beyond the matrix path), from structural forms built here."""
+    the group sizes beyond the matrix path), from structural forms built here.  ``ns``: the group sizes,
+    one list for every mechanism or a list per mechanism."""
     from countdp.studies.fig09 import fig09_checks, fig09_convergence, fig09_table, structural_records
 
     records = load_matrix_records(mechanisms_files) + structural_records(structural)
@@ -81,6 +83,17 @@ def fig09_tables(mechanisms_files: Sequence[str], mechanisms: Sequence[str], alp
     convergence = fig09_convergence(records, check_alpha, check_n, tolerance)
     write_tables([(table, table_csv), (convergence, convergence_csv),
                   (fig09_checks(table, convergence, tolerance), checks_csv)], log)
+
+
+def fig09_objective_tables(mechanisms_files: Sequence[str], mechanisms: Sequence[str], alphas: Sequence[float],
+                           ns: Mapping[str, Sequence[int]], objective: str, tolerance: float, table_csv: str,
+                           checks_csv: str, log: str) -> None:
+    """Figure 9 under ``objective`` (L1 or L2): its table from the designs of that objective, and its checks
+    (``ns``: the group sizes of each mechanism)."""
+    from countdp.studies.fig09 import fig09_objective_checks, fig09_table
+
+    table = fig09_table(load_matrix_records(mechanisms_files), mechanisms, alphas, ns, objective)
+    write_tables([(table, table_csv), (fig09_objective_checks(table, objective, tolerance), checks_csv)], log)
 
 
 def concat_checks(paths: Sequence[str], out_csv: str, log: str, float_format: str | None = "%.12g") -> None:

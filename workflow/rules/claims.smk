@@ -30,7 +30,7 @@ rule claims:
             "alphas": [alpha_value(a) for a in config["claims"]["alpha_grid"]],
             "ns": n_values(config["claims"]["n_grid"]),
             "solver": config["solver"]["name"],
-            "method": config["solver"]["method"],
+            "method": claims_lp_method(),
         },
         designs=[design[:4] for design in claims_designs()],
         design_paths=claims_mechanism_paths(),

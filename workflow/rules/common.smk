@@ -30,7 +30,9 @@ sys.path.insert(0, str(pathlib.Path(workflow.basedir) / "workflow" / "lib"))
 
 # Parsing the Snakefile imports only light modules (standard library, yaml): a no-op rerun stays fast.
 from config_cache import checked as checked_config
+from config_overrides import replace_override_ranges
 from config_check import FIGURE_MECHANISMS, L0_ONLY, ConfigError
+import config_check
 import countdp
 from countdp.claims.designs import theory_designs
 from countdp.evaluate.routing import ROUTING
@@ -42,14 +44,15 @@ import worker_pool
 
 
 def in_worker(function, *args):
-    """``function(*args)`` for a `run:` job: in one of this run's worker processes when a local run
-    has more than one core (workflow/lib/worker_pool.py: `run:` jobs are threads of this process,
-    which share one interpreter lock); in place with ``--cores 1`` and inside a cluster job (its
-    Snakemake runs with ``--cores all`` whatever the job was given)."""
+    """``function(*args)`` for a `run:` job: in one of this run's ``--cores`` worker processes in a
+    local run (workflow/lib/worker_pool.py: `run:` jobs are threads of this process, which share
+    one interpreter lock and cannot be interrupted; a worker is terminated when the run is stopped),
+    with ``--cores 1`` too; in place inside a cluster job (its Snakemake runs with ``--cores all``
+    whatever the job was given)."""
     try:
-        workers = 1 if workflow.remote_exec else int(workflow.cores)
+        workers = 0 if workflow.remote_exec else max(1, int(workflow.cores))
     except (WorkflowError, TypeError, KeyError):
-        workers = 1
+        workers = 0
     return worker_pool.call(workers, function, *args)
 
 
@@ -60,6 +63,18 @@ def in_worker(function, *args):
 # then the schema's defaults are filled in, as snakemake.utils.validate would.  A config that
 # passed before (same schema and checkers) is taken from .snakemake/ (workflow/lib/config_cache.py).
 # A bad config exits with status 2 (a usage error, as the CLI's), its lines on stderr and no traceback.
+# Before the check, an n range an override config file gives replaces the base config's range whole
+# (Snakemake's deep merge would keep the base's step: workflow/lib/config_overrides.py).
+def override_configs():
+    """The overrides Snakemake merged into config/config.yaml, in its order: each --configfile, then --config."""
+    from snakemake.common.configfile import load_configfile
+
+    settings = getattr(workflow, "config_settings", None)
+    files = [load_configfile(str(path)) for path in getattr(settings, "configfiles", None) or ()]
+    return files + [dict(getattr(settings, "config", None) or {})]
+
+
+replace_override_ranges(config, override_configs())
 try:
     checked_config(config, pathlib.Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
                    pathlib.Path(".snakemake") / "countdp" / "checked_config.json")
@@ -78,8 +93,9 @@ except ValueError as error:
 # never taken for outputs, and the run that starts next removes them (the lock on the working
 # directory means no other run is writing there, unless it was started with --nolock).  A sweep
 # killed part-way has no manifest (its only output, written after every artifact; Snakemake
-# removes it before the job starts), so the next run reruns the whole sweep and rewrites every
-# artifact, including one whose npz was renamed into place without its JSON.
+# removes it before the job starts), so the next run reruns the sweep, which reuses every design
+# it finished (stamped, and verified by the loader) and designs again the rest, including one
+# whose npz was renamed into place without its JSON.
 ATOMIC_TEMP_RE = r"\.(?P<name>.+)\.[a-z0-9_]{8}(?P<suffix>\.[^./]*)?"
 
 
@@ -106,6 +122,7 @@ onstart:
     scheduler = getattr(workflow, "scheduler", None)
     if getattr(workflow, "local_exec", False) and getattr(scheduler, "job_rate_limiter", None) is not None:
         scheduler.job_rate_limiter = None
+    worker_pool.stop_on_signals()  # SIGTERM/SIGINT terminate the job workers at once (worker_pool.py)
     stray = remove_stray_temp_files()
     if stray:
         print(f"removed {len(stray)} temporary file(s) left by an interrupted run: {stray[:5]}")
@@ -178,7 +195,7 @@ SWEEP_MANIFEST = "results/mechanisms/{mechanism}/{objective}/alpha={alpha}.sweep
 def needed_mechanism_paths():
     """Every mechanism artifact a table, figure or evaluation of the config reads."""
     intrinsic = (fig01_l2_search() + fig01_panel_mechanisms() + fig02_mechanisms() + fig06_mechanisms()
-                 + fig07_mechanisms() + fig08_mechanisms() + fig09_mechanisms())
+                 + fig07_mechanisms() + fig08_mechanisms() + fig09_mechanisms() + fig09_objective_mechanisms())
     extrinsic = mechanism_file_paths("fig10", n_values(config["fig10"]["n"]), config["fig10"]["alpha"])
     for a in config["fig11"]["alpha"]:
         extrinsic += mechanism_file_paths("fig11", n_values(config["fig11"]["n"]), a)
@@ -277,8 +294,9 @@ def remove_incomplete_manifests():
     missing, or cannot be read, and return their paths.
 
     A sweep's only output is its manifest, so Snakemake alone would not notice a deleted artifact;
-    without its manifest the sweep is rerun (design_targets: rule all asks for every manifest) and
-    rewrites every design, and the rules that read them run again.  Only the files the manifest
+    without its manifest the sweep is rerun (design_targets: rule all asks for every manifest),
+    designs again what is missing (it reuses the rest: design.smk), and the rules that read them
+    run again.  Only the files the manifest
     names are checked (the designs of the sweep's last run): a sweep whose n set changed in the
     config is rerun by its params, and a dry run with another config removes nothing that is
     still complete.  Called
@@ -308,10 +326,29 @@ def remove_incomplete_manifests():
 
 
 def design_solver(mechanism):
-    """Closed forms do not depend on the solver, so changing it reruns only LP designs."""
+    """The solver setting of a sweep (countdp.studies.sweeps): ``NAME/method`` (the planner chooses
+    the path; ``method``, auto by default, is the general LP path's) or ``NAME/method/plain``
+    (solver.plain: every LP by that solver and method alone).  Closed forms do not depend on it,
+    so changing it reruns only LP designs."""
     if mechanism in ("GM", "EM", "UM"):
         return "closed-form"
-    return f"{config['solver']['name']}/{config['solver']['method']}"
+    setting = f"{config['solver']['name']}/{configured_method()}"
+    return f"{setting}/plain" if config["solver"].get("plain") else setting
+
+
+def configured_method():
+    """solver.method; left out, "auto" (the planner chooses), or with solver.plain the solver's first
+    method (its default: config_check.SOLVER_METHODS, as countdp.design.designer.SOLVERS)."""
+    solver = config["solver"]
+    if "method" in solver:
+        return solver["method"]
+    return config_check.SOLVER_METHODS[solver["name"]][0] if solver.get("plain") else "auto"
+
+
+def claims_lp_method():
+    """The method the claims job passes to design_lp for an LP it designs itself (none in a full run:
+    it loads the sweeps' designs): the plain LP's with solver.plain, else None (the planner chooses)."""
+    return configured_method() if config["solver"].get("plain") else None
 
 
 def design_mem_mb(mechanism, max_n):

@@ -19,6 +19,13 @@
 # (workflow/lib/jobs_design.py: countdp.studies.sweeps.design_sweep, then the manifest) runs in one
 # of the run's worker processes (in_worker: common.smk), which import the library once.  Resources
 # grow with the sweep's largest n.
+#
+# A rerun sweep designs only what it lacks: each design is saved, and its line written to the log
+# and to stderr, as soon as it is done, stamped with DESIGN_CODE_VERSION and the solver setting;
+# a design whose file carries the same stamp (and exact alpha) and passes the loader's checks is
+# reused.  So a sweep killed part-way (SIGTERM stops it at once: worker_pool.stop_on_signals, in
+# onstart), given one more n, or whose manifest was removed for a deleted artifact, redoes only
+# the missing designs; a changed design code or solver setting redoes them all.
 
 INCOMPLETE_SWEEPS = remove_incomplete_manifests()
 
@@ -48,4 +55,4 @@ rule design_sweep:
         from jobs_design import sweep
 
         in_worker(sweep, wildcards.mechanism, wildcards.objective, wildcards.alpha, params.ns, params.solver,
-                         params.artifacts, log[0], params.alpha_exact, output[0])
+                         params.artifacts, log[0], params.alpha_exact, output[0], params.code)

@@ -79,6 +79,37 @@ rule ext_minimax:
         in_worker(minimax, params.ns, params.alphas, output.table, output.checks, list(output.figure), log[0])
 
 
+# The baselines and minimax studies under each objective beyond L0 their `objectives` list (none by
+# default): a table, a check table and a figure each (ext_{study}_{objective}, targets_objectives.smk).
+for _study in EXT_OBJECTIVE_STUDIES:
+    for _objective in ext_extra_objectives(_study):
+
+        rule:
+            name:
+                f"ext_{ext_objective_study(_study, _objective)}"
+            output:
+                table=f"results/tables/ext_{ext_objective_study(_study, _objective)}.csv",
+                checks=ext_check_path(ext_objective_study(_study, _objective)),
+                figure=ext_figure(f"ext_{ext_objective_study(_study, _objective)}", f"ext_{_study}_objective"),
+            params:
+                code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
+                study=_study,
+                ns=n_values(EXT[_study]["n"]),
+                alphas=ext_alphas(EXT[_study]["alpha"]),
+                objective=_objective,
+            threads: 1
+            resources:
+                mem_mb=2000,
+                runtime=30,
+            log:
+                ext_log(f"ext_{ext_objective_study(_study, _objective)}"),
+            run:
+                import jobs_extensions
+
+                in_worker(getattr(jobs_extensions, params.study), params.ns, params.alphas, output.table,
+                          output.checks, list(output.figure), log[0], params.objective)
+
+
 rule ext_prior:
     input:
         adult=[ADULT_TABLE, ADULT_SIDECAR] if EXT["prior"].get("adult_targets") else [],
@@ -152,7 +183,7 @@ rule ext_derivability:
 
 rule ext_checks:
     input:
-        [ext_check_path(s) for s in EXT_STUDIES],
+        [ext_check_path(s) for s in ext_check_studies()],
     output:
         "results/tables/ext_checks.csv",
     threads: 1

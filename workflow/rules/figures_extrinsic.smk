@@ -1,6 +1,6 @@
 # Figures 10-13 and their tables: each rule gathers its sweep evaluations into a tidy
 # table (results/tables/) and draws the figure from that table (results/figures/, PDF + PNG).
-# extrinsic_findings.csv checks each qualitative finding of SPEC section 6 on those tables, with
+# extrinsic_findings.csv checks each qualitative finding of the paper's Section V on those tables, with
 # the thresholds of the config's `findings:` block.  Jobs: workflow/lib/jobs_extrinsic.py.
 # Names and paths (EXTRINSIC_FIGURES, extrinsic_table, extrinsic_targets, ...): targets.smk.
 

@@ -161,7 +161,7 @@ rule fig09_tables:
         artifacts=fig09_mechanisms(),
         mechanisms=config["fig09"]["mechanisms"],
         alphas=[alpha_value(a) for a in config["fig09"]["alpha"]],
-        ns=n_values(config["fig09"]["n"]),
+        ns=fig09_sizes(),
         check_alpha=alpha_value(config["fig09"]["convergence_check"]["alpha"]),
         check_n=config["fig09"]["convergence_check"]["n"],
         tolerance=config["fig09"]["convergence_tolerance"],
@@ -179,9 +179,61 @@ rule fig09_tables:
                                 params.check_n, params.tolerance, *output, log[0], params.get("structural", []))
 
 
+# Figure 9 under each objective beyond L0 that fig09.objectives lists (none by default): its table and
+# checks from the designs of that objective (targets_objectives.smk), then its figure.
+for _objective in fig09_extra_objectives():
+
+    rule:
+        name:
+            f"{fig09_study(_objective)}_tables"
+        input:
+            design_manifests(fig09_mechanisms(_objective)),
+        output:
+            table=f"results/tables/{fig09_study(_objective)}.csv",
+            checks=CHECKS.format(study=fig09_study(_objective)),
+        params:
+            artifacts=fig09_mechanisms(_objective),
+            mechanisms=config["fig09"]["mechanisms"],
+            alphas=[alpha_value(a) for a in config["fig09"]["alpha"]],
+            ns=fig09_sizes(by_mechanism=True),
+            objective=_objective,
+            tolerance=config["fig09"]["convergence_tolerance"],
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        log:
+            f"results/logs/intrinsic/{fig09_study(_objective)}_tables.log",
+        run:
+            from jobs_intrinsic import fig09_objective_tables
+
+            in_worker(fig09_objective_tables, params.artifacts, params.mechanisms, params.alphas, params.ns,
+                                              params.objective, params.tolerance, output.table, output.checks, log[0])
+
+    rule:
+        name:
+            f"{fig09_study(_objective)}_figure"
+        input:
+            f"results/tables/{fig09_study(_objective)}.csv",
+        output:
+            fig09_figure_outputs(_objective),
+        params:
+            objective=_objective,
+        threads: 1
+        resources:
+            mem_mb=1000,
+            runtime=10,
+        log:
+            f"results/logs/intrinsic/{fig09_study(_objective)}_figure.log",
+        run:
+            from jobs_intrinsic import intrinsic_figure
+
+            in_worker(intrinsic_figure, "named_objective_vs_n", list(output), log[0], "", [], input[0])
+
+
 rule intrinsic_checks:
     input:
-        expand(CHECKS, study=INTRINSIC_STUDIES),
+        expand(CHECKS, study=intrinsic_check_studies()),
     output:
         "results/tables/intrinsic_checks.csv",
     threads: 1

@@ -1,6 +1,8 @@
 # Inputs and target lists of every study, and the helpers of the rule files (Snakemake's linter
 # wants functions apart from rules).  Paths come from the helpers of common.smk (mechanism_path, ...),
-# which is included first; design.smk, included next, batches needed_mechanism_paths() into sweeps.
+# which is included first.  Figure 9's inputs (its group sizes per mechanism and its objectives) and
+# the extension studies' other objectives are in targets_objectives.smk, included next; design.smk,
+# included after it, batches needed_mechanism_paths() into sweeps.
 
 # ---------------------------------------------------------------- intrinsic study inputs
 def _cfg(study):
@@ -61,39 +63,6 @@ def fig08_mechanisms():
         for a in c["vs_alpha"]["alpha"]
     ]
     return sorted(set(vs_n + vs_alpha))
-
-
-def fig09_mechanisms():
-    """The artifacts of Figure 9: every (mechanism, alpha, n) of the matrix path (fig09_structural: the rest)."""
-    c = _cfg("fig09")
-    paths = [
-        mechanism_path(m, "L0", n, a)
-        for m in c["mechanisms"]
-        for a in c["alpha"]
-        for n in n_values(c["n"])
-        if not ROUTING.structural(m, n, alpha_exact(alpha_str(a)))
-    ]
-    check = c.get("convergence_check")
-    if check:
-        paths += [mechanism_path(m, "L0", check["n"], check["alpha"]) for m in CONVERGENCE_MECHANISMS
-                  if not ROUTING.structural(m, check["n"], alpha_exact(alpha_str(check["alpha"])))]
-    return sorted(set(paths))
-
-
-CONVERGENCE_MECHANISMS = ("GM", "WM", "WH")  # what Figure 9's convergence check compares
-
-
-def fig09_structural():
-    """[mechanism, exact alpha, n] of Figure 9 (and its convergence check) evaluated from structural forms
-    (countdp.evaluate.routing)."""
-    c = _cfg("fig09")
-    points = [(m, a, n) for m in c["mechanisms"] for a in c["alpha"] for n in n_values(c["n"])]
-    check = c.get("convergence_check")
-    if check:
-        points += [(m, check["alpha"], check["n"]) for m in CONVERGENCE_MECHANISMS]
-    rows = [[m, alpha_exact(alpha_str(a)), int(n)] for m, a, n in points
-            if ROUTING.structural(m, n, alpha_exact(alpha_str(a)))]
-    return [list(row) for row in dict.fromkeys(tuple(row) for row in rows)]
 
 
 # ---------------------------------------------------------------- large n: the record of structural evaluations
@@ -158,14 +127,15 @@ INTRINSIC_FIGURE_RULES = {  # key: (file stem, countdp.plots.intrinsic function,
               "results/tables/fig06_properties.csv"),
     "fig07": ("fig07_gm_em_wm_heatmaps", "named_heatmaps", "", fig07_mechanisms(), None),
     "fig08": ("fig08_wh_combinations", "wh_combinations", "", [], "results/tables/fig08_l0.csv"),
-    "fig09": ("fig09_named_mechanisms_l0", "named_l0_vs_n", "", [], "results/tables/fig09_l0.csv"),
+    "fig09": ("fig09_named_mechanisms_l0", "named_objective_vs_n", "", [], "results/tables/fig09_l0.csv"),
 }
 
 
 def intrinsic_targets():
-    """Figures 1-9's tables and figures, and (for rule all) the record of Figures 9-13's structural evaluations."""
+    """Figures 1-9's tables and figures (with Figure 9's other objectives, when asked: targets_objectives.smk),
+    and (for rule all) the record of Figures 9-13's structural evaluations."""
     figures = [f"results/figures/{name}.{ext}" for name in INTRINSIC_FIGURES for ext in ("pdf", "png")]
-    return INTRINSIC_TABLES + figures + structural_targets()
+    return INTRINSIC_TABLES + figures + fig09_objective_targets() + structural_targets()
 
 
 # ---------------------------------------------------------------- helpers of the rule files
@@ -340,10 +310,11 @@ def ext_log(name):
 
 
 def extensions_targets():
-    """Every artifact of the extension studies (for rule all)."""
+    """Every artifact of the extension studies (for rule all), with their other objectives when asked
+    (ext_objective_targets: targets_objectives.smk)."""
     return ["results/tables/ext_checks.csv"] + [
         f"results/figures/ext_{name}.{ext}" for name in EXT_FIGURES for ext in ("pdf", "png")
-    ]
+    ] + ext_objective_targets()
 
 
 # ---------------------------------------------------------------- companions (companions.smk)

@@ -38,6 +38,43 @@ no default; a key with a default may be left out. `[]` in a key stands for every
 Resources (threads, memory, run time) are not config: they are set on the rules and defaulted
 in the profiles (`profiles/`).
 
+## Your own config (`--configfile`)
+
+`snakemake --cores 1 TARGETS --configfile my.yaml` (targets first: `--configfile` takes every word
+after it as a config file) merges `my.yaml` into `config/config.yaml` key by key, as Snakemake
+merges every config file: a key `my.yaml` leaves out keeps its value there. One exception: an n
+range, `{from: a, to: b, step: s}`, given in `my.yaml` replaces the range of `config/config.yaml`
+whole (`workflow/lib/config_overrides.py`), so its step is 1 unless it says otherwise:
+`fig13.n: {from: 2, to: 7}` is n = 2, 3, ..., 7, not the base's step 2. A range in `my.yaml` must
+therefore give `from` and `to`; a list replaces whatever was there, as every list does.
+
+## What the check refuses
+
+Each of these stops Snakemake, dry runs included, before any job: exit status 2, and on standard
+error one line per bad key (all of them at once), naming the key and what it allows. Each line
+begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake -n` on each):
+
+- an alpha outside (0, 1), as a number or a fraction:
+  `config key 'fig07.alpha': 1.2 is not allowed`, `config key 'fig11.alpha[1]': '3/2' is not allowed`;
+- a count below 1, or not an integer literal (4.0 and true are not counts):
+  `config key 'fig07.n': 0 is not allowed`, `config key 'fig07.n': 4.0 is not allowed`;
+- a value of the wrong type: `config key 'fig11.repetitions': '30' is not allowed`;
+- a key the schema does not have (a misspelling): `config key 'fig11.reps' is unknown`;
+- a required key left out, or a range without `from`: `config key 'fig13.n.from' is missing`;
+- an unknown mechanism, property or objective: `config key 'fig06.mechanisms[1]': 'XM' is not allowed`,
+  `config key 'fig06.properties[1]': 'ZZ' is not allowed`,
+  `config key 'fig01.panels[0].objective': 'L3' is not allowed`;
+- an empty range: `config key 'fig09.n': the range from 9 to 3 is empty`;
+- a group size of Figures 9-13 above 10,000: `config key 'fig09.n[1]': 10001 is not allowed`;
+- a mechanism of Figures 9-13 at an n it cannot be evaluated at (see the next section):
+  `config key 'fig13.n': n = 4000 is not allowed for WH`,
+  `config key 'fig09.n': n = 4096 is not allowed for WM` (at α = 0.995),
+  `config key 'fig09.n': n = 3000 is not allowed for WH` (at α = 0.9995: GM is weakly honest from 3998);
+- Figure 9 under L1 or L2 beyond the matrix path:
+  `config key 'fig09.n': n = 3000 is not allowed for GM under L1`;
+- a list of objectives without L0: `config key 'fig09.objectives': ['L1'] is not allowed`;
+- sizes for a mechanism Figure 9 does not plot: `config key 'fig09.n_by_mechanism.WM': WM is not plotted`.
+
 ## Large group sizes (`config/large_n.yaml`)
 
 Figures 9-13 may ask for any n up to 10,000. Up to n = 256 every mechanism is a matrix artifact of
@@ -45,10 +82,12 @@ the design sweeps; beyond, GM, EM and UM are evaluated from their certified stru
 table of a few hundred integers and a rule, built by the evaluation job in milliseconds: no
 (n+1)^2 matrix is built or written), sampled exactly by the structural sampler and evaluated
 exactly from their columns. So is WM beyond n = 2048, from its template structure
-(`countdp.structural.catalogue.served_as_structure`), where its canonical design fits the matrix
-path (α up to about 0.95; at 0.99 the check refuses it). In Figures 9 and 10 (L0 alone) WH there
-is GM from n ≥ 2α/(1−α) wherever GM's rounded weights are weakly honest (the catalogue's exact
-bound, checked again on the sampled weights): GM is then an optimal WH design. Any other
+(`countdp.structural.catalogue.served_as_structure`): up to α ≈ 0.95 the spread of its canonical
+design, closer to 1 the corner form of its square-corner design (at α = 99/100 it is built once per
+process, in about a minute), up to α ≈ 0.9905; beyond that its corners and their tails do not fit
+the matrix path, and the check refuses WM above n = 2048 (e.g. at α = 0.995). In Figures 9 and 10
+(L0 alone) WH there is GM from n ≥ 2α/(1−α) wherever GM's rounded weights are weakly honest (the
+catalogue's exact bound, checked again on the sampled weights): GM is then an optimal WH design. Any other
 mechanism has only the matrix path, up to n = 2048; asking for more stops the run before any job
 with one line naming the key, e.g. `config key 'fig13.n': n = 4000 is not allowed for WH (...)`,
 exit status 2.

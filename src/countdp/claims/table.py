@@ -303,7 +303,7 @@ def _certified(g: TheorySettings) -> Claim:
             d = g.named(name, n, a)
             if not (d.certificate.certified and is_alpha_dp(d.matrix, a)):
                 uncertified.append((name, n, a))
-    return Claim("certified", "§III (BasicDP), SPEC §5", "every released mechanism is α-DP",
+    return Claim("certified", "§III (BasicDP), docs/guarantees.md", "every released mechanism is α-DP",
                  "α-DP", f"{len(uncertified)} of 75 designs not certified on their final floats",
                  "exact float test, tolerance 0", not uncertified)
 

@@ -52,6 +52,9 @@ SOLVERS = {
 }
 """Solvers and methods: HiGHS simplex (vertex solutions, the default) or interior point."""
 
+REDUCED_METHODS = {("HIGHS", "simplex"): "simplex", ("HIGHS", "ipm"): "ipm", ("CLARABEL", "ipm"): "clarabel"}
+"""The reduced model's algorithm (:data:`countdp.design.request.METHODS`) for each solver and method."""
+
 
 class DesignError(RuntimeError):
     """An LP design could not be solved; the message names its parameters."""
@@ -153,7 +156,7 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
               weights: object = None, solver: str = "HIGHS", method: str | None = None,
               aggregate: str = "sum", mechanism: str = "LP", backend: str = "auto",
               max_repair_lambda: float | None = MAX_REPAIR_LAMBDA,
-              settings: SolverSettings = DEFAULT_SETTINGS) -> Design:
+              settings: SolverSettings = DEFAULT_SETTINGS, shortcuts: bool = False) -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
 
     ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.privacy.alpha.exact_alpha`).
@@ -166,7 +169,12 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and ``n`` is at least
     ``settings.auto_min_n``.  ``Design.extra["backend"]`` records which one ran, and
     ``extra["attempted"]`` every strategy tried.  ``settings``: the engine's tuning
-    (:class:`countdp.design.settings.SolverSettings`).
+    (:class:`countdp.design.settings.SolverSettings`).  ``shortcuts``: with a ``method`` (or the
+    solver Clarabel) asked for, keep the planner's shortcuts (closed forms, the template strategies;
+    the spread of a named template design, :func:`design_named`): ``solver`` and ``method`` then
+    choose only the backend of the general path, the reduced LP solved when no shortcut answers
+    (Clarabel: its interior point on the reduced model).  Without it a method asked for is
+    honoured alone, the plain LP (as the paper solved it); without a method the planner chooses anyway.
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when no strategy returns
     an answer, or returns one whose DP repair needs more than ``max_repair_lambda``.
     """
@@ -189,9 +197,10 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     from countdp.design.request import DesignRequest  # lazy: as above (it imports scipy)
 
     request = DesignRequest(n, a, props, obj, None if weights is None else w, aggregate, solver=solver,
-                            backend=backend, method=method)
+                            backend=backend, method=method, keep_shortcuts=shortcuts)
     if uses_reduced_model(request, settings):
-        request = replace(request, method=method if method_given else "auto")
+        asked = method_given or solver != "HIGHS"
+        request = replace(request, method=REDUCED_METHODS[solver, method] if asked else "auto")
     try:
         answer = solve(request, settings)
     except RuntimeError as exc:
@@ -210,6 +219,9 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
     rounding can break one by an ulp; the certificate records any repair); their release
     weights are those of their structural form (:func:`countdp.structural.catalogue.structural_form`),
     exactly alpha-DP, the same distribution a release without the matrix samples.
+    ``lp_options`` go to :func:`design_lp`; a template design (WM under L0) is its proven spread
+    where the spread serves unless an LP backend is asked for in place of the shortcuts
+    (``solver``, ``method`` or ``backend`` without ``shortcuts=True``).
     """
     name = str(mechanism).upper()
     if name not in MECHANISMS:

@@ -70,10 +70,12 @@ def make_context(settings: SolverSettings = DEFAULT_SETTINGS, start: float | Non
 
 
 def uses_reduced_model(request: DesignRequest, settings: SolverSettings) -> bool:
-    """Whether the request goes to the reduced model (else the plain cvxpy model)."""
+    """Whether the request goes to the reduced model (else the plain cvxpy model): HiGHS, or any
+    solver whose shortcuts are kept (Clarabel then solves the reduced model's general path)."""
     if request.backend == "highs":
         return True
-    return request.backend == "auto" and request.solver == "HIGHS" and request.n >= settings.auto_min_n
+    reduced = request.solver == "HIGHS" or request.keep_shortcuts
+    return request.backend == "auto" and reduced and request.n >= settings.auto_min_n
 
 
 def plan(request: DesignRequest, settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[Strategy, ...]:

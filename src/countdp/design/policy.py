@@ -80,9 +80,10 @@ def choose_method(lp, settings: SolverSettings) -> str:
 
 
 def planner_may_shortcut(request) -> str | None:
-    """``None`` when the planner chooses the method and closed forms are allowed, as every template
-    strategy needs (it answers instead of the LP asked for); else why not."""
-    if request.method != "auto":
+    """``None`` when the planner may answer before the general path (the method is chosen by it, or
+    asked for the general path only: ``keep_shortcuts``) and closed forms are allowed, as every
+    template strategy needs (it answers instead of the LP asked for); else why not."""
+    if request.method != "auto" and not request.keep_shortcuts:
         return f"method {request.method} asked for"
     if not request.use_closed_forms:
         return "shortcuts switched off (use_closed_forms=False)"

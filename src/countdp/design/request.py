@@ -27,7 +27,9 @@ class DesignRequest:
     """One design LP: BasicDP + ``properties`` at ``(n, alpha)``, minimising ``objective`` under the
     prior ``weights`` (``None``: uniform) summed over inputs (``aggregate="sum"``) or for the worst
     input (``"max"``).  ``method``: ``"auto"`` or one algorithm of :data:`METHODS`, honoured as
-    asked; ``use_closed_forms``, ``fold_symmetry`` and ``drop_implied`` switch off a shortcut or
+    asked: alone (the plain LP, no template strategy), or with ``keep_shortcuts`` as the general
+    path's algorithm only (the reduced LP, solved when no shortcut answers first);
+    ``use_closed_forms``, ``fold_symmetry`` and ``drop_implied`` switch off a shortcut or
     a reduction (tests compare with and without).  ``solver`` and ``backend`` choose between the
     reduced model (``backend="highs"``: HiGHS and Clarabel) and the plain dense cvxpy model
     (``"cvxpy"``; ``"auto"``: by size, :attr:`~countdp.design.settings.SolverSettings.auto_min_n`);
@@ -45,6 +47,7 @@ class DesignRequest:
     drop_implied: bool = True
     solver: str = "HIGHS"
     backend: str = "auto"
+    keep_shortcuts: bool = False
 
     @classmethod
     def of(cls, n: int, alpha: float, properties: object = (), objective: object = "L0",

@@ -168,6 +168,12 @@ class SolverSettings:
     repair_gap_limit: float = 1e-8
     """A dual is repaired only when its relative gap is below this (else it is far from optimal)."""
 
+    # --- what the solvers print
+    verbose: bool = False
+    """Let the solvers print their own output: HiGHS's once-per-process banner (on standard error,
+    if the process's first HiGHS model is made under these settings) and HiGHS's, Clarabel's and
+    cvxpy's logs (where they write them, standard output).  Off, the library prints nothing of theirs."""
+
 
 DEFAULT_SETTINGS = SolverSettings()
 """The engine's settings when none are passed."""

@@ -39,8 +39,12 @@ LP_CHOICES = ("solver", "method", "backend")
 def spread_serves(name: str, n: int, alpha: Fraction, objective: object, options: dict) -> bool:
     """Whether the named design ``name`` at ``(n, alpha)`` under ``objective`` is its spread: a
     template design under L0, ``n`` from its canonical size up to the matrix path's largest, an alpha
-    with a structure, and no LP solver, method or backend asked for."""
-    if name not in SPREADS or str(parse_objective(objective)) != "L0" or set(options) & set(LP_CHOICES):
+    with a structure, and no LP backend or method asked for in place of the planner's shortcuts (a
+    solver and method given with ``shortcuts=True`` are the general path's, and leave the spread)."""
+    asked = set(options) & set(LP_CHOICES)
+    if options.get("shortcuts"):
+        asked -= {"solver", "method"}
+    if name not in SPREADS or str(parse_objective(objective)) != "L0" or asked:
         return False
     if n > NARROW_MAX_N or structure_problem(name, alpha) is not None:
         return False

@@ -34,13 +34,10 @@ def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     alphas = sorted(table.alpha.unique())
     fig, axes = subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.2), squeeze=False,
                              sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    labels = {**MECHANISM_LABELS, "CGM": "Cond. GM = calibrated EXP", "EXP": "Exponential mech. (eps/2)"}
     for k, a in enumerate(alphas):
         ax, bx = axes[0, k], axes[1, k]
         sub = table[table.alpha == a]
-        for m in ("GM", "EM", "UM", "EXP", "CGM", "RR"):
-            g = sub[sub.mechanism == m].sort_values("n")
-            ax.plot(g.n, g.L0, marker=MECHANISM_MARKERS[m], color=MECHANISM_COLORS[m], label=labels[m], ms=4)
+        _baseline_lines(ax, sub, "L0")
         ax.set_title(f"alpha = {a:g}")
         for m, ls in (("EXP", "-"), ("CGM-naive", "--")):
             g = sub[sub.mechanism == m].sort_values("n")
@@ -59,6 +56,37 @@ def plot_baselines(table: pd.DataFrame, paths: Sequence[str]) -> None:
     axes[1, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle("Baselines: error at equal privacy, and the privacy they really achieve (>1: more private)",
                  fontsize=10)
+    fig.tight_layout()
+    save_tight(fig, paths)
+
+
+BASELINE_LABELS = {**MECHANISM_LABELS, "CGM": "Cond. GM = calibrated EXP", "EXP": "Exponential mech. (eps/2)"}
+"""Legend labels of the baselines study (EXP-cal is CGM's matrix, so it is drawn once, as CGM)."""
+
+
+def _baseline_lines(ax, sub: pd.DataFrame, column: str) -> None:
+    """One line per mechanism of the baselines study (one alpha's rows ``sub``): ``column`` against n."""
+    for m in ("GM", "EM", "UM", "EXP", "CGM", "RR"):
+        g = sub[sub.mechanism == m].sort_values("n")
+        ax.plot(g.n, g[column], marker=MECHANISM_MARKERS[m], color=MECHANISM_COLORS[m], label=BASELINE_LABELS[m],
+                ms=4)
+
+
+@drawn
+def plot_baseline_objective(table: pd.DataFrame, paths: Sequence[str], objective: str) -> None:
+    """The baselines study under ``objective`` (L1 or L2): its uniform-prior value vs n, one panel per alpha."""
+    alphas = sorted(table.alpha.unique())
+    fig, axes = subplots(1, len(alphas), figsize=(3.6 * len(alphas), 3.8), squeeze=False)
+    for k, a in enumerate(alphas):
+        ax = axes[0, k]
+        _baseline_lines(ax, table[table.alpha == a], objective)
+        ax.set_title(f"alpha = {a:g}")
+        ax.set_xlabel("n (group size)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if k == 0:
+            ax.set_ylabel(f"{objective} (uniform prior)")
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(f"Baselines under {objective}, at equal privacy", fontsize=10)
     fig.tight_layout()
     save_tight(fig, paths)
 
@@ -95,14 +123,15 @@ def plot_subsets(detail: pd.DataFrame, summary: pd.DataFrame, paths: Sequence[st
 
 
 @drawn
-def plot_minimax(table: pd.DataFrame, paths: Sequence[str]) -> None:
-    """Worst-column and average L0 of minimax (solid) and Bayesian (dashed) designs vs n."""
+def plot_minimax(table: pd.DataFrame, paths: Sequence[str], objective: str = "L0") -> None:
+    """Worst-column and average ``objective`` of minimax (solid) and Bayesian (dashed) designs vs n."""
+    worst, avg = f"worst_{objective}", f"avg_{objective}"
     alphas = sorted(table.alpha.unique())
     fig, axes = subplots(2, len(alphas), figsize=(3.6 * len(alphas), 6.0), squeeze=False, sharex=True)
     sets = [s for s in table.properties.unique() if s not in ("GM", "EM")]
     for k, a in enumerate(alphas):
         sub = table[table.alpha == a]
-        for r, col in enumerate(("worst_L0", "avg_L0")):
+        for r, col in enumerate((worst, avg)):
             ax = axes[r, k]
             for s in sets:
                 for design, ls in (("minimax", "-"), ("bayes", "--")):
@@ -115,13 +144,13 @@ def plot_minimax(table: pd.DataFrame, paths: Sequence[str]) -> None:
             else:
                 ax.set_xlabel("n (group size)")
             if k == 0:
-                ax.set_ylabel("worst-input L0" if col == "worst_L0" else "average L0 (uniform prior)")
+                ax.set_ylabel(f"worst-input {objective}" if col == worst else f"average {objective} (uniform prior)")
     axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    mm = table[table.design == "minimax"].merge(table[table.properties == "EM"][["n", "alpha", "worst_L0"]],
+    mm = table[table.design == "minimax"].merge(table[table.properties == "EM"][["n", "alpha", worst]],
                                                 on=["n", "alpha"], suffixes=("", "_em"))
-    note = ("\nevery minimax design has EM's L0 (solid lines coincide)"
-            if bool(((mm.worst_L0 - mm.worst_L0_em).abs() <= 1e-7).all()) else "")
-    fig.suptitle("Minimax (solid) vs Bayesian (dashed) L0 designs; ALL = all seven properties" + note,
+    note = (f"\nevery minimax design has EM's {objective} (solid lines coincide)"
+            if bool(((mm[worst] - mm[f"{worst}_em"]).abs() <= 1e-7).all()) else "")
+    fig.suptitle(f"Minimax (solid) vs Bayesian (dashed) {objective} designs; ALL = all seven properties" + note,
                  fontsize=10)
     fig.tight_layout()
     save_tight(fig, paths)

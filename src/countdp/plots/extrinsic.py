@@ -20,7 +20,7 @@ from matplotlib.patches import Rectangle
 
 from countdp.plots.canvas import drawing, save_figure, subplots
 from countdp.plots.intrinsic import log_n_axis
-from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, MECHANISM_ORDER, panel_label
 
 TARGET_TITLES = {"young": "Estimating young population (age < 30)",
                  "gender": "Estimating gender balance (male)",
@@ -98,7 +98,7 @@ def fig10(table, settings):
         if log_x:
             ax.set_xscale("log")
         curve(ax, sub, "n", "se", mechanisms, offset=0.006, log_x=log_x)
-        ax.set_title(f"({chr(97 + k)}) {TARGET_TITLES.get(target, target)}\n"
+        ax.set_title(f"{panel_label(k)} {TARGET_TITLES.get(target, target)}\n"
                      f"Adult, $\\alpha$ = {fmt(sub['alpha'].iloc[0])}", fontsize=10)
         ax.set_xlabel("group size n (log scale)" if log_x else "group size n")
         ns = sorted(sub["n"].unique())

@@ -22,7 +22,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.ticker import MaxNLocator
 
 from countdp.plots.canvas import drawing, new_figure, save_figure, subplots
-from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, evaluated_label
+from countdp.plots.style import MECHANISM_COLORS, MECHANISM_LABELS, MECHANISM_MARKERS, evaluated_label, panel_label
 from countdp.studies.records import wh_threshold
 
 PAPER_RC = {
@@ -259,12 +259,18 @@ def log_n_axis(ns: Sequence[int]) -> bool:
     return hi > LOG_N_SPAN * max(lo, 1.0)
 
 
+OBJECTIVE_AXES = {"l0": "L0 (rescaled, uniform prior)", "l1": "L1 (uniform prior)", "l2": "L2 (uniform prior)"}
+"""The value columns of Figure 9's tables (one per objective) and their axis labels."""
+
+
 @_paper_figure
-def named_l0_vs_n(table: pd.DataFrame, title: str):
-    """Figure 9: L0 of the named mechanisms vs n, one panel per alpha, GM's WH threshold marked
-    (n on a log axis when the sizes span more than :data:`LOG_N_SPAN`).  A large-n table's
-    ``evaluated_as`` column names each point's stand-in (WH as GM beyond the matrix path); the legend
-    says so (:func:`countdp.plots.style.evaluated_label`)."""
+def named_objective_vs_n(table: pd.DataFrame, title: str):
+    """Figure 9: an objective of the named mechanisms vs n (the table's ``l0``, ``l1`` or ``l2`` column),
+    one panel per alpha, labelled as the paper's, GM's WH threshold marked (n on a log axis when the
+    sizes span more than :data:`LOG_N_SPAN`).  A large-n table's ``evaluated_as`` column names each
+    point's stand-in (WH as GM beyond the matrix path); the legend says so
+    (:func:`countdp.plots.style.evaluated_label`)."""
+    value = next(column for column in OBJECTIVE_AXES if column in table.columns)
     alphas = sorted(table["alpha"].unique())
     fig, axes = subplots(1, len(alphas), figsize=(2.6 * len(alphas) + 0.6, 3.2), squeeze=False)
     order = [m for m in ("UM", "EM", "WM", "WH", "GM") if m in set(table["mechanism"])]
@@ -277,7 +283,7 @@ def named_l0_vs_n(table: pd.DataFrame, title: str):
         sub = table[np.isclose(table["alpha"], a)]
         for m in order:
             line = sub[sub["mechanism"] == m].sort_values("n")
-            ax.plot(line["n"], line["l0"], color=MECHANISM_COLORS[m], marker=MECHANISM_MARKERS[m],
+            ax.plot(line["n"], line[value], color=MECHANISM_COLORS[m], marker=MECHANISM_MARKERS[m],
                     markersize=3.5 if m != "WH" else 5, markerfacecolor="none" if m == "WH" else MECHANISM_COLORS[m],
                     linewidth=1.3, label=labels[m], linestyle="--" if m == "WH" else "-")
         t = wh_threshold(a)
@@ -292,10 +298,10 @@ def named_l0_vs_n(table: pd.DataFrame, title: str):
             ax.annotate(f"GM weak-honesty threshold\nn = {t:.3g} (off the axis)", (0.97, 0.5),
                         xycoords="axes fraction", ha="right", fontsize=6.8)
         ax.set_xlim((lo / 1.2, hi * 1.2) if log_x else (lo - 0.5, hi + 0.5))
-        ax.set_title(f"({'abc'[k] if k < 3 else k}) α = {alpha_label(a)}")
+        ax.set_title(f"{panel_label(k)} α = {alpha_label(a)}")
         ax.set_xlabel("n (group size, log scale)" if log_x else "n (group size)")
         if k == 0:
-            ax.set_ylabel("L0 (rescaled, uniform prior)")
+            ax.set_ylabel(OBJECTIVE_AXES[value])
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(order), bbox_to_anchor=(0.5, -0.1), frameon=False)
     fig.tight_layout()

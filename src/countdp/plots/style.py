@@ -31,6 +31,17 @@ MECHANISM_LABELS = {
 }
 
 
+def panel_label(k: int) -> str:
+    """The label of a figure's ``k``-th panel (from 0), as the paper labels its sub-figures: ``(a)``,
+    ``(b)``, ... ``(z)``, then ``(aa)``, ``(ab)``, ... (Figures 8, 9 and 10 have panels (a)-(c))."""
+    letters = ""
+    k = int(k) + 1
+    while k > 0:
+        k, r = divmod(k - 1, 26)
+        letters = chr(ord("a") + r) + letters
+    return f"({letters})"
+
+
 def evaluated_label(mechanism: str, evaluated: Iterable[tuple[int, str]]) -> str:
     """``mechanism``'s legend label, saying where its points were evaluated as another mechanism.
 

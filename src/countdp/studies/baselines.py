@@ -27,7 +27,7 @@ Every function returns an ``(n+1) x (n+1)`` matrix ``P[i, j] = Pr[output i | inp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -177,34 +177,79 @@ def _errors(P: np.ndarray, n: int) -> dict:
             "worst_L0": objective_value(P, "L0", aggregate="max"), "RMSE_uniform": expected_error(P, q, "RMSE")}
 
 
+STUDY_MECHANISMS = ("GM", "EM", "UM", "EXP", "EXP-cal", "CGM", "CGM-naive", "RR")
+"""The rows of the baselines study at each ``(n, alpha)``: the closed forms, then :data:`BASELINES`."""
+
+
+def study_mechanisms(n: int, alpha: float) -> Iterator[tuple[str, np.ndarray, np.ndarray, Certificate, float]]:
+    """``(name, raw matrix, certified matrix, certificate, parameter)`` of each of :data:`STUDY_MECHANISMS`
+    at ``(n, alpha)``; ``parameter`` is the per-step weight ``b`` of ``P ∝ b^|i-j|`` for EXP/CGM
+    (EXP: ``sqrt(alpha)``), the keep probability for RR, NaN for the closed forms."""
+    cal = calibrate_conditioned(n, alpha)
+    params = {"EXP": np.sqrt(alpha), "EXP-cal": cal, "CGM": cal, "CGM-naive": alpha,
+              "RR": rr_keep_probability(n, alpha)}
+    for name in STUDY_MECHANISMS:
+        if name in params:
+            raw = baseline_matrix(name, n, alpha)
+            P, cert = certified_baseline(name, n, alpha)
+        else:
+            raw = CLOSED_FORMS[name](n, alpha)
+            P, cert = certify(raw, alpha)
+        yield name, raw, P, cert, params.get(name, np.nan)
+
+
 def baseline_table(ns: Sequence[int], alphas: Sequence[float]) -> pd.DataFrame:
     """Baselines and closed forms over ``(n, alpha)``: achieved alpha, certificate, errors.
 
     ``achieved_alpha`` is measured on the raw matrix; errors on the certified one (for
     ``CGM-naive``, which is not alpha-DP, the certified matrix is a UM mixture: see
-    ``repair_lambda``).  ``parameter`` is the per-step weight ``b`` of ``P ∝ b^|i-j|`` for
-    EXP/CGM (EXP: ``sqrt(alpha)``) and the keep probability for RR.
+    ``repair_lambda``).  ``parameter``: see :func:`study_mechanisms`.
     """
     rows = []
     for n in ns:
         for a in alphas:
             n, a = check_n(n), check_alpha(a)
-            cal = calibrate_conditioned(n, a)
-            params = {"EXP": np.sqrt(a), "EXP-cal": cal, "CGM": cal, "CGM-naive": a,
-                      "RR": rr_keep_probability(n, a)}
-            for name in ("GM", "EM", "UM", "EXP", "EXP-cal", "CGM", "CGM-naive", "RR"):
-                if name in params:
-                    raw = baseline_matrix(name, n, a)
-                    P, cert = certified_baseline(name, n, a)
-                else:
-                    raw = CLOSED_FORMS[name](n, a)
-                    P, cert = certify(raw, a)
-                rows.append({"mechanism": name, "n": n, "alpha": a, "parameter": params.get(name, np.nan),
+            for name, raw, P, cert, parameter in study_mechanisms(n, a):
+                rows.append({"mechanism": name, "n": n, "alpha": a, "parameter": parameter,
                              "achieved_alpha": achieved_alpha(raw), "alpha_dp_raw": achieved_alpha(raw) >= a,
                              "certified": cert.certified, "repair_lambda": cert.repair_lambda,
                              "min_diag": float(np.diag(P).min()), "max_diag": float(np.diag(P).max()),
                              **_errors(P, n)})
     return pd.DataFrame(rows)
+
+
+def baseline_objective_table(ns: Sequence[int], alphas: Sequence[float], objective: str) -> pd.DataFrame:
+    """The study's mechanisms (certified, as in :func:`baseline_table`) under ``objective`` (L1 or L2):
+    the uniform-prior value (column ``objective``) and the worst input's (``worst_{objective}``)."""
+    rows = []
+    for n in ns:
+        for a in alphas:
+            n, a = check_n(n), check_alpha(a)
+            rows += [{"mechanism": name, "n": n, "alpha": a, objective: objective_value(P, objective),
+                      f"worst_{objective}": objective_value(P, objective, aggregate="max")}
+                     for name, _, P, _, _ in study_mechanisms(n, a)]
+    return pd.DataFrame(rows)
+
+
+UM_LOSS = {"L1": lambda n: n * (n + 2) / (3 * (n + 1)), "L2": lambda n: n * (n + 2) / 6}
+"""UM's uniform-prior loss, worked by hand: ``sum_{i,j} |i-j|^p / (n+1)^2`` (``n(n+1)(n+2)/3`` and
+``(n+1)^2 n(n+2)/6`` for the sums)."""
+
+
+def baseline_objective_checks(table: pd.DataFrame, objective: str, tol: float = 1e-12) -> pd.DataFrame:
+    """Statements about :func:`baseline_objective_table` that hold whatever the objective: UM's value is its
+    closed form, and RR = p I + (1-p) UM costs (1 - p*) times UM (the identity costs nothing)."""
+    um = table[table.mechanism == "UM"]
+    um_error = float((um[objective] - um.n.map(UM_LOSS[objective])).abs().max())
+    by = table.set_index(["mechanism", "n", "alpha"])[objective]
+    rr_error = max(abs(by[("RR", n, a)] - (1 - rr_keep_probability(n, a)) * by[("UM", n, a)])
+                   for n, a in zip(um.n, um.alpha, strict=True))
+    return pd.DataFrame([
+        check("baselines", f"{objective}(UM) = its closed form for every n", "closed form",
+              f"max error {um_error:.2e}", um_error <= tol * max(1.0, float(um[objective].max()))),
+        check("baselines", f"{objective}(RR) = (1 - p*) {objective}(UM), p* = (1-a)/(1+a n)", "(1 - p*) UM",
+              f"max error {rr_error:.2e}", rr_error <= tol * max(1.0, float(um[objective].max()))),
+    ], columns=CHECK_COLUMNS)
 
 
 def baseline_checks(table: pd.DataFrame) -> pd.DataFrame:

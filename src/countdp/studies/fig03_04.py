@@ -83,5 +83,5 @@ def fig03_04_checks(gm: pd.DataFrame, em: pd.DataFrame, n: int) -> pd.DataFrame:
                   "Figure 3", f"max rel. error {gm['max_rel_error'].max():.1e}", gm["check_passed"].all()),
         check_row("4", f"EM (n={n}) entries are y·α^e, e from equation (16); columns sum to 1",
                   "Figure 4", f"max rel. error {em['max_rel_error'].max():.1e}", em["check_passed"].all(),
-                  "odd n uses the corrected y (SPEC section 4)"),
+                  "odd n uses the corrected y (docs/findings.md, misprints)"),
     ], columns=CHECK_COLUMNS)

@@ -1,7 +1,7 @@
 """Figures 10-13: gather the evaluation sweeps into tidy tables, and check the paper's findings.
 
 :func:`gather_table` sorts one figure's sweep summaries into its table; :func:`findings` checks
-each qualitative finding of Section V (SPEC section 6) on those tables, with every threshold
+each qualitative finding of the paper's Section V (its text on Figures 10-13) on those tables, with every threshold
 given by a :class:`Thresholds` (the workflow fills it from the config's ``findings:`` block).
 Every number is computed from the tables.  A finding the tables cannot decide (for example a
 comparison across alphas when the sweep has one alpha) gets ``holds`` = ``None``, which the

@@ -1,5 +1,5 @@
 """HiGHS on the reduced model: a vertex with its basis in the model's units, iteration limits that
-stop it, failures that raise; its thread pool left alone and its banner kept off standard output."""
+stop it, failures that raise; its thread pool left alone and its banner silent unless verbose."""
 
 from __future__ import annotations
 
@@ -106,13 +106,17 @@ def test_solves_after_another_solve_fixed_the_thread_pool():
     assert failed.returncode != 0 and "AssertionError" in failed.stderr  # another count fails: why none may ask
 
 
-def test_highs_banner_goes_to_standard_error():
+def test_highs_banner_is_silent_unless_verbose():
     """highspy prints its banner on the C-level standard output when the first model is made;
-    after :func:`load_highspy` standard output holds only what was printed on purpose, while a
-    plain first ``highspy.Highs()`` puts the banner there."""
+    after :func:`load_highspy` neither standard output nor standard error holds it (only what was
+    printed on purpose), after ``load_highspy(verbose=True)`` standard error does, and a plain first
+    ``highspy.Highs()`` puts it on standard output."""
     loaded = "from countdp.design.highspy_loader import load_highspy\nload_highspy().Highs()\nprint('only this')"
     done = subprocess.run([sys.executable, "-c", loaded], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout == "only this\n" and "HiGHS" in done.stderr
+    assert done.returncode == 0 and done.stdout == "only this\n" and done.stderr == ""
+    verbose = subprocess.run([sys.executable, "-c", loaded.replace("load_highspy()", "load_highspy(verbose=True)")],
+                             capture_output=True, text=True, timeout=300)
+    assert verbose.stdout == "only this\n" and "Running HiGHS" in verbose.stderr
     plain = subprocess.run([sys.executable, "-c", "import highspy\nhighspy.Highs()"], capture_output=True, text=True,
                            timeout=300)
     assert "HiGHS" in plain.stdout

@@ -47,12 +47,13 @@ class ClarabelPoint:
 
 def clarabel_lp(A: sp.spmatrix, cost: np.ndarray, col_lo: np.ndarray, col_hi: np.ndarray, lo: np.ndarray,
                 hi: np.ndarray, tol: float, method: str, refine: bool = True, cost_scale: float = 1.0,
-                lower: np.ndarray | None = None) -> ClarabelPoint:
+                lower: np.ndarray | None = None, verbose: bool = False) -> ClarabelPoint:
     """Clarabel on ``min cost @ x`` s.t. ``lo <= A x <= hi``, ``col_lo <= x <= col_hi`` (infinite bounds
     left out), gap and feasibility tolerances ``tol``, KKT factorisation ``method``, iterative
     refinement ``refine``.  Clarabel minimises ``cost / cost_scale``; duals and objective are
     returned in ``cost``'s units.  ``lower``: the columns whose finite lower bound is given to
-    Clarabel (default: all of them).  Never raises for Clarabel's status: see ``ClarabelPoint.solved``."""
+    Clarabel (default: all of them).  ``verbose``: Clarabel prints its progress (else nothing).  Never
+    raises for Clarabel's status: see ``ClarabelPoint.solved``."""
     import clarabel  # lazy: the solver is loaded only when a model is solved
 
     eq = np.isfinite(hi) & (hi == lo)
@@ -66,7 +67,7 @@ def clarabel_lp(A: sp.spmatrix, cost: np.ndarray, col_lo: np.ndarray, col_hi: np
     rhs = [lo[eq], -lo[has_lo], hi[has_hi], -col_lo[fin_lo], col_hi[fin_hi]]
     cones = [clarabel.ZeroConeT(int(eq.sum())), clarabel.NonnegativeConeT(M.shape[0] - int(eq.sum()))]
     options = clarabel.DefaultSettings()
-    options.verbose = False
+    options.verbose = bool(verbose)
     options.tol_gap_abs = options.tol_gap_rel = options.tol_feas = tol
     options.direct_solve_method = method
     options.iterative_refinement_enable = refine
@@ -110,7 +111,7 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     LOG.info("Clarabel's interior point method: %s rows, %s columns%s", f"{A.shape[0]:,}", f"{A.shape[1]:,}",
              ", refined" if refine else "")
     point = clarabel_lp(A, lp.cost, lp.col_lower, lp.col_upper, lo, hi, settings.clarabel_tol if tol is None else tol,
-                        settings.clarabel_direct_method, refine, cost_scale, lower)
+                        settings.clarabel_direct_method, refine, cost_scale, lower, settings.verbose)
     if not point.solved:
         raise RuntimeError(f"Clarabel returned {point.status!r}")
     return Solved(point.x, point.row_dual, point.col_dual, point.status, point.objective, point.seconds,

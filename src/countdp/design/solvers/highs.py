@@ -66,7 +66,7 @@ def _configured(highspy, chosen: str, time_limit: float | None, warm_start: bool
     """A ``Highs`` with :func:`run_highs`'s options set (its docstring): simplex when ``warm_start``
     (a starting basis was asked for), priced for a warm start when there is a basis ``warm``."""
     h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h.setOptionValue("output_flag", settings.verbose)
     h.setOptionValue("primal_feasibility_tolerance", settings.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.highs_tol)
     h.setOptionValue("solver", "simplex" if warm_start else chosen)
@@ -106,7 +106,7 @@ def run_highs(lp: ReducedLP, chosen: str, time_limit: float | None,
     ``settings.warm_edge_weights``.  ``primal``: HiGHS's primal simplex instead of its dual
     simplex.  ``iterations``: HiGHS's simplex iteration limit ('Iteration limit reached' raises
     ``RuntimeError``, as 'Time limit reached' and every other non-optimal status do)."""
-    highspy = load_highspy()
+    highspy = load_highspy(settings.verbose)
     warm = start if tight_from is None else tight_from.highs_basis
     h = _configured(highspy, chosen, time_limit, tight_from is not None or start is not None, warm, primal,
                     iterations, settings)

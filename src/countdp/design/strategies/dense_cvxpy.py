@@ -30,12 +30,13 @@ def _solve(problem, solver: str, method: str, settings: SolverSettings) -> None:
     import cvxpy as cp  # lazy: the modelling layer is only needed on this path
 
     if solver == "HIGHS":
-        load_highspy()  # cvxpy's model is not the first of the process: its banner stays off stdout
+        load_highspy(settings.verbose)  # cvxpy's model is not the first of the process: its banner stays silent
         tol = settings.highs_tol
-        problem.solve(solver=cp.HIGHS, highs_options={"solver": method, "primal_feasibility_tolerance": tol,
-                                                      "dual_feasibility_tolerance": tol})
+        problem.solve(solver=cp.HIGHS, verbose=settings.verbose,
+                      highs_options={"solver": method, "primal_feasibility_tolerance": tol,
+                                     "dual_feasibility_tolerance": tol})
     elif solver == "CLARABEL":
-        problem.solve(solver=cp.CLARABEL)
+        problem.solve(solver=cp.CLARABEL, verbose=settings.verbose)
     else:  # pragma: no cover - guarded by the designer's check_solver
         raise ValueError(solver)
 

@@ -173,10 +173,10 @@ def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, time_li
 
     The restricted dual is wide (about six columns per row); primal simplex is faster than dual
     simplex on it."""
-    highspy = load_highspy()
+    highspy = load_highspy(settings.verbose)
 
     h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h.setOptionValue("output_flag", settings.verbose)
     h.setOptionValue("primal_feasibility_tolerance", settings.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.highs_tol)
     h.setOptionValue("time_limit", float(time_limit))
@@ -204,7 +204,7 @@ def clarabel_point(A, cost, col_lo, col_hi, lo, hi, *,
     the dual it is the fallback when HiGHS's simplex is slow (wide templates).  Neither point needs
     to be a vertex: the certificate checks both."""
     point = clarabel_lp(A, cost, col_lo, col_hi, lo, hi, settings.clarabel_tol, settings.clarabel_direct_method,
-                        refine=True)
+                        refine=True, verbose=settings.verbose)
     if not point.solved:
         return None
     return np.clip(point.x, col_lo, col_hi)
