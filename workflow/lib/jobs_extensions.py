@@ -128,7 +128,8 @@ def objectives(cfg: Mapping, solver: Mapping, table_csv: str, matrices_csv: str,
 
     start = time.perf_counter()
     n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])
-    table, mats = objective_study(n, alpha, cfg["p"], solver=solver.get("name", "HIGHS"), method=solver.get("method"))
+    table, mats = objective_study(n, alpha, cfg["p"], solver=solver.get("name", "HIGHS"), method=solver.get("method"),
+                                  shortcuts=not solver.get("plain", False))
     frame = matrices_frame(mats, n, alpha)
 
     def plot() -> None:

@@ -38,8 +38,12 @@ def fig8_property_sets(include_extremes: bool = True) -> dict[str, tuple[str, ..
 def objective_study(n: int, alpha: float, ps: Sequence[float],
                     property_sets: Mapping[str, Sequence[str]] | None = None,
                     objectives: Sequence[str] = ("L0", "L1", "L2"),
-                    solver: str = "HIGHS", method: str | None = None) -> tuple[pd.DataFrame, dict]:
+                    solver: str = "HIGHS", method: str | None = None,
+                    shortcuts: bool = False) -> tuple[pd.DataFrame, dict]:
     """Uniform-prior designs for each objective and property set, evaluated under Binomial(n, p).
+
+    ``solver``, ``method`` and ``shortcuts`` go to :func:`~countdp.design.designer.design_lp`: with
+    ``shortcuts`` the planner keeps its strategies and the two choose only the general LP's backend.
 
     Returns ``(table, matrices)``: one row per (property set, objective, p) with the design's
     own objective value, its uniform-prior L0/L1/L2 and its expected L0, L1 and RMSE under
@@ -50,7 +54,7 @@ def objective_study(n: int, alpha: float, ps: Sequence[float],
     rows, matrices = [], {}
     for name, props in sets.items():
         for obj in objectives:
-            d = design_lp(n, a, props, obj, solver=solver, method=method)
+            d = design_lp(n, a, props, obj, solver=solver, method=method, shortcuts=shortcuts)
             matrices[(name, str(parse_objective(obj)))] = d.matrix
             base = {"properties": name, "objective": str(parse_objective(obj)), "n": n, "alpha": a,
                     "design_value": d.objective_value, "uniform_L0": objective_value(d.matrix, "L0"),
