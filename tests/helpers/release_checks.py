@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import fcntl
 import hashlib
 import io
 import json
@@ -169,14 +170,32 @@ def folder_outcome(out: Path, input_path: Path) -> tuple[str, list[str]]:
     return ("broken", problems) if problems else ("pair", [])
 
 
-PARTIAL = re.compile(r"^\..+\.countdp-partial-(\d+)$")
-"""The documented name of a release's partial file or folder: ``.NAME.countdp-partial-PID``."""
+PARTIAL = re.compile(r"^\..+\.countdp-partial-[0-9a-f]{32}$")
+"""The documented name of a release's partial file or folder: ``.NAME.countdp-partial-`` and 32 random hex digits."""
+
+
+def partials(folder: Path, name: str | None = None) -> list[Path]:
+    """The partial files and folders in ``folder`` (of the output ``name`` only, if given)."""
+    return sorted(path for path in folder.iterdir() if PARTIAL.match(path.name) and
+                  (name is None or path.name.rsplit(".countdp-partial-", 1)[0] == f".{name}"))
+
+
+def locked(path: Path) -> bool:
+    """Whether some process holds a ``flock`` on ``path`` (a release holds one on each of its partials for
+    its whole life, as documented): tried here without waiting, and let go at once."""
+    fd = os.open(path, (os.O_RDONLY | os.O_DIRECTORY) if path.is_dir() else os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def dead_partials(folder: Path) -> list[Path]:
-    """The partial files and folders in ``folder`` whose process no longer runs (a killed release's leftovers)."""
-    return sorted(path for path in folder.iterdir()
-                  if (found := PARTIAL.match(path.name)) and not alive(int(found.group(1))))
+    """The partial files and folders in ``folder`` that no running release holds (a killed release's leftovers)."""
+    return [path for path in partials(folder) if not locked(path)]
 
 
 def as_count(value) -> int | None:
@@ -449,6 +468,40 @@ def wait_until(condition, timeout: float, step: float = 0.002) -> bool:
             return True
         time.sleep(step)
     return False
+
+
+@contextlib.contextmanager
+def held_lock(path: Path) -> Iterator[subprocess.Popen]:
+    """A real process (util-linux ``flock --no-fork``) holding an exclusive lock on ``path`` for the block,
+    as a running release holds its partials; ``pytest.skip`` where ``flock`` is missing."""
+    import pytest
+
+    tool = shutil.which("flock")
+    if tool is None:
+        pytest.skip("util-linux flock is needed to hold a lock from another process")
+    proc = subprocess.Popen([tool, "--no-fork", "-x", str(path), "sleep", "600"])  # the lock ends with it
+    try:
+        assert wait_until(lambda: locked(path), timeout=30), f"{path}: flock never took the lock"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def pid_namespace(last_pid: int | None = None) -> list[str] | None:
+    """A command prefix running what follows in a new PID namespace with its own ``/proc``
+    (``unshare -p --kill-child --mount-proc``, which forks): as process 1, or with ``last_pid`` as
+    process ``last_pid + 1`` (the namespace's ``ns_last_pid`` set first).  ``None`` where that cannot
+    be had (root is needed)."""
+    tool = shutil.which("unshare")
+    if tool is None:
+        return None
+    prefix = [tool, "-p", "--kill-child", "--mount-proc"]  # the namespace ends with unshare, killed or not
+    if last_pid is not None:
+        prefix += ["sh", "-c", f'echo {last_pid} > /proc/sys/kernel/ns_last_pid && "$@"; exit $?', "sh"]
+    probe = subprocess.run([*prefix, "sh", "-c", "echo $$"], capture_output=True, text=True)
+    expected = str(1 if last_pid is None else last_pid + 1)
+    return prefix if probe.returncode == 0 and probe.stdout.strip() == expected else None
 
 
 def debian_tool(binary: str, package: str) -> str | None:

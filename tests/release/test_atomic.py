@@ -18,6 +18,8 @@ a release can end:
   guardian killed alone after both links: the release reports success, as the folder shows.
   Likewise while ``--overwrite`` has removed the old table but not yet its sidecar, and while the
   guardian is starting (it must not print a traceback);
+* SIGINT while the sidecar's or the table's link is held: the release finishes, reports success and
+  commits its ledger entry (never a table without its sidecar, never an entry marked failed);
 * every single death (release, guardian, both) at every step of the commit, and concurrent
   releases, are in test_commit_deaths.py and test_commit_concurrency.py;
 * a tmpfs too small for the table, for its last page, or for its sidecar.
@@ -408,6 +410,31 @@ def test_a_release_killed_while_its_guardian_starts_prints_no_traceback(material
     _, err = collect(proc, out=releases.out)
     assert outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir) == ("nothing", [])
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+@pytest.mark.parametrize("link", [1, 2])
+def test_an_interrupt_while_the_pair_is_named_finishes_the_release_and_records_it(material, tmp_path, strace, link):
+    """SIGINT while strace holds a ``linkat`` of the commit on its way out: the sidecar's (1; the table is
+    not named yet) or the table's (2; the pair is named).  Once naming has begun the release must finish and
+    say so — the complete pair, its success line, the ledger entry committed, status 0, no traceback — and
+    note the interrupt; it must never leave a table without its sidecar."""
+    ledger = tmp_path / "b.ledger"
+    assert run_in_process(["budget", "init", str(ledger), "--epsilon", "10"])[0] == 0
+    releases = _releases(material, tmp_path, "file", "csv", size="small")
+    before = entries(releases.folder)
+    releases.args = [a for a in releases.args if a not in ("--seed", str(SEED))] + ["--budget", str(ledger)]
+    proc = releases.start((strace, "-o", "/dev/null", "-e", "trace=linkat",
+                           "-e", f"inject=linkat:delay_exit=1500000:when={link}"))
+    named = sidecar_of(releases.out) if link == 1 else releases.out
+    assert wait_until(lambda: named.exists() or proc.poll() is not None, timeout=120), "never named"
+    assert proc.poll() is None, collect(proc)[1]
+    (release,) = children(proc.pid)
+    os.kill(release, signal.SIGINT)
+    _, err = collect(proc, out=releases.out)
+    assert proc.returncode == 0 and not [line for line in err.splitlines() if line and line[0] not in "#\r["], err
+    assert f"wrote {SMALL_ROWS} rows to {releases.out}" in err and "# SIGINT arrived while the release" in err, err
+    assert outcome(releases.folder, releases.out, releases.input, before, releases.tmpdir) == ("pair", [])
+    assert [e["status"] for e in json.loads(ledger.read_text())["entries"]] == ["committed"]
 
 
 # ------------------------------------------------------------------------------- a full disk

@@ -15,9 +15,17 @@ Real ``countdp release`` processes, judged from the files alone
   the winner's pair;
 * refusals in one line naming the user's path, leaving everything as it was: ``--overwrite`` over a
   folder holding a foreign file, over a plain file or a link, and a missing parent;
-* on bindfs (FUSE without renameat2's flags) the fallback under the parent's lock, which the sidecar records.
+* on bindfs (FUSE without renameat2's flags) the fallback under the parent's lock, which the sidecar records;
+* partials across PID namespaces (``unshare -p``): two releases with one process id to one OUT leave the
+  winner's own pair and a one-line refusal, a cleanup from another namespace leaves a running release's
+  partial folder, and a partial folder replaced under a release is never published;
+* SIGINT once the commit's rename is done: the release is reported published and its ledger entry committed;
+* refused before the debit, in one line naming ``--out`` as typed, nothing spent: a name too long for its
+  partial folder (also by ``--dry-run``), names holding ``.countdp-partial-``, a mount point (also a bind
+  mount within one filesystem) and too few free inodes; look-alike folders of the user's are never removed.
 
-The last tests show the judges reporting planted broken states, so none can pass vacuously.
+The last tests show the judges reporting planted broken states, and cleanup removing only unlocked
+partials and in them only the names a release writes, so none can pass vacuously.
 """
 
 from __future__ import annotations
@@ -50,7 +58,10 @@ from tests.helpers.release_checks import (
     dead_partials,
     entries,
     folder_outcome,
+    held_lock,
     one_line_error,
+    partials,
+    pid_namespace,
     run_in_process,
     sha256_file,
     sidecar_of,
@@ -87,11 +98,19 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     return {"mechanism": mechanism, "csv": table, "parquet": folder / "t.parquet"}
 
 
-def arguments(inputs, out: str, seed: int, *extra: str, fmt: str = "csv") -> list[str]:
-    """``countdp``'s arguments for a seeded release of the input table (``fmt``) to ``out`` (a folder when it
-    ends in ``/``)."""
+def arguments(inputs, out: str, seed: int | None, *extra: str, fmt: str = "csv") -> list[str]:
+    """``countdp``'s arguments for a release of the input table (``fmt``) to ``out`` (a folder when it ends in
+    ``/``), seeded unless ``seed`` is ``None`` (a release that spends a budget draws from the OS)."""
+    seeded = [] if seed is None else ["--seed", str(seed)]
     return ["release", str(inputs["mechanism"]), "--input", str(inputs[fmt]), "--count-column", "c", "--keep",
-            "block", "--out", out, "--seed", str(seed), *extra]
+            "block", "--out", out, *seeded, *extra]
+
+
+def ledger_of(folder: Path) -> tuple[Path, str]:
+    """A new budget ledger in ``folder`` and its text (which a refusal must leave as it is)."""
+    ledger = folder / "budget.ledger"
+    assert main(["budget", "init", str(ledger), "--epsilon", "10"]) == 0
+    return ledger, ledger.read_text()
 
 
 def release(inputs, out: str, seed: int, *extra: str, fmt: str = "csv") -> list[str]:
@@ -121,9 +140,19 @@ class Run(NamedTuple):
     seconds: float
 
 
-def _partial_sidecar(out: Path, pid: int) -> Path:
-    """The sidecar in the partial folder of the release ``pid`` to ``out`` (the documented name)."""
-    return out.parent / f".{out.name}.countdp-partial-{pid}" / "table.csv.release.json"
+def _partial_sidecars(out: Path) -> list[Path]:
+    """The sidecars in the partial folders of releases to ``out`` (the documented names; one release runs
+    to each ``out`` here)."""
+    return [folder / "table.csv.release.json" for folder in partials(out.parent, out.name)]
+
+
+def _complete_partial_sidecar(out: Path) -> bool:
+    """Whether a partial folder of a release to ``out`` holds a complete sidecar (its commit began)."""
+    for sidecar in _partial_sidecars(out):
+        with contextlib.suppress(OSError, ValueError):
+            json.loads(sidecar.read_text())
+            return True
+    return False
 
 
 def _program(pid: int) -> str | None:
@@ -158,8 +187,7 @@ def run(argv: list[str], out: Path, seed: int, delay: float | None = None, in_co
         assert wait_until(started_release, timeout=60, step=0.005)
         release_pid = found[0] if found else None
         if in_commit and release_pid is not None:
-            sidecar = _partial_sidecar(out, release_pid)
-            wait_until(lambda: proc.poll() is not None or (sidecar.exists() and sidecar.stat().st_size > 0), 60)
+            wait_until(lambda: proc.poll() is not None or _complete_partial_sidecar(out), 60)
             started = time.monotonic()
         time.sleep(max(0.0, delay - (time.monotonic() - started)))
         if release_pid is not None and proc.poll() is None:  # strace still runs: the id is not yet reused
@@ -173,8 +201,7 @@ def run(argv: list[str], out: Path, seed: int, delay: float | None = None, in_co
     with contextlib.suppress(OSError, ValueError):
         if seed_of(out) == seed:
             return Run(proc.returncode, err, "renamed", seconds)
-    with contextlib.suppress(OSError, ValueError):
-        json.loads(_partial_sidecar(out, killed[0]).read_text())
+    if _complete_partial_sidecar(out):
         return Run(proc.returncode, err, "committing", seconds)
     return Run(proc.returncode, err, "writing", seconds)
 
@@ -284,7 +311,9 @@ def test_concurrent_releases_to_one_folder_leave_one_pair(strace, inputs, tmp_pa
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {path: (folder / path).read_bytes() for path in entries(folder) if (folder / path).is_file()}
+    """Every file under ``folder`` (hidden ones too) and its bytes, but a budget ledger's (``ledger_of``)."""
+    return {path: (folder / path).read_bytes() for path in entries(folder)
+            if (folder / path).is_file() and not path.startswith("budget.ledger")}
 
 
 def test_refusals_are_one_line_naming_the_path_and_change_nothing(inputs, tmp_path):
@@ -319,14 +348,239 @@ def test_without_renameat2_flags_the_commit_is_locked_and_recorded(inputs, tmp_p
         assert os.listdir(mount) == ["out"]
 
 
+# ------------------------------------------------------------------- partials across PID namespaces
+def _namespaced(namespace: list[str] | None, tracer: str, hold: float, argv: list[str]) -> list[str]:
+    """``argv`` run in the PID namespace ``namespace`` (a prefix from ``pid_namespace``; skips without one)
+    under strace, each ``fsync`` held ``hold`` seconds on entry (the commit flushes both files and two folders)."""
+    if namespace is None:
+        pytest.skip("unshare -p -f --mount-proc is needed (root)")
+    return [*namespace, tracer, "-f", "-o", "/dev/null", "-e", "trace=fsync",
+            "-e", f"inject=fsync:delay_enter={int(hold * 1e6)}", *argv]
+
+
+def _partials_seen(parent: Path, name: str) -> list[Path]:
+    """The partials of releases to ``parent / name`` (whatever follows ``.countdp-partial-``, so that what is
+    judged does not depend on how the names end)."""
+    return sorted(path for path in parent.iterdir() if path.name.startswith(f".{name}.countdp-partial-"))
+
+
+def _partial_seen(parent: Path, name: str) -> bool:
+    return bool(_partials_seen(parent, name))
+
+
+@contextlib.contextmanager
+def _ending(proc: subprocess.Popen):
+    """Kill ``proc`` (and with it its PID namespace) if the block leaves it running (a failed assertion)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _ended(proc: subprocess.Popen) -> tuple[int, str]:
+    """A release's exit status and stderr, once it has ended."""
+    _, err = proc.communicate(timeout=300)
+    return proc.returncode, err
+
+
+def test_releases_sharing_a_process_id_in_two_pid_namespaces_leave_one_whole_pair(strace, inputs, tmp_path):  # noqa: F811
+    """Two releases to one OUT, each process 2 of its own PID namespace (containers sharing a volume): the
+    first's commit slowed (each fsync held 2 s), the second started while the first's partial folder exists,
+    slower still (3 s).  Neither may touch the other's partial: one publishes its own complete pair and says
+    so, the other is refused in one line, and nothing else is left in the parent."""
+    out = tmp_path / "shared"
+    first = subprocess.Popen(_namespaced(pid_namespace(), strace, 2, release(inputs, f"{out}/", 11)),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert wait_until(lambda: _partial_seen(tmp_path, out.name) or first.poll() is not None, 120)
+    assert first.poll() is None, first.communicate()
+    with _ending(first):
+        second = subprocess.Popen(_namespaced(pid_namespace(), strace, 3, release(inputs, f"{out}/", 22)),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        with _ending(second):
+            done = {11: _ended(first), 22: _ended(second)}
+    winners = [seed for seed, (status, _) in done.items() if status == 0]
+    assert len(winners) == 1 and all("Traceback" not in err for _, err in done.values()), done
+    assert folder_outcome(out, inputs["csv"]) == ("pair", []) and seed_of(out) == winners[0], done
+    status, err = done[33 - winners[0]]
+    assert status == 2 and one_line_error(err) == [] and f"{out}/ already exists" in err, err
+    assert os.listdir(tmp_path) == [out.name]
+
+
+def test_cleanup_from_another_pid_namespace_leaves_a_running_releases_partial_folder(strace, inputs, tmp_path):  # noqa: F811
+    """A release running as process 4243 of its PID namespace, its commit slowed, and another release into
+    the same parent from a fresh namespace, where no process 4243 exists: the second's cleanup must leave
+    the first's partial folder (whose lock the first holds), and both publish their own pair."""
+    first = subprocess.Popen(_namespaced(pid_namespace(4241), strace, 2, release(inputs, f"{tmp_path / 'a'}/", 11)),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with _ending(first):
+        assert wait_until(lambda: _partial_seen(tmp_path, "a") or first.poll() is not None, 120)
+        fresh = pid_namespace() or pytest.skip("unshare -p -f --mount-proc is needed (root)")
+        second = subprocess.run([*fresh, *release(inputs, f"{tmp_path / 'b'}/", 22)], capture_output=True,
+                                text=True, timeout=300)
+        assert second.returncode == 0, second.stderr
+        assert first.poll() is None and _partial_seen(tmp_path, "a"), "the running release's partial folder is gone"
+        status, err = _ended(first)
+    assert status == 0 and "Traceback" not in err, err
+    for name, seed in (("a", 11), ("b", 22)):
+        assert folder_outcome(tmp_path / name, inputs["csv"]) == ("pair", []) and seed_of(tmp_path / name) == seed
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]
+
+
+def test_a_partial_folder_replaced_under_a_running_release_is_never_published(strace, inputs, tmp_path):  # noqa: F811
+    """While a release flushes its files (each fsync held 1.5 s), its partial folder is moved away and a forged
+    one put under its name: the commit checks the name still leads to its own folder, so it names nothing,
+    says so in one line, and leaves the forged folder (not its own) alone."""
+    out = tmp_path / "out"
+    argv = [strace, "-f", "-o", "/dev/null", "-e", "trace=fsync", "-e", "inject=fsync:delay_enter=1500000",
+            *release(inputs, f"{out}/", 1)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with _ending(proc):
+        def flushing() -> bool:  # the table's bytes reach the folder when the commit flushes them
+            tables = [folder / "table.csv" for folder in _partials_seen(tmp_path, out.name)]
+            return proc.poll() is not None or any(t.exists() and t.stat().st_size > 0 for t in tables)
+
+        assert wait_until(flushing, 120) and proc.poll() is None, proc.communicate()
+        (partial,) = _partials_seen(tmp_path, out.name)
+        partial.rename(tmp_path / "moved")
+        partial.mkdir()
+        (partial / "table.csv").write_text("block,noisy_c,mechanism\nforged,0,x\n")
+        (partial / "table.csv.release.json").write_text("{}")
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and one_line_error(err) == [], err
+    assert "is no longer this release's partial folder; nothing of this release was named" in err, err
+    assert not out.exists() and sorted(os.listdir(partial)) == ["table.csv", "table.csv.release.json"]
+
+
+# ------------------------------------------------------------------- an interrupt once the release is named
+def test_an_interrupt_after_the_rename_leaves_the_release_published_and_recorded(strace, inputs, tmp_path):  # noqa: F811
+    """SIGINT while strace holds the commit's rename on its way out (OUT already named): the release is
+    published, so the command must say so — its success line, the ledger entry committed, status 0, no
+    traceback — and note the interrupt."""
+    ledger, _ = ledger_of(tmp_path)
+    out = tmp_path / "out"
+    argv = [strace, "-o", "/dev/null", "-e", "trace=renameat2", "-e", "inject=renameat2:delay_exit=2000000:when=2+",
+            *release(inputs, f"{out}/", None, "--budget", str(ledger))]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with _ending(proc):
+        assert wait_until(lambda: out.exists() or proc.poll() is not None, 120)
+        found = [pid for pid in children(proc.pid) if _program(pid) == sys.executable]
+        assert proc.poll() is None and len(found) == 1, (found, proc.poll())
+        os.kill(found[0], signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and not [line for line in err.splitlines() if line and line[0] not in "#\r["], err
+    assert f"wrote {ROWS} rows to {out / 'table.csv'}" in err and "# SIGINT arrived while the release" in err, err
+    assert folder_outcome(out, inputs["csv"]) == ("pair", [])
+    assert [e["status"] for e in json.loads(ledger.read_text())["entries"]] == ["committed"]
+
+
+# ------------------------------------------------------------------- refused before the debit, as typed
+def test_a_name_too_long_for_its_partial_folder_is_refused_before_the_debit(inputs, tmp_path):
+    """OUT's own name fits the folder's NAME_MAX, its partial folder's (50 bytes longer) does not: refused in
+    one line naming it, by a dry run too, with nothing spent or written; the longest name that fits works."""
+    ledger, before = ledger_of(tmp_path)
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX")
+    out = f"{tmp_path / ('n' * (limit - 15))}/"
+    for extra in ([], ["--dry-run"]):
+        status, _, err = run_in_process(arguments(inputs, out, None, "--budget", str(ledger), *extra))
+        assert status == 2 and one_line_error(err) == [] and f"--out {out}: " in err, err
+        assert f"at most {limit - 50} bytes" in err, err
+    assert ledger.read_text() == before and not [n for n in os.listdir(tmp_path) if "nnnn" in n]
+    fits = tmp_path / ("n" * (limit - 50))
+    assert run_in_process(arguments(inputs, f"{fits}/", 1))[0] == 0
+    assert folder_outcome(fits, inputs["csv"]) == ("pair", [])
+
+
+def test_partial_lookalikes_are_refused_as_out_and_never_removed(inputs, tmp_path):
+    """A user's folder named like an old partial and holding ``table.xlsx``, and a folder an earlier version
+    published under a partial-like name: a release refused for bad input, refused ``--out`` names holding
+    ``.countdp-partial-`` (folder and file form), and a release that succeeds into the same parent leave them."""
+    ledger, before = ledger_of(tmp_path)
+    mine = tmp_path / ".x.countdp-partial-99999"
+    mine.mkdir()
+    (mine / "table.xlsx").write_text("the curator's")
+    published = tmp_path / ".r.countdp-partial-99990"
+    assert run_in_process(arguments(inputs, f"{published.with_name('made')}/", 1))[0] == 0
+    published.with_name("made").rename(published)
+    kept = _files(tmp_path)
+    bad = arguments(inputs, f"{tmp_path / 'bad'}/", None, "--budget", str(ledger))
+    bad[bad.index("--count-column") + 1] = "no_such_column"
+    status, _, err = run_in_process(bad)
+    assert status == 2 and one_line_error(err) == [] and "no_such_column" in err, err
+    for typed in (f"{tmp_path / '.r.countdp-partial-99991'}/", str(tmp_path / ".o.csv.countdp-partial-7"),
+                  f"{tmp_path / ('.o.countdp-partial-' + '0' * 32)}/"):
+        status, _, err = run_in_process(arguments(inputs, typed, None, "--budget", str(ledger)))
+        assert status == 2 and one_line_error(err) == [] and f"--out {typed}: " in err and "partial" in err, err
+    assert ledger.read_text() == before and _files(tmp_path) == kept
+    assert run_in_process(arguments(inputs, f"{tmp_path / 'ok'}/", 1))[0] == 0
+    assert {n: b for n, b in _files(tmp_path).items() if not n.startswith("ok/")} == kept
+
+
+def test_a_mount_point_or_too_few_free_inodes_are_refused_before_the_debit(inputs, tmp_path, mount):
+    """``--overwrite`` of a release folder that is a mount point (it cannot be renamed), and a folder release
+    into a filesystem with two free inodes (it needs three: the folder and two files): refused in one line,
+    nothing spent or changed; a table and its sidecar (two inodes) still fit there."""
+    ledger, before = ledger_of(tmp_path)
+    assert run_in_process(arguments(inputs, f"{tmp_path / 'x'}/", 1))[0] == 0
+    point = mount("size=1m")
+    for path in (tmp_path / "x").iterdir():
+        shutil.copy(path, point / path.name)
+    held = _files(point)
+    status, _, err = run_in_process(arguments(inputs, f"{point}/", None, "--overwrite", "--budget", str(ledger)))
+    assert status == 2 and one_line_error(err) == [] and f"{point}/ is a mount point" in err, err
+    status, _, err = run_in_process(arguments(inputs, str(point), None, "--overwrite", "--budget", str(ledger)))
+    assert status == 2 and one_line_error(err) == [] and f"{point} is a mount point" in err, err
+    assert ledger.read_text() == before and _files(point) == held
+    small = mount("size=1m,nr_inodes=3")
+    assert os.statvfs(small).f_favail == 2  # the root folder takes one
+    status, _, err = run_in_process(arguments(inputs, f"{small / 'o'}/", None, "--budget", str(ledger)))
+    assert status == 2 and one_line_error(err) == [] and f"--out {small / 'o'}/: " in err and "inodes" in err, err
+    assert ledger.read_text() == before and os.listdir(small) == []
+    status, _, err = run_in_process(arguments(inputs, str(small / "o.csv"), None, "--budget", str(ledger)))
+    assert status == 0 and sorted(os.listdir(small)) == ["o.csv", "o.csv.release.json"], err
+
+
+def test_a_release_folder_bind_mounted_on_itself_is_refused_before_the_debit(inputs, tmp_path):
+    """A bind mount within one filesystem, which ``os.path.ismount`` does not see (same device, same inode
+    as before): ``--overwrite`` of it would fail with EBUSY after the debit, so it is refused before."""
+    ledger, before = ledger_of(tmp_path)
+    bound = tmp_path / "y"
+    assert run_in_process(arguments(inputs, f"{bound}/", 1))[0] == 0
+    done = subprocess.run(["mount", "--bind", str(bound), str(bound)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot bind-mount (root is needed): {done.stderr.strip()}")
+    try:
+        assert not os.path.ismount(bound)
+        held = _files(bound)
+        status, _, err = run_in_process(arguments(inputs, f"{bound}/", None, "--overwrite", "--budget", str(ledger)))
+        assert status == 2 and one_line_error(err) == [] and f"{bound}/ is a mount point" in err, err
+        assert ledger.read_text() == before and _files(bound) == held
+    finally:
+        subprocess.run(["umount", str(bound)], check=True)
+
+
+def test_messages_repeat_out_as_typed(inputs, tmp_path, monkeypatch):
+    """Every refusal names ``--out`` as typed (``/``, ``./o4/``, ``o3//``, ``.``, ``''``), never as a path
+    object; an empty folder is called empty; a success line names the table under the typed folder."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("o3", "o4"):
+        assert run_in_process(arguments(inputs, f"{name}/", 1))[0] == 0
+        (tmp_path / name / "notes.txt").write_text("the curator's")
+    (tmp_path / "e").mkdir()
+    cases = [("/", [], "--out /: name the release folder"), ("./o4/", ["--overwrite"], "./o4/ holds other files"),
+             ("o3//", ["--overwrite"], "o3// holds other files"),
+             ("e/", ["--overwrite"], "e/ is an empty folder, not a countdp release folder"),
+             (".", [], "--out .: name the table"), ("", [], "--out '': name the table")]
+    for typed, extra, expected in cases:
+        status, _, err = run_in_process(arguments(inputs, typed, 1, *extra))
+        assert status == 2 and one_line_error(err) == [] and expected in err, (typed, err)
+        assert "PosixPath" not in err and "--out //" not in err, err
+    status, _, err = run_in_process(arguments(inputs, "./o5/", 1))
+    assert status == 0 and f"wrote {ROWS} rows to ./o5/table.csv; " in err, err
+
+
 # ------------------------------------------------------------------------------- the judges
-def _dead_pid() -> int:
-    """The id of a process that has ended."""
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    return proc.pid
-
-
 def test_the_folder_judge_reports_lone_and_mismatched_files(inputs, tmp_path):
     good = tmp_path / "good"
     assert run_in_process(arguments(inputs, f"{good}/", 1))[0] == 0
@@ -350,16 +604,26 @@ def test_the_folder_judge_reports_lone_and_mismatched_files(inputs, tmp_path):
     assert folder_outcome(tmp_path / "absent", inputs["csv"]) == ("nothing", [])
 
 
-def test_only_dead_releases_partial_folders_holding_release_files_are_removed(tmp_path):
-    dead = tmp_path / f".out.countdp-partial-{_dead_pid()}"
-    live = tmp_path / f".out.countdp-partial-{os.getpid()}"
-    foreign = tmp_path / f".other.countdp-partial-{_dead_pid()}"
-    for folder in (dead, live, foreign):
+def test_only_unlocked_partials_are_removed_and_only_the_names_a_release_writes(tmp_path):
+    """A partial whose lock a live process holds stays; an unlocked one holding only release files goes; one
+    holding anything else stays whole; PID-named leftovers of earlier versions and look-alikes stay."""
+    token = "0123456789abcdef" * 2
+    dead, live, foreign = (tmp_path / f".{n}.countdp-partial-{token}" for n in ("out", "live", "other"))
+    old, lookalike = tmp_path / ".out.countdp-partial-4242", tmp_path / ".x.countdp-partial-99999"
+    for folder in (dead, live, foreign, old):
         folder.mkdir()
         (folder / "table.csv").write_text("block,noisy_c\n")
         (folder / "table.csv.release.json").write_text("{")
     (foreign / "notes.txt").write_text("not a release's")
-    assert dead_partials(tmp_path) == sorted([dead, foreign])
-    assert remove_stale_partials(tmp_path) == [dead]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, foreign.name])
+    lookalike.mkdir()
+    (lookalike / "table.xlsx").write_text("the curator's")
+    odd = tmp_path / f".odd.countdp-partial-{token}"
+    odd.mkdir()
+    (odd / "table.xlsx").write_text("not a name a release writes")
+    with held_lock(live):
+        assert dead_partials(tmp_path) == sorted([dead, foreign, odd])
+        assert remove_stale_partials(tmp_path) == [dead]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in (live, foreign, old, lookalike, odd))
     assert sorted(os.listdir(foreign)) == ["notes.txt", "table.csv", "table.csv.release.json"]
+    assert os.listdir(lookalike) == ["table.xlsx"] and os.listdir(odd) == ["table.xlsx"]
+    assert remove_stale_partials(tmp_path) == [live]  # its holder has ended

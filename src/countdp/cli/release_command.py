@@ -222,8 +222,9 @@ def _request(args: argparse.Namespace):
         raise UsageError("--seed makes the noise reproducible from the sidecar, so a seeded release protects nobody "
                          "and cannot spend a privacy budget: drop --seed (or --budget, for an experiment)")
     # a trailing "/" (which Path drops) asks for a release folder
-    common = {"input": args.input, "out": Path(args.out), "out_folder": args.out.endswith("/"), "keep": keep,
-              "seed": args.seed, "budget": args.budget, "overwrite": args.overwrite, "command": tuple(sys.argv)}
+    common = {"input": args.input, "out": Path(args.out), "out_folder": args.out.endswith("/"), "out_typed": args.out,
+              "keep": keep, "seed": args.seed, "budget": args.budget, "overwrite": args.overwrite,
+              "command": tuple(sys.argv)}
     if args.size_column is None:
         if args.file is None:
             raise UsageError("a table release needs a mechanism FILE, or --size-column with --mechanism")
@@ -289,9 +290,10 @@ def _preflight(prepared) -> None:
     """What can fail before any noise is drawn: the output folder writable, with room for the output.
 
     The room asked for is a lower bound of what the release writes (two bytes a noisy CSV value,
-    a quarter of a byte in Parquet, whose encodings compress): a folder that cannot hold even that
-    is refused before the debit; a disk that fills during the write leaves nothing, and the ledger
-    entry is marked failed.
+    a quarter of a byte in Parquet, whose encodings compress), and the files it holds at once: two
+    for a table and its sidecar, three for a release folder (the folder, then its two files, or
+    while probing renameat2, two empty probes).  A folder that cannot hold that is refused before
+    the debit; a disk that fills during the write leaves nothing, and the ledger entry is marked failed.
     """
     from countdp.release.atomic import preflight  # lazy: the release layer stays out of the CLI's start-up
     from countdp.release.tables import table_format  # lazy: keeps pyarrow out of the CLI's start-up
@@ -300,20 +302,22 @@ def _preflight(prepared) -> None:
     noisy = sum(len(c.noisy_columns) for c in request.columns)
     per_row = noisy / 4 if table_format(request.input) == "parquet" else 2 * noisy
     try:
-        preflight(request.out.parent, int(prepared.validated.rows * per_row) + (1 << 14))
+        files = 3 if request.out_folder else 2
+        preflight(request.out.parent, int(prepared.validated.rows * per_row) + (1 << 14), files)
     except OSError as exc:
         raise UsageError(f"--out {request.out_text}: {exc.strerror or exc}; nothing was drawn or spent") from None
 
 
 def _release_table(args: argparse.Namespace) -> int:
     from countdp.release.atomic import repair  # lazy: the release layer stays out of the CLI's start-up
-    from countdp.release.engine import prepare, sidecar_path, write_release  # lazy: scipy and pyarrow, likewise
+    from countdp.release.engine import check_out_name, prepare  # lazy: scipy and pyarrow, likewise
 
     request, design = _request(args)
     ledger = Ledger(request.budget) if request.budget else None
     if ledger is not None:
         ledger.state()  # a missing or malformed ledger is refused before any work
-    if not args.dry_run and request.out.parent.is_dir():
+    check_out_name(request)  # an --out no release can write is refused before any cleanup
+    if not args.dry_run:
         # a sidecar left alone by a release killed together with its guardian; dead releases' partial
         # files and folders (a release folder is written beside OUT, in the same parent)
         repair(request.out.parent)
@@ -329,27 +333,46 @@ def _release_table(args: argparse.Namespace) -> int:
     _preflight(prepared)
     debit = debit_release(ledger, prepared) if ledger is not None else None
     _randomness_note(request.seed)
+    return _write(prepared, ledger, debit)
+
+
+def _write(prepared, ledger: Ledger | None, debit: dict | None) -> int:
+    """Draw, write and commit the release, then mark its ledger entry committed and report it.
+
+    From just before the commit names anything to the report, SIGINT, SIGTERM and SIGHUP are held
+    (:class:`~countdp.release.engine.HeldSignals`): once named, the release is published, and the
+    entry, the report and the status say so whatever arrives; such a signal is then noted, and the
+    command ends as it was about to.  Before that, an interrupt fails the release as any error does.
+    """
+    from countdp.release.engine import HeldSignals, write_release  # lazy: scipy and pyarrow
+    from countdp.release.partials import SIDECAR_SUFFIX  # lazy: the release layer stays out of the CLI's start-up
+
+    request = prepared.request
     progress = Progress(prepared.validated.rows, "rows released")
-    try:
-        randomness = Randomness(request.seed, sum(len(c.noisy_columns) for c in request.columns))
-        record = write_release(prepared, randomness, __version__, debit, progress.advance)
-    except BaseException as exc:
-        spent = "" if debit is None else f" (its epsilon stays spent: entry {debit['entry']} is marked failed)"
-        if debit is not None:
-            ledger.fail(debit["entry"], f"{type(exc).__name__}: {exc}")
-        if isinstance(exc, FileExistsError):  # another release committed there first
-            raise UsageError(f"{exc.strerror}{spent}") from None
-        if isinstance(exc, OSError):
-            raise UsageError(f"{request.out_text}: {exc.strerror or exc}; nothing was written{spent}") from None
-        if isinstance(exc, ValueError):
-            raise ValueError(f"{exc}{spent}") from None
-        raise
-    finally:
-        progress.close()
-    if ledger is not None:
-        ledger.commit(debit["entry"], {"out": str(request.table_path), "sha256": record["output"]["sha256"]})
-    print(f"# wrote {prepared.validated.rows} rows to {request.table_path}; the guarantee and provenance are in "
-          f"{sidecar_path(request.table_path)}", file=sys.stderr)
+    with HeldSignals() as held:
+        try:
+            randomness = Randomness(request.seed, sum(len(c.noisy_columns) for c in request.columns))
+            record = write_release(prepared, randomness, __version__, debit, progress.advance, hold=held.hold)
+        except BaseException as exc:
+            spent = "" if debit is None else f" (its epsilon stays spent: entry {debit['entry']} is marked failed)"
+            if debit is not None:
+                ledger.fail(debit["entry"], f"{type(exc).__name__}: {exc}")
+            if isinstance(exc, FileExistsError):  # another release committed there first
+                raise UsageError(f"{exc.strerror}{spent}") from None
+            if isinstance(exc, OSError):
+                raise UsageError(f"{request.out_text}: {exc.strerror or exc}; nothing was written{spent}") from None
+            if isinstance(exc, ValueError):
+                raise ValueError(f"{exc}{spent}") from None
+            raise
+        finally:
+            progress.close()
+        if ledger is not None:
+            ledger.commit(debit["entry"], {"out": str(request.table_path), "sha256": record["output"]["sha256"]})
+        print(f"# wrote {prepared.validated.rows} rows to {request.table_text}; the guarantee and provenance are in "
+              f"{request.table_text}{SIDECAR_SUFFIX}", file=sys.stderr)
+    if held.received:
+        print(f"# {', '.join(held.received)} arrived while the release was being published; it was published and "
+              "recorded, and the command ends here", file=sys.stderr)
     return 0
 
 

@@ -30,10 +30,12 @@ leave the same state on disk; the same repair applies.  A release published as a
 (``--out DIR/``, :class:`~countdp.release.atomic_folder.AtomicFolder`) has no such window: its
 pair is named by one ``rename``.
 
-Without ``O_TMPFILE`` (NFS, FUSE) the files are named hidden files (``.NAME.countdp-partial-PID``),
-linked into place with ``link`` (never replacing; ``rename`` after an existence check under the lock
-where there are no hard links) and then removed.  A SIGKILL while they are written leaves them; the
-guardian removes them at the commit, and the next release removes those of dead processes.  Where
+Without ``O_TMPFILE`` (NFS, FUSE) the files are named hidden files (``.NAME.countdp-partial-TOKEN``,
+a random TOKEN), each locked by the release (and its guardian) for its whole life
+(:mod:`countdp.release.partials`), and linked into place with ``link`` (never replacing; ``rename``
+after an existence check under the lock where there are no hard links) once the release has checked
+that each name still leads to its own file.  A SIGKILL while they are written leaves them; the
+guardian removes them at the commit, and the next release removes those whose lock nobody holds.  Where
 the folder cannot be locked (NFS refuses an exclusive ``flock`` of a directory), commits run
 unlocked: no-replace naming still lets one release only name ``OUT``, but concurrent ``--overwrite``
 releases are not serialised and :func:`repair` leaves marked sidecars alone.
@@ -44,14 +46,20 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
-from countdp.release.partials import remove_stale_partials
+from countdp.release.partials import (
+    SIDECAR_SUFFIX,
+    create_partial,
+    is_at,
+    lock_folder,
+    partial_name,
+    remove_stale_partials,
+)
 
 _AT_FDCWD = -100
 _AT_SYMLINK_FOLLOW = 0x400
@@ -59,7 +67,6 @@ UNNAMED = "unnamed files (O_TMPFILE) linked into place at commit (linkat)"
 NAMED = "named partial files linked into place at commit (this filesystem has no O_TMPFILE)"
 MARK = stat.S_ISVTX
 """The mode bit a sidecar carries while it may stand without its table (meaningless on a regular file)."""
-SIDECAR_SUFFIX = ".release.json"
 _NO_HARD_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EMLINK)
 
 _GUARDIAN = r"""
@@ -133,9 +140,8 @@ class PendingFile:
         self.partial: Path | None = None
         if not named_fallback:
             self.fd = os.open(target.parent, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o666)
-        else:
-            self.partial = target.with_name(f".{target.name}.countdp-partial-{os.getpid()}")
-            self.fd = os.open(self.partial, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o666)
+        else:  # a random name, locked for the release's life: see countdp.release.partials
+            self.partial, self.fd, _ = create_partial(target.parent, target.name, folder=False)
         self.stream = os.fdopen(self.fd, "wb", buffering=1 << 20, closefd=False)
 
     def finish(self) -> os.stat_result:
@@ -149,6 +155,9 @@ class PendingFile:
         if self.partial is None:
             linker(self.fd, self.target)
             return
+        if not is_at(self.partial, self.fd):
+            raise OSError(errno.ESTALE, f"{self.partial} is no longer this release's partial file; nothing of "
+                          "this release was named", str(self.partial))
         try:
             os.link(self.partial, self.target)
         except OSError as exc:
@@ -173,9 +182,9 @@ class PendingFile:
             self.stream.close()
         except OSError:
             pass
-        os.close(self.fd)
-        if self.partial is not None:
+        if self.partial is not None and is_at(self.partial, self.fd):
             self.partial.unlink(missing_ok=True)
+        os.close(self.fd)
 
 
 def _supports_unnamed(folder: Path) -> bool:
@@ -189,20 +198,22 @@ def _supports_unnamed(folder: Path) -> bool:
     return True
 
 
-def preflight(folder: Path, estimated_bytes: int) -> None:
+def preflight(folder: Path, estimated_bytes: int, inodes: int = 2) -> None:
     """Refuse, before the budget is debited, a folder that cannot take the release.
 
     The folder must accept a new file — an unnamed one (or, without ``O_TMPFILE``, a named probe
     removed at once) is actually created, because permission bits do not stop root and only the
     attempt finds a read-only mount — and have ``estimated_bytes`` free for an unprivileged writer
-    (``f_bavail * f_frsize``).  Raises :class:`OSError` whose ``strerror`` is one line naming the folder.
+    (``f_bavail * f_frsize``) and ``inodes`` free files (``f_favail``; a filesystem reporting no
+    inode count, ``f_files`` 0, is not checked).  Raises :class:`OSError` whose ``strerror`` is one
+    line naming the folder.
     """
     folder = Path(folder)
     try:
         if not _supports_unnamed(folder):
-            probe = folder / f".countdp-probe.countdp-partial-{os.getpid()}"
+            probe = folder / partial_name("countdp-probe")
             os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600))
-            os.unlink(probe)
+            probe.unlink(missing_ok=True)  # unlocked: another release's cleanup may have removed it
     except OSError as exc:
         raise OSError(exc.errno, f"the folder {folder} cannot take a new file ({exc.strerror})", str(folder)) from None
     found = os.statvfs(folder)
@@ -210,6 +221,9 @@ def preflight(folder: Path, estimated_bytes: int) -> None:
     if free < estimated_bytes:
         raise OSError(errno.ENOSPC, f"the folder {folder} has {free:,} bytes free; the release needs about "
                       f"{estimated_bytes:,}", str(folder))
+    if found.f_files and found.f_favail < inodes:
+        raise OSError(errno.ENOSPC, f"the folder {folder} has {found.f_favail:,} free inodes (files); the release "
+                      f"needs {inodes}", str(folder))
 
 
 def repair(folder: Path, suffix: str = SIDECAR_SUFFIX) -> list[Path]:
@@ -246,17 +260,6 @@ def repair(folder: Path, suffix: str = SIDECAR_SUFFIX) -> list[Path]:
         os.close(lock)
 
 
-def lock_folder(fd: int) -> bool:
-    """An exclusive ``flock`` of the folder open as ``fd`` (waiting for it); False where refused (NFS)."""
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except OSError as exc:
-        if exc.errno in (errno.EBADF, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
-            return False
-        raise
-    return True
-
-
 class AtomicPair:
     """A table and its sidecar, written unnamed and committed together.
 
@@ -274,7 +277,11 @@ class AtomicPair:
         name, table_name = self.sidecar_path.name, self.table_path.name
         repair(folder, name[len(table_name):] if name.startswith(table_name) else SIDECAR_SUFFIX)
         self.table = PendingFile(self.table_path, named)
-        self.sidecar = PendingFile(self.sidecar_path, named)
+        try:
+            self.sidecar = PendingFile(self.sidecar_path, named)
+        except BaseException:
+            self.table.discard()
+            raise
         self.committed = False
 
     def __enter__(self) -> AtomicPair:
@@ -285,11 +292,13 @@ class AtomicPair:
             self.table.discard()
             self.sidecar.discard()
 
-    def commit(self) -> None:
+    def commit(self, hold=None) -> None:
         """Flush both files to disk, then, under the folder's lock and the guardian, name them.
 
         Once both names are linked the release is committed: a guardian that died meanwhile
-        changes nothing (writing ``done`` to it may fail, and is ignored).
+        changes nothing (writing ``done`` to it may fail, and is ignored).  ``hold()``, if given, is
+        called just before the first name changes (the caller holds its signals from there on:
+        :class:`~countdp.release.engine.HeldSignals`).
         """
         self.table.finish()
         self.sidecar.finish()
@@ -300,7 +309,7 @@ class AtomicPair:
                 if guardian.stdout.readline() != b"ready\n":
                     raise OSError(errno.ECHILD, "the commit guardian did not start")
                 lock_folder(lock)
-                self._name_both(guardian)
+                self._name_both(guardian, hold)
                 self.committed = True
                 _tell(guardian, b"done\n")
             finally:
@@ -322,7 +331,7 @@ class AtomicPair:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
             pass_fds=(lock, self.sidecar.fd, self.table.fd))
 
-    def _name_both(self, guardian: subprocess.Popen) -> None:
+    def _name_both(self, guardian: subprocess.Popen, hold=None) -> None:
         """Under the lock: (with ``replace``) remove the old pair, then name the sidecar, then the table.
 
         The sidecar is marked before it is named and unmarked after the table is; the old sidecar is
@@ -330,6 +339,8 @@ class AtomicPair:
         """
         if guardian.poll() is not None:
             raise OSError(errno.ECHILD, "the commit guardian ended before the commit; nothing was named")
+        if hold is not None:
+            hold()
         mode = stat.S_IMODE(os.fstat(self.sidecar.fd).st_mode)
         os.fchmod(self.sidecar.fd, mode | MARK)
         if self.replace:
@@ -378,5 +389,5 @@ def fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-__all__ = ["MARK", "NAMED", "UNNAMED", "AtomicPair", "PendingFile", "fsync_folder", "lock_folder", "preflight",
-           "remove_stale_partials", "repair"]
+__all__ = ["MARK", "NAMED", "SIDECAR_SUFFIX", "UNNAMED", "AtomicPair", "PendingFile", "fsync_folder", "lock_folder",
+           "preflight", "remove_stale_partials", "repair"]

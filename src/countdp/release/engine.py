@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -30,10 +32,11 @@ import pyarrow as pa
 
 from countdp.privacy.alpha import alpha_text
 from countdp.release.atomic import AtomicPair
-from countdp.release.atomic_folder import AtomicFolder, existing_problem
+from countdp.release.atomic_folder import AtomicFolder, existing_problem, is_mount_point
 from countdp.release.draws import ColumnSampler, Randomness
 from countdp.release.invariant import ColumnInvariant, choose_alpha, column_invariant, conditioned_draw, read_columns
 from countdp.release.levels import LevelsSampler
+from countdp.release.partials import MARKER, SIDECAR_SUFFIX, longest_name, partial_name
 from countdp.release.provenance import column_epsilon, sidecar_record
 from countdp.release.request import ReleaseRequest, Validated, validate
 from countdp.release.tables import TableSink, TableSource, integer_values
@@ -104,37 +107,63 @@ def streams(request: ReleaseRequest) -> list[list[int]]:
     return out
 
 
+def check_out_name(request: ReleaseRequest) -> None:
+    """Refuse an ``--out`` no release can write, before anything else happens (one line naming it as typed).
+
+    OUT must have a name (not ``.``, ``..``, ``/`` or empty), not one holding ``.countdp-partial-``
+    (the hidden partials releases write and remove: :mod:`countdp.release.partials`), in an existing
+    folder, and short enough that every name the release writes for it (its sidecar, its partial
+    file or folder, ``NAME`` + 50 to 63 bytes) fits the folder's ``NAME_MAX``.
+    """
+    out, shown = request.out, request.out_text
+    if out.name in ("", ".", ".."):
+        what = "the release folder to create, e.g. --out results/noisy/" if request.out_folder else \
+            "the table to write, e.g. --out results/noisy.csv (or, ending in '/', a folder to create)"
+        raise ValueError(f"--out {shown}: name {what}")
+    if MARKER in out.name:
+        raise ValueError(f"--out {shown}: a name holding '{MARKER}' is a hidden partial, which countdp writes and "
+                         "removes; choose another name")
+    if not out.parent.is_dir():
+        raise ValueError(f"--out {shown}: no folder {out.parent}")
+    names = [out.name] if request.out_folder else [out.name, out.name + SIDECAR_SUFFIX]
+    own = len(os.fsencode(out.name))
+    longest = max(len(os.fsencode(partial_name(name))) for name in names)
+    limit = longest_name(out.parent)
+    if longest > limit:
+        raise ValueError(f"--out {shown}: the name is {own} bytes, and the release writes names {longest - own} "
+                         f"bytes longer beside it, past the {limit} bytes this folder takes for a name; choose a "
+                         f"name of at most {limit - longest + own} bytes")
+
+
 def check_paths(request: ReleaseRequest) -> None:
-    """Refuse an output that is the input (also through a link), sits in no folder, or already exists."""
+    """Refuse an output :func:`check_out_name` refuses, that is the input (also through a link), or
+    already exists; with ``--overwrite``, a mount point (which cannot be removed or renamed), or for
+    a release folder anything but a countdp release folder (:func:`~countdp.release.atomic_folder.existing_problem`)."""
+    check_out_name(request)
     if request.out_folder:
         _check_folder(request)
         return
-    out, sidecar = request.out, sidecar_path(request.out)
+    out, sidecar, shown = request.out, sidecar_path(request.out), request.out_text
     for path in (out, sidecar):
         if path.exists() and request.input.exists() and os.path.samefile(path, request.input):
-            raise ValueError(f"--out {request.out} is the input table {request.input}; choose another name")
+            raise ValueError(f"--out {shown} is the input table {request.input}; choose another name")
         if os.path.realpath(path) == os.path.realpath(request.input):
-            raise ValueError(f"--out {request.out} is the input table {request.input}; choose another name")
-    if not out.parent.is_dir():
-        raise ValueError(f"--out {request.out}: no folder {out.parent}")
-    if not request.overwrite:
-        for path in (out, sidecar):
-            if path.exists() or path.is_symlink():
-                raise ValueError(f"{path} already exists; remove it, choose another --out, or pass --overwrite")
+            raise ValueError(f"--out {shown} is the input table {request.input}; choose another name")
+    for path, typed in ((out, shown), (sidecar, shown + SIDECAR_SUFFIX)):
+        if not request.overwrite and (path.exists() or path.is_symlink()):
+            raise ValueError(f"{typed} already exists; remove it, choose another --out, or pass --overwrite")
+        if request.overwrite and is_mount_point(path):
+            raise ValueError(f"{typed} is a mount point, which --overwrite cannot remove; choose another --out")
 
 
 def _check_folder(request: ReleaseRequest) -> None:
     """:func:`check_paths` for a release folder: a new name in an existing folder, not holding the input;
     with ``--overwrite`` an existing OUT must be a countdp release folder (never a user's folder)."""
     out, shown = request.out, request.out_text
-    if out.name in ("", ".", ".."):
-        raise ValueError(f"--out {shown}: name the release folder to create, e.g. --out results/noisy/")
-    if not out.parent.is_dir():
-        raise ValueError(f"--out {shown}: no folder {out.parent}")
     inside = os.path.realpath(out) + os.sep
     if os.path.realpath(request.input).startswith(inside):
         raise ValueError(f"--out {shown} holds the input table {request.input}; choose another name")
-    problem = existing_problem(out, request.overwrite)
+    problem = existing_problem(out, request.overwrite, shown)
     if problem is not None:
         raise ValueError(problem)
 
@@ -267,13 +296,53 @@ def _committer(request: ReleaseRequest) -> AtomicPair | AtomicFolder:
     """Where the release is written and how it is committed: a folder named by one rename (``--out DIR/``),
     or a table and its sidecar named side by side."""
     if request.out_folder:
-        return AtomicFolder(request.out, request.table_path.name, replace=request.overwrite)
+        return AtomicFolder(request.out, request.table_path.name, replace=request.overwrite, shown=request.out_text)
     return AtomicPair(request.out, sidecar_path(request.out), replace=request.overwrite)
 
 
+class HeldSignals:
+    """SIGINT, SIGTERM and SIGHUP held from just before a release names its output to the end of the block.
+
+    Once the output is named the release is published; an interrupt arriving then must not make the
+    command say otherwise (a traceback, the ledger entry marked failed, a failing status).
+    ``with HeldSignals() as held:`` pass ``held.hold`` to :func:`write_release`, which calls it just
+    before the first name changes; from then on each of these signals is only recorded in
+    :attr:`received`, and the handlers in place come back when the block ends.  A Python handler
+    holds them, not a blocked signal mask: the kernel may deliver a signal to any thread that does
+    not block it (the writer's, pyarrow's), while Python handlers always run in the main thread.
+    Off the main thread nothing is held.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.received: list[str] = []
+        self.saved: dict = {}
+
+    def __enter__(self) -> HeldSignals:
+        return self
+
+    def hold(self) -> None:
+        if self.saved or threading.current_thread() is not threading.main_thread():
+            return
+        self.saved = {number: signal.signal(number, self.record) for number in self.SIGNALS}
+
+    def record(self, number: int, frame) -> None:
+        self.received.append(signal.Signals(number).name)
+
+    def __exit__(self, *exc) -> None:
+        for number, handler in self.saved.items():
+            signal.signal(number, signal.SIG_DFL if handler is None else handler)
+        self.saved = {}
+
+
 def write_release(prepared: Prepared, randomness: Randomness, version: str, debit: dict | None = None,
-                  progress=None) -> dict:
-    """Pass two: draw, write, and commit the table and its sidecar together; returns the sidecar record."""
+                  progress=None, hold=None) -> dict:
+    """Pass two: draw, write, and commit the table and its sidecar together; returns the sidecar record.
+
+    ``hold()``, if given, is called just before the commit's first name changes (:class:`HeldSignals`).
+    Once the release is named, nothing raised afterwards reaches the caller: the release is published.
+    """
     request, validated = prepared.request, prepared.validated
     source = TableSource(request.input)
     wanted = list(dict.fromkeys(validated.kept + request.count_names +
@@ -307,13 +376,15 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
                                 pair.method, debit, version, prepared.invariants)
         pair.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
         try:
-            pair.commit()
-        except OSError:
+            pair.commit(hold)
+        except BaseException:
             if not pair.committed:
                 raise
-            # both names are in place (only flushing the folder failed): the release is published,
-            # and saying otherwise would not match the filesystem
+            # the release is named, so published: what failed after (flushing the folder, removing the
+            # release it replaced) or arrived after (any exception) cannot undo that, and saying
+            # otherwise would not match the filesystem
     return record
 
 
-__all__ = ["Prepared", "check_paths", "draw_conditioned", "prepare", "sidecar_path", "streams", "write_release"]
+__all__ = ["HeldSignals", "Prepared", "check_out_name", "check_paths", "draw_conditioned", "prepare", "sidecar_path",
+           "streams", "write_release"]

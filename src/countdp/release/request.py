@@ -62,6 +62,7 @@ class ReleaseRequest:
 
     ``out_folder``: ``out`` names a release folder to create (``--out DIR/``), holding the table
     :attr:`table_path` and its sidecar, committed by one rename (:mod:`countdp.release.atomic_folder`).
+    ``out_typed``: ``--out`` exactly as the user typed it, which every message about it repeats.
     """
 
     input: Path
@@ -82,6 +83,7 @@ class ReleaseRequest:
     invariant_by: str | None = None
     target_alpha: Fraction | None = None
     out_folder: bool = False
+    out_typed: str | None = None
 
     @property
     def table_path(self) -> Path:
@@ -90,8 +92,17 @@ class ReleaseRequest:
 
     @property
     def out_text(self) -> str:
-        """``out`` as the user wrote it: a release folder keeps its trailing ``/``."""
+        """``out`` as the user typed it (``''`` if empty); without :attr:`out_typed`, ``out`` and, for a
+        release folder, a trailing ``/``."""
+        if self.out_typed is not None:
+            return self.out_typed or "''"
         return f"{self.out}/" if self.out_folder else str(self.out)
+
+    @property
+    def table_text(self) -> str:
+        """:attr:`table_path` as the user would write it: :attr:`out_text`, or inside a release folder
+        the table's name after it."""
+        return f"{self.out_text.rstrip('/')}/{self.table_path.name}" if self.out_folder else self.out_text
 
     @property
     def count_names(self) -> list[str]:
@@ -253,7 +264,7 @@ def validate(request: ReleaseRequest, progress=None) -> Validated:
     source = TableSource(request.input)
     kept = _names(source, request)
     if not request.out_folder and table_format(request.out) != source.format:
-        raise ValueError(f"--out {request.out}: a {source.format.upper()} table is released as "
+        raise ValueError(f"--out {request.out_text}: a {source.format.upper()} table is released as "
                          f"{source.format.upper()}; name the output with a matching suffix")
     seen: dict = {}
     try:
