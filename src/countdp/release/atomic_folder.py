@@ -271,10 +271,8 @@ class AtomicFolder:
         self._close()
 
     def _discard(self) -> None:
-        """Remove what this release wrote, and its partial folder (only the names it writes)."""
-        for pending in (self.table, self.sidecar):
-            if pending is not None:
-                pending.close()
+        """Remove what this release wrote, and its partial folder (only the names it writes), still
+        holding the folder's lock; :meth:`_close` then lets go of everything."""
         if self.fd is not None:
             remove_partial_folder(self.partial, self.fd, self.names)
         self._close()
