@@ -30,8 +30,8 @@ from pathlib import Path
 
 from countdp import design_named
 from countdp.cli.release_command import _mechanisms
-from countdp.mechanisms.artifact import load_design, save_design
 from countdp.release import empirical_audit as ea
+from countdp.services.artifact import load_design, save_design
 
 ALPHA = Fraction(2, 3)
 LEVELS = (Fraction(1, 2), Fraction(2, 3), Fraction(9, 10))

@@ -36,7 +36,7 @@ SRC = HERE.parent / "src"
 _CHILD = r"""
 import hashlib, json, sys, time
 import numpy as np
-from countdp.mechanisms.artifact import load_design, save_design
+from countdp.services.artifact import load_design, save_design
 source, out, repeat = sys.argv[1], sys.argv[2], int(sys.argv[3])
 save_design(load_design(source), out)
 best = float("inf")

@@ -24,13 +24,13 @@ import multiprocessing
 import os
 import time
 
-from countdp.design.constraints import PROPERTIES
 from countdp.design.designer import DesignError, design_named
 from countdp.design.reduce import implied_drops
 from countdp.design.reductions.fold_symmetry import SYMMETRIZED
 from countdp.design.reductions.relax_cm import FACE, RELAXATION
 from countdp.design.solvers.solved import INTERIOR_GUIDE
 from countdp.privacy.exact import exact_dp_check
+from countdp.values.properties import PROPERTIES
 
 CASES = (("WM", ()), ("WH", ()), ("LP", ()), ("LP", ("F",)), ("LP", ("CH", "RM")))
 """The mechanisms and property sets of the sweep."""

@@ -4,7 +4,7 @@ Rows (each a new process; wall time inside it and its peak resident set from ``w
 
 * GM, EM and WM (under L0, alpha 9/10) at n = 10^4, 10^6, 10^7: time to a certified mechanism
   (WM's includes designing and proving its canonical design, once per process).  New code: the structural
-  form (:func:`countdp.structural.catalogue.structural_form`, certificate included); baseline:
+  form (:func:`countdp.design.forms.structural_form`, certificate included); baseline:
   ``design_named`` (the matrix and its release weights), which refuses sizes beyond memory;
 * ``design_named("WM", n, 9/10)`` at n = 1009 (its canonical size) and 2048: the spread proven at
   n against the baseline's (the LP solved at n); ``--section named`` runs these alone;
@@ -58,7 +58,7 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "status": status}}))
 SAMPLING = """
 import json, os, time
 import numpy as np
-from countdp.structural.catalogue import structural_form
+from countdp.design.forms import structural_form
 form = structural_form({mechanism!r}, {n}, "9/10")
 N = {draws}
 inputs = np.random.default_rng(0).integers(0, {n} + 1, N)
@@ -82,7 +82,7 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "status": f"{{proven}}, {
 NEAR_ONE = """
 import json, os, time
 import numpy as np
-from countdp.structural.catalogue import structural_form
+from countdp.design.forms import structural_form
 t, parts = time.perf_counter(), []
 try:
     for n in (10**4, 10**6, 10**7):

@@ -196,7 +196,7 @@ def quick_results_resumed(tmp_path_factory) -> dict:
     mechanism artifacts exist.  Second start (plain ``snakemake``; the profile sets
     ``rerun-incomplete``): killed hard with SIGKILL once 20 exist, which leaves Snakemake's
     lock.  Then a stray atomic-write temporary is planted (what a SIGKILL inside
-    countdp.mechanisms.artifact.atomic_path leaves), ``snakemake --unlock`` is run as a user would, and the
+    countdp.services.artifact.atomic_path leaves), ``snakemake --unlock`` is run as a user would, and the
     third start must finish the workflow (and remove the temporary).
     Shared by tests/workflow/test_resume.py (resume leaves no partial file and equals an uninterrupted
     run) and tests/workflow/test_extrinsic_workflow.py (--cores 1 equals --cores 2): one single-core

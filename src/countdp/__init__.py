@@ -15,18 +15,20 @@ Reproduces Cormode, Kulkarni, Srivastava, "Constrained Differential Privacy for 
 Data", ICDE 2018.
 """
 
-from countdp.design.designer import NAMED_DESIGNS, Design, DesignError, design_lp, design_named
-from countdp.evaluate.metrics import empirical_error, expected_error, objective_value
+from countdp.design.designer import Design, DesignError, design_lp, design_named
+from countdp.evaluate.metrics import empirical_error, expected_error
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.mechanisms.properties import PROPERTIES, check_all, check_dp, check_property
-from countdp.privacy.alpha import alpha_from_epsilon, exact_alpha
 from countdp.privacy.certify import Certificate, certify, is_alpha_dp
 from countdp.privacy.exact import IntegerMechanism, exact_dp_check
 from countdp.privacy.sampling import release
-
-__version__ = "0.1.0"
+from countdp.values.alpha import alpha_from_epsilon, exact_alpha
+from countdp.values.catalogue import NAMED_DESIGNS
+from countdp.values.objectives import objective_value
+from countdp.version import __version__
 
 __all__ = [
+    "__version__",
     "NAMED_DESIGNS",
     "PROPERTIES",
     "Certificate",

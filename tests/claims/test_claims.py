@@ -13,7 +13,7 @@ from countdp.claims.designs import theory_designs
 from countdp.claims.render import claims_markdown
 from countdp.claims.table import CLAIM_COLUMNS, Claim, TheorySettings, claims_from_checks, claims_table, theory_claims
 from countdp.design.designer import design_named
-from countdp.mechanisms.artifact import save_design
+from countdp.services.artifact import save_design
 from countdp.studies.naming import lp_name, objective_slug
 from tests.helpers.artifact_files import read_file, write_file
 

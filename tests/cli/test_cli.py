@@ -176,7 +176,7 @@ def _tamper_weights(path):
 def test_check_and_release_refuse_tampered_weights(tmp_path, capsys):
     """One verdict: ``check`` prints the loader's line and exits 2; ``release`` (whose mechanism comes from the
     same loader) refuses with that line too."""
-    from countdp.mechanisms.artifact import load_design
+    from countdp.services.artifact import load_design
 
     path = tmp_path / "gm.json"
     assert main(["design", "GM", "--n", "4", "--alpha", "2/3", "--out", str(path)]) == 0

@@ -14,7 +14,7 @@ from countdp.cli import interpret_command, main
 from countdp.cli.arguments import Parser, UsageError
 from countdp.consumers.losses import loss_matrix
 from countdp.consumers.remap import optimal_private_mechanism
-from countdp.mechanisms.loader import load_certified
+from countdp.services.loader import load_certified
 
 
 def _parser() -> Parser:

@@ -25,10 +25,10 @@ import pytest
 import yaml
 from conftest import copy_workflow, snakemake
 
-from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.privacy.certify import COLUMN_SUM_TOL, MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.studies.records import objective_from_slug
 from countdp.studies.sweeps import design_artifact
+from countdp.values.alpha import alpha_text, exact_alphas_in
 from tests.helpers.artifact_files import read_file, write_file
 
 ARTIFACT = re.compile(r"results/mechanisms/(?P<mechanism>[^/\s]+)/(?P<objective>[^/\s]+)/"
@@ -121,7 +121,7 @@ def _tamper(path: Path) -> None:
 
 def test_loaders_refuse_an_uncertified_artifact(tmp_path):
     from countdp.evaluate.experiments import load_mechanisms
-    from countdp.mechanisms.artifact import load_certified
+    from countdp.services.artifact import load_certified
     from countdp.studies.records import load_matrix_records
 
     path = tmp_path / "WM.json"
@@ -137,7 +137,7 @@ def test_loaders_refuse_an_uncertified_artifact(tmp_path):
 def test_loaders_refuse_tampered_release_weights(tmp_path):
     """The float matrix intact, one weight moved so that one DP inequality breaks by a single unit."""
     from countdp.evaluate.experiments import load_mechanisms
-    from countdp.mechanisms.artifact import load_certified, load_design
+    from countdp.services.artifact import load_certified, load_design
 
     path = tmp_path / "WM.json"
     design_artifact("WM", "L0", 4, "0.91", "HIGHS/simplex", path)

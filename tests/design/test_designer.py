@@ -8,10 +8,10 @@ import pytest
 from conftest import reference_lp, uniform_l0_loss
 
 from countdp.design.designer import DesignError, design_lp, design_named
-from countdp.evaluate.metrics import loss_matrix, objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.mechanisms.properties import check_all, check_dp, gupte_sundararajan_violation, is_gm_derivable
 from countdp.privacy.certify import is_alpha_dp
+from countdp.values.objectives import loss_matrix, objective_value
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 9])

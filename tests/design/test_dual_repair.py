@@ -16,8 +16,8 @@ from countdp.design.polish import full_dual
 from countdp.design.reduce import build_reduced_lp
 from countdp.design.settings import SolverSettings
 from countdp.design.solvers.solved import INTERIOR_GUIDE
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.values.objectives import objective_value
 
 
 def _optimal(n, alpha, props):

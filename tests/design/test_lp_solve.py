@@ -15,9 +15,9 @@ from countdp.design.reduce import build_reduced_lp
 from countdp.design.settings import SolverSettings
 from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.solved import INTERIOR_GUIDE, polish_run
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import geometric, uniform
 from countdp.privacy.certify import is_alpha_dp
+from countdp.values.objectives import objective_value
 
 WM = ("RM", "CM", "WH", "S")
 

@@ -8,18 +8,19 @@ import numpy as np
 import pytest
 
 from countdp.design.constraints import constraint_system
-from countdp.design.designer import NAMED_DESIGNS, design_lp, design_named
+from countdp.design.designer import design_lp, design_named
 from countdp.design.highs_model import DesignModel
 from countdp.design.lp_solve import solve_proven
 from countdp.design.optimality import check_optimality, design_lp_model
 from countdp.design.polish import full_dual
 from countdp.design.reduce import build_reduced_lp
 from countdp.design.settings import SolverSettings
-from countdp.evaluate.metrics import objective_value
-from countdp.mechanisms.artifact import design_to_dict
 from countdp.mechanisms.closed_forms import explicit_fair
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.privacy.exact import exact_dp_check
+from countdp.services.artifact import design_to_dict
+from countdp.values.catalogue import NAMED_DESIGNS
+from countdp.values.objectives import objective_value
 from tests.helpers.design import reduced_design
 
 DEFAULT_ALPHAS = [0.3, 0.4, 0.5, 0.55, 0.6, 0.62, 2 / 3, 0.65, 0.67, 0.7, 0.75, 0.76, 0.8, 0.85, 0.9, 0.91,

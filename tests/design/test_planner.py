@@ -8,13 +8,14 @@ import itertools
 import numpy as np
 import pytest
 
-from countdp.design.constraints import PROPERTIES, constraint_system
+from countdp.design.constraints import constraint_system
 from countdp.design.designer import design_lp, design_named
 from countdp.design.planner import DENSE_PLAN, REDUCED_MODEL_PLAN, plan, solve
 from countdp.design.request import DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.evaluate.metrics import objective_value
 from countdp.privacy.certify import is_alpha_dp
+from countdp.values.objectives import objective_value
+from countdp.values.properties import PROPERTIES
 
 TOL = 1e-7
 

@@ -15,9 +15,9 @@ from countdp.design.remapped_gm import remap_certificate, remap_dual, remapped_g
 from countdp.design.request import DesignRequest
 from countdp.design.settings import SolverSettings
 from countdp.design.strategies.closed_form import REMAPPED_GM, closed_form
-from countdp.evaluate.metrics import loss_matrix, objective_value
 from countdp.mechanisms.closed_forms import geometric
 from countdp.privacy.certify import certify, is_alpha_dp
+from countdp.values.objectives import loss_matrix, objective_value
 from tests.helpers.design import reduced_design
 
 OBJECTIVES = ("L1", "L2", "L0d:1", "L0d:2")

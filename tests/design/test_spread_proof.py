@@ -10,11 +10,11 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from countdp.design.forms import canonical_design, structural_form
 from countdp.design.model import DesignProblem
 from countdp.design.spread_proof import proven_spread, spread_serves
 from countdp.design.template.proof import prove_copied_dual
-from countdp.structural.catalogue import structural_form
-from countdp.structural.template import TEMPLATE_MECHANISMS, canonical_design
+from countdp.structural.template import TEMPLATE_MECHANISMS
 
 HALF = Fraction(1, 2)
 

@@ -72,7 +72,7 @@ def test_every_page_of_the_nav_is_built(site):
 
 @pytest.mark.parametrize(("page", "module", "name"), [
     ("exact", "countdp.privacy.exact", "exact_dp_check"),
-    ("alpha", "countdp.privacy.alpha", "epsilon_upper_bound"),
+    ("alpha", "countdp.values.alpha", "epsilon_upper_bound"),
     ("closed_forms", "countdp.mechanisms.closed_forms", "geometric"),
     ("designer", "countdp.design.designer", "design_lp"),
     ("release", "countdp.release.ledger", "Ledger"),

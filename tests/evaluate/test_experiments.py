@@ -107,7 +107,7 @@ def test_summarise_statistics():
 
 def test_load_mechanisms_checks_certificate_and_parameters(tmp_path):
     from countdp.design.designer import design_named
-    from countdp.mechanisms.artifact import save_design
+    from countdp.services.artifact import save_design
 
     path = tmp_path / "gm.json"
     save_design(design_named("GM", 4, 0.9), path)

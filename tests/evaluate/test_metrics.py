@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from countdp.evaluate.metrics import (
-    binomial_distribution,
-    empirical_error,
-    expected_error,
-    objective_value,
-    parse_objective,
-)
+from countdp.evaluate.metrics import binomial_distribution, empirical_error, expected_error
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
+from countdp.values.objectives import objective_value, parse_objective
 
 
 def test_uniform_mechanism_error_is_n_over_n_plus_1_for_any_input():

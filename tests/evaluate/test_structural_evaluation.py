@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from countdp.design.designer import design_named
+from countdp.design.forms import FORMS, structural_form, template_form
 from countdp.evaluate.experiments import binomial_sweep, load_mechanisms
 from countdp.evaluate.metrics import binomial_distribution
 from countdp.evaluate.routing import evaluation_form
 from countdp.evaluate.structural import column_losses, release_structural, structural_expected_errors
-from countdp.structural.catalogue import FORMS, served_as_structure, structural_form
+from countdp.structural.catalogue import served_as_structure
 from countdp.structural.errors import structural_errors
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
-from countdp.structural.template import template_form
 
 MEASURES = ["L0", "L0d:1", "L0d:3", "RMSE"]
 

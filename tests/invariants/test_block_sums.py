@@ -27,7 +27,7 @@ from countdp.invariants.prefix_choice import (
     resolve_tie,
 )
 from countdp.invariants.spec import SubsetSum, block_system, subset_sums_from_matrix
-from countdp.privacy.alpha import alpha_from_epsilon
+from countdp.values.alpha import alpha_from_epsilon
 
 X = np.array([1, 0, 2, 1, 2, 1])
 LABELS = ["f-minor", "f-adult", "f-adult", "m-minor", "m-adult", "m-adult"]

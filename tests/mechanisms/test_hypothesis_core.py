@@ -12,12 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from countdp.evaluate.metrics import empirical_error, expected_error, objective_value
+from countdp.evaluate.metrics import empirical_error, expected_error
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.mechanisms.properties import PROPERTIES, check_all, check_dp, check_property
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.privacy.rounding import round_to_release
 from countdp.privacy.sampling import release
+from countdp.values.objectives import objective_value
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric, uniform
 from countdp.mechanisms.properties import PROPERTIES, check_all, check_property
 from countdp.privacy.certify import certify, is_alpha_dp
+from countdp.values.objectives import objective_value
 
 ALPHAS = [0.1, 0.5, 0.62, 2 / 3, 0.9, 0.91, 10 / 11, 0.99]
 

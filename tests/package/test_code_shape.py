@@ -14,68 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.import_graph import cycles, import_graph, write_package
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 TESTS = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
-
-
-def module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports_of(path: Path, root: Path, package: str) -> set[str]:
-    """The ``package`` modules ``path`` imports (anywhere in it), resolved to existing modules."""
-    here = module_name(path, root)
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:  # relative: resolve against this module's package
-                parent = here.split(".")[: len(here.split(".")) - node.level + (path.name == "__init__.py")]
-                base = ".".join(parent + ([base] if base else []))
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-    known = {module_name(p, root) for p in (root / package).rglob("*.py")}
-    return {name for name in found if name in known and name != here}
-
-
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    return {module_name(p, root): imports_of(p, root, package) for p in sorted((root / package).rglob("*.py"))}
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan's algorithm)."""
-    index, low, stack, on_stack, out = {}, {}, [], set(), []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def oversized(root: Path, package: str) -> list[str]:
@@ -166,29 +110,21 @@ def test_no_private_name_is_used_outside_its_module():
     assert private_uses(paths) == []
 
 
-def _package(tmp_path: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = tmp_path / "pkg" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return tmp_path
-
-
 def test_a_cycle_hidden_in_a_function_is_found(tmp_path):
-    root = _package(tmp_path, {"__init__.py": "", "a.py": "from pkg import b\n",
+    root = write_package(tmp_path, "pkg", {"__init__.py": "", "a.py": "from pkg import b\n",
                                "b.py": "def f():\n    from pkg.a import x\n", "c.py": "import pkg.a\n"})
     assert cycles(import_graph(root, "pkg")) == [["pkg.a", "pkg.b"]]
 
 
 def test_a_relative_import_cycle_is_found(tmp_path):
-    root = _package(tmp_path, {"__init__.py": "", "sub/__init__.py": "", "sub/a.py": "from . import b\n",
+    root = write_package(tmp_path, "pkg", {"__init__.py": "", "sub/__init__.py": "", "sub/a.py": "from . import b\n",
                                "sub/b.py": "from ..sub.a import y\n"})
     assert cycles(import_graph(root, "pkg")) == [["pkg.sub.a", "pkg.sub.b"]]
 
 
 def test_a_long_module_and_function_are_found(tmp_path):
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
-    root = _package(tmp_path, {"__init__.py": "", "long.py": "x = 1\n" * (MAX_MODULE_LINES + 1),
+    root = write_package(tmp_path, "pkg", {"__init__.py": "", "long.py": "x = 1\n" * (MAX_MODULE_LINES + 1),
                                "f.py": f"def f():\n{body}\n"})
     assert len(oversized(root, "pkg")) == 2
 
@@ -202,14 +138,14 @@ def test_a_long_module_and_function_are_found(tmp_path):
     "class C:\n    def m(self):\n        def g():\n            from pkg import a\n",  # nested in a method
 ])
 def test_a_local_import_without_a_lazy_reason_is_found(tmp_path, body):
-    root = _package(tmp_path, {"__init__.py": "", "a.py": "x = 1\n", "m.py": body})
+    root = write_package(tmp_path, "pkg", {"__init__.py": "", "a.py": "x = 1\n", "m.py": body})
     assert len(unexplained_local_imports(root, "pkg")) == 1
 
 
 def test_local_imports_with_a_lazy_reason_and_top_level_imports_pass(tmp_path):
     body = ("import os\n\n\ndef f():\n    # lazy: keeps scipy out of the CLI\n    import scipy\n"
             "    from pkg import a  # lazy: keeps a out\n")
-    root = _package(tmp_path, {"__init__.py": "", "a.py": "x = 1\n", "m.py": body})
+    root = write_package(tmp_path, "pkg", {"__init__.py": "", "a.py": "x = 1\n", "m.py": body})
     assert unexplained_local_imports(root, "pkg") == []
 
 

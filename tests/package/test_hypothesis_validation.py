@@ -14,20 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdp.design.constraints import parse_properties
 from countdp.design.designer import design_named
-from countdp.evaluate.metrics import (
-    binomial_distribution,
-    empirical_error,
-    expected_error,
-    objective_value,
-    parse_objective,
-)
+from countdp.evaluate.metrics import binomial_distribution, empirical_error, expected_error
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.mechanisms.properties import check_all, check_dp, check_property
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.privacy.sampling import release
 from countdp.validation import check_alpha, check_distribution, check_matrix, check_n
+from countdp.values.objectives import objective_value, parse_objective
+from countdp.values.properties import parse_properties
 
 P3 = geometric(3, 0.5)
 GM3 = design_named("GM", 3, "1/2")

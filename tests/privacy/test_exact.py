@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 import countdp.privacy
 from countdp.design.designer import DesignError, design_named, finish_design
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.privacy.certify import certify
 from countdp.privacy.exact import RELEASE_K, IntegerMechanism, exact_dp_check
 from countdp.privacy.rounding import dp_weights, round_to_release
+from countdp.values.objectives import objective_value
 
 
 def reference_exact_dp(W, alpha: Fraction, K: int) -> bool:

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 from countdp.design.designer import design_named
-from countdp.evaluate.metrics import expected_error, objective_value
+from countdp.evaluate.metrics import expected_error
 from countdp.mechanisms.closed_forms import geometric
 from countdp.privacy.exact import RELEASE_K, IntegerMechanism
 from countdp.privacy.expected_error import release_errors, squared_error_sums
+from countdp.values.objectives import objective_value
 
 D = 2**RELEASE_K
 

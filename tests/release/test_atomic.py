@@ -45,8 +45,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from countdp.privacy.mechanism_cache import MechanismCache
 from countdp.release.atomic import MARK
+from countdp.services.mechanism_cache import MechanismCache
 from tests.helpers.mounts import mount_tmpfs
 from tests.helpers.release_checks import (
     alive,

@@ -13,7 +13,7 @@ import json
 import numpy as np
 
 from countdp.cli import main
-from countdp.structural.template import corner_source_size, template_form
+from countdp.design.forms import corner_source_size, template_form
 
 ALPHA = "24/25"
 

@@ -21,10 +21,10 @@ import pytest
 
 from countdp import design_named
 from countdp.cli.release_command import CachedMechanisms
-from countdp.mechanisms.artifact import load_design, save_design
-from countdp.privacy.mechanism_cache import MechanismCache
 from countdp.release import empirical_audit as ea
 from countdp.release.levels import level_design
+from countdp.services.artifact import load_design, save_design
+from countdp.services.mechanism_cache import MechanismCache
 
 SAMPLES = 1_000_000
 ALPHA = Fraction(2, 3)

@@ -18,7 +18,7 @@ import pytest
 
 from countdp.cli import main
 from countdp.mechanisms.closed_forms import geometric
-from countdp.privacy.alpha import epsilon_upper_bound, rational_text
+from countdp.values.alpha import epsilon_upper_bound, rational_text
 
 LEVELS = ("1/2", "2/3", "9/10")
 

@@ -22,7 +22,7 @@ import pytest
 
 from countdp.cli import main
 from countdp.design.designer import design_named
-from countdp.structural.catalogue import structural_form
+from countdp.design.forms import structural_form
 from tests.helpers.structural_draw import documented_outputs
 
 
@@ -87,7 +87,7 @@ def em10(tmp_path):
 def test_release_a_table_publishes_kept_columns_noisy_counts_and_the_mechanism_never_the_count(tmp_path, em10):
     import pandas as pd
 
-    from countdp.mechanisms.artifact import load_design
+    from countdp.services.artifact import load_design
 
     counts = np.random.default_rng(4).integers(0, 11, 500)
     table = tmp_path / "groups.csv"

@@ -30,9 +30,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from countdp.mechanisms.artifact import load_design
-from countdp.privacy.mechanism_cache import MechanismCache
 from countdp.release.tables import CSV_BLOCK_BYTES, PARQUET_BATCH_ROWS
+from countdp.services.artifact import load_design
+from countdp.services.mechanism_cache import MechanismCache
 from countdp.structural.form import StructuralMechanism
 from tests.helpers.release_checks import (
     INTEGER_TEXT,

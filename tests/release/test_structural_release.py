@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from countdp.cli import main
-from countdp.structural.catalogue import structural_form
+from countdp.design.forms import structural_form
 from countdp.structural.errors import structural_errors
 from tests.helpers.structural_draw import documented_outputs
 

@@ -12,7 +12,7 @@ import json
 import numpy as np
 
 from countdp.cli import main
-from countdp.structural.template import template_form
+from countdp.design.forms import template_form
 
 
 def _release(table, out, cache, alpha, *extra):

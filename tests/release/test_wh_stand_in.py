@@ -20,9 +20,10 @@ import pytest
 
 from countdp.cli import main
 from countdp.design.designer import design_named
-from countdp.evaluate.metrics import objective_value
+from countdp.design.forms import structural_form
 from countdp.mechanisms.closed_forms import geometric
-from countdp.structural.catalogue import stand_in_lower_bound, structural_form, weakly_honest_from
+from countdp.structural.catalogue import stand_in_lower_bound, weakly_honest_from
+from countdp.values.objectives import objective_value
 from tests.helpers.structural_draw import documented_outputs
 
 

@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 from countdp.design import request, settings
+from countdp.design.forms import corner_design, corner_width, structural_form, structure_problem
 from countdp.design.model import DesignProblem
 from countdp.design.template.proof import certify_expansion
 from countdp.design.template.restricted import dual_properties
 from countdp.design.template.square_geometry import primal_map
 from countdp.design.template.square_proof import essential_properties, square_dual
 from countdp.privacy.exact import IntegerMechanism
-from countdp.structural.catalogue import structural_form, structure_problem
-from countdp.structural.template import TEMPLATE_MECHANISMS, corner_design, corner_width
+from countdp.structural.template import TEMPLATE_MECHANISMS
 
 ALPHA = Fraction(24, 25)
 

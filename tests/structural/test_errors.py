@@ -19,9 +19,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from countdp.design.forms import structural_form
 from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.expected_error import ReleaseErrors, release_errors
-from countdp.structural.catalogue import structural_form
 from countdp.structural.errors import structural_errors
 from countdp.structural.form import StructuralMechanism
 

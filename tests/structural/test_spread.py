@@ -21,8 +21,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from countdp.design.designer import NAMED_DESIGNS, design_lp
-from countdp.evaluate.metrics import objective_value
+from countdp.design.designer import design_lp
+from countdp.design.forms import template_form
 from countdp.mechanisms.properties import check_property
 from countdp.privacy.exact import IntegerMechanism, exact_dp_check
 from countdp.privacy.expected_error import release_errors
@@ -30,7 +30,8 @@ from countdp.structural.errors import structural_errors
 from countdp.structural.spread import StructuralSpread
 from countdp.structural.spread_build import floors_needed
 from countdp.structural.spread_errors import spread_errors
-from countdp.structural.template import template_form
+from countdp.values.catalogue import NAMED_DESIGNS
+from countdp.values.objectives import objective_value
 
 HALF = Fraction(1, 2)
 

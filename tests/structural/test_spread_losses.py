@@ -13,9 +13,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from countdp.design.forms import template_form
 from countdp.structural.spread import StructuralSpread
 from countdp.structural.spread_errors import LOSS_KINDS, spread_errors, spread_loss_numerators, spread_losses
-from countdp.structural.template import template_form
 
 K = 62
 D = 1 << K

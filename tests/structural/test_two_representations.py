@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from countdp.design.designer import design_named
-from countdp.structural.catalogue import structural_form
+from countdp.design.forms import structural_form
 
 ALL_SMALL = list(range(1, 65))
 SPREAD = [65, 100, 127, 128, 129, 255, 256, 300, 511, 512, 513, 1000, 1023, 1024, 1025]

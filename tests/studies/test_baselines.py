@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.privacy.certify import is_alpha_dp
 from countdp.studies.baselines import (
@@ -23,6 +22,7 @@ from countdp.studies.baselines import (
     randomized_response,
     rr_keep_probability,
 )
+from countdp.values.objectives import objective_value
 
 ALPHAS = [0.3, 0.62, 0.76, 0.91]
 NS = [1, 2, 5, 8]

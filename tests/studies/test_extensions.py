@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdp.design.constraints import PROPERTIES
 from countdp.design.highs_model import DesignModel, lexicographic_design
-from countdp.evaluate.metrics import binomial_distribution, expected_error, loss_matrix, objective_value
+from countdp.evaluate.metrics import binomial_distribution, expected_error
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.mechanisms.properties import is_gm_derivable
 from countdp.privacy.certify import is_alpha_dp
@@ -25,6 +24,8 @@ from countdp.studies.subsets import (
     subset_name,
     subset_summary,
 )
+from countdp.values.objectives import loss_matrix, objective_value
+from countdp.values.properties import PROPERTIES
 from tests.conftest import REPO, reference_lp, uniform_l0_loss
 
 

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.plots.intrinsic import named_objective_vs_n
 from countdp.plots.style import MECHANISM_LABELS, evaluated_label
 from countdp.studies.fig09 import fig09_checks, fig09_convergence, fig09_table, structural_records
+from countdp.values.objectives import objective_value
 
 CLOSED = {"GM": geometric, "EM": explicit_fair, "UM": lambda n, a: uniform(n)}
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from countdp.design.designer import design_named
-from countdp.mechanisms.artifact import design_to_dict
+from countdp.services.artifact import design_to_dict
 from countdp.studies.fig03_04 import em_exponent_table, gm_exponent_table
 from countdp.studies.fig06 import describe_condition, fig06_checks, fig06_grid, fig06_summary
 from countdp.studies.fig07 import fig07_tables
@@ -136,9 +136,9 @@ def test_describe_condition_fallback():
 
 def test_light_naming_agrees_with_the_library():
     """countdp.studies.naming (imported while the Snakefile is parsed) spells names as the library does."""
-    from countdp.design.constraints import PROPERTIES, parse_properties
-    from countdp.evaluate.metrics import parse_objective
     from countdp.studies import naming
+    from countdp.values.objectives import parse_objective
+    from countdp.values.properties import PROPERTIES, parse_properties
 
     assert naming.PROPERTIES == PROPERTIES
     for spec in ("L0", "l1", "L2", "L0d:1", "L0d3", "l0d:12", "L0,d:1"):

@@ -31,8 +31,8 @@ from code_version import DESIGN_SOURCES, source_files, source_version
 from conftest import SNAKEMAKE, TIMING_FIELDS, copy_workflow, snakemake
 from jobs_design import write_sweep_manifest
 
-from countdp.privacy.alpha import alpha_text, exact_alphas_in
 from countdp.studies.sweeps import design_artifact, design_sweep
+from countdp.values.alpha import alpha_text, exact_alphas_in
 
 ARTIFACT = re.compile(r"results/mechanisms/(?P<mechanism>[^/]+)/(?P<objective>[^/]+)/n=(?P<n>\d+)/"
                       r"alpha=(?P<alpha>[^/]+)\.json$")

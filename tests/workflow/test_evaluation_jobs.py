@@ -14,8 +14,8 @@ from jobs_extrinsic import eval_adult, eval_binomial
 
 from countdp.design.designer import design_named
 from countdp.evaluate.data import write_adult
-from countdp.mechanisms.artifact import save_design
 from countdp.mechanisms.closed_forms import explicit_fair
+from countdp.services.artifact import save_design
 from tests.helpers.artifact_files import read_file, write_file
 
 

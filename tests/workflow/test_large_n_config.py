@@ -20,8 +20,8 @@ from config_check import FIGURE_MECHANISMS, config_errors, load_schema
 from conftest import REPO, copy_workflow, snakemake
 from snakemake.utils import update_config
 
+from countdp.design.forms import FORMS
 from countdp.evaluate.routing import ROUTING
-from countdp.structural.catalogue import FORMS
 
 SCHEMA = load_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
 

@@ -5,7 +5,7 @@ kills it (SIGINT, then SIGKILL of the process group) once a few mechanism artifa
 starts it again and kills that run hard (SIGKILL), then runs ``snakemake --unlock`` and
 starts it a third time (the profile's ``rerun-incomplete`` reruns jobs that were cut short);
 ``quick_results`` is the uninterrupted run.  The atomic writer that
-makes a half-written file impossible (countdp.mechanisms.artifact.atomic_path) is tested directly too.
+makes a half-written file impossible (countdp.services.artifact.atomic_path) is tested directly too.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import stray_temp_files, without_timing
 
-from countdp.mechanisms.artifact import atomic_path, write_text_atomic
+from countdp.services.artifact import atomic_path, write_text_atomic
 
 
 def _files(root: Path) -> dict[str, bytes]:

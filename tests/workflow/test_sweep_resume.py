@@ -26,7 +26,7 @@ import pytest
 import yaml
 from conftest import SNAKEMAKE, copy_workflow
 
-from countdp.mechanisms.loader import load_certified
+from countdp.services.loader import load_certified
 from countdp.studies.sweeps import design_sweep
 
 NS = [3, 5, 8]

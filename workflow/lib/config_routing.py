@@ -17,8 +17,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 
+from countdp.design.forms import structural_form
 from countdp.evaluate.routing import ROUTING, routing_problem
-from countdp.structural.catalogue import structural_form
 
 __all__ = ["FIGURE_MECHANISMS", "L0_ONLY", "ROUTING_SOURCES", "fig09_groups", "routing_errors"]
 

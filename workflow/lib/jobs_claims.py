@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from countdp.mechanisms.artifact import write_csv_atomic, write_text_atomic
+from countdp.services.artifact import write_csv_atomic, write_text_atomic
 
 
 def claims(check_tables: Sequence[str], designs: Sequence[Sequence], design_paths: Sequence[str], theory: Mapping,

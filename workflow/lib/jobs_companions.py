@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from countdp.mechanisms.artifact import write_csv_atomic, write_text_atomic
+from countdp.services.artifact import write_csv_atomic, write_text_atomic
 
 
 def _finish(name: str, start: float, tables: Sequence[tuple[pd.DataFrame, str]], plot, log: str) -> None:

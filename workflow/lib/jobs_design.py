@@ -14,8 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from countdp.mechanisms.arrays import arrays_path
-from countdp.mechanisms.atomic import write_text_atomic
+from countdp.services.arrays import arrays_path
+from countdp.services.atomic import write_text_atomic
 from countdp.studies.sweeps import design_sweep
 
 

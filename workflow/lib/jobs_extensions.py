@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from countdp.mechanisms.artifact import write_csv_atomic, write_text_atomic
+from countdp.services.artifact import write_csv_atomic, write_text_atomic
 
 
 def _timing_lines(timings: Sequence[dict]) -> list[str]:

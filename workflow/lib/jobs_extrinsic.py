@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from countdp.mechanisms.artifact import write_csv_atomic, write_text_atomic
+from countdp.services.artifact import write_csv_atomic, write_text_atomic
 
 
 def adult_data(source: str, snapshot: str, timeout: float, table_csv: str, sidecar: str, log: str) -> None:

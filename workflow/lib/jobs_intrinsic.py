@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from countdp.mechanisms.artifact import write_csv_atomic, write_text_atomic
+from countdp.services.artifact import write_csv_atomic, write_text_atomic
 from countdp.studies.records import load_matrix_records
 
 

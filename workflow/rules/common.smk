@@ -37,7 +37,7 @@ import countdp
 from countdp.claims.designs import theory_designs
 from countdp.evaluate.routing import ROUTING
 from countdp.structural.form import REPRESENTATION
-from countdp.privacy.alpha import alpha_text, exact_alphas_in
+from countdp.values.alpha import alpha_text, exact_alphas_in
 from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
 import code_version
 import worker_pool
@@ -87,7 +87,7 @@ except ValueError as error:
     raise WorkflowError(f"config: {error}") from None
 
 
-# Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.mechanisms.atomic.atomic_path
+# Resuming after a hard kill (SIGKILL, power loss): a job killed inside countdp.services.atomic.atomic_path
 # leaves its temporary file (".{name}.XXXXXXXX{suffix}", next to the output) behind; a design's
 # save leaves up to two, its JSON's and its npz's (".alpha=0.91.npz.XXXXXXXX.npz").  They are
 # never taken for outputs, and the run that starts next removes them (the lock on the working
@@ -175,8 +175,8 @@ def mechanism_path(mechanism, objective, n, alpha):
 
 
 def mechanism_arrays_path(mechanism, objective, n, alpha):
-    """The npz beside an artifact's JSON, where countdp.mechanisms.artifact.save_design writes its arrays
-    (X.json -> X.npz, countdp.mechanisms.arrays.arrays_path)."""
+    """The npz beside an artifact's JSON, where countdp.services.artifact.save_design writes its arrays
+    (X.json -> X.npz, countdp.services.arrays.arrays_path)."""
     return mechanism_path(mechanism, objective, n, alpha).removesuffix(".json") + ".npz"
 
 

@@ -2,7 +2,7 @@
 # alpha) over every n the config needs at that triple (design_sweeps: common.smk), instead of one
 # job per mechanism (Snakemake's per-job cost dwarfed the millisecond LPs).  Each design still has
 # its own certified file, results/mechanisms/{mechanism}/{objective}/n={n}/alpha={alpha}.json
-# (mechanism_path) with its arrays in the .npz beside it, read through countdp.mechanisms.artifact.
+# (mechanism_path) with its arrays in the .npz beside it, read through countdp.services.artifact.
 #
 # A rule's outputs cannot depend on its wildcards, so the sweep's output is its manifest
 # (SWEEP_MANIFEST: the sweep, its solver and each design's JSON and npz), written after every

@@ -7,7 +7,7 @@
 #
 # Inputs are the manifests of the design sweeps (design_manifests: common.smk) that wrote the
 # certified L0 mechanism artifacts (mechanism_path) the jobs read, listed in params.files and
-# re-verified with countdp.mechanisms.artifact.load_certified.  Group sizes beyond the matrix path
+# re-verified with countdp.services.artifact.load_certified.  Group sizes beyond the matrix path
 # (countdp.evaluate.routing.ROUTING: GM, EM, UM above 256, and WH as GM there where GM is weakly honest,
 # in Figure 10) have no artifact:
 # their params.files row says "structural" and the job builds the certified structural form itself

@@ -32,13 +32,13 @@ from countdp.claims.designs import (
     WM_BETWEEN,
 )
 from countdp.design.designer import Design, design_lp, design_named
-from countdp.evaluate.metrics import objective_value
-from countdp.mechanisms.artifact import load_design
 from countdp.mechanisms.closed_forms import explicit_fair, explicit_fair_diagonal, geometric
 from countdp.mechanisms.properties import check_all, check_dp, check_property, gupte_sundararajan_violation
 from countdp.privacy.certify import is_alpha_dp
+from countdp.services.artifact import load_design
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.naming import lp_name, objective_slug
+from countdp.values.objectives import objective_value
 
 CLAIM_COLUMNS = ("id", "source", "statement", "paper_value", "our_value", "test", "verdict", "explanation")
 VERDICTS = ("reproduced", "differs", "not checkable")

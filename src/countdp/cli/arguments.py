@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from countdp.privacy.alpha import exact_alpha
 from countdp.validation import check_n, check_tol
+from countdp.values.alpha import exact_alpha
 
 
 class UsageError(Exception):

@@ -9,10 +9,12 @@ from pathlib import Path
 import numpy as np
 
 from countdp.cli.arguments import UsageError, alpha_argument, positive_int, tolerance_argument
-from countdp.design.constraints import PROPERTIES
-from countdp.design.designer import MECHANISMS, SOLVERS, design_named
-from countdp.evaluate.metrics import objective_value
-from countdp.mechanisms.artifact import (
+from countdp.design.designer import SOLVERS, design_named
+from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
+from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
+from countdp.privacy.exact import exact_dp_check
+from countdp.progress import StageLog
+from countdp.services.artifact import (
     design_to_dict,
     load_certified,
     load_matrix,
@@ -20,11 +22,10 @@ from countdp.mechanisms.artifact import (
     save_matrix_csv,
     to_json,
 )
-from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
-from countdp.privacy.alpha import alpha_from_epsilon, alpha_text, epsilon_of
-from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
-from countdp.privacy.exact import exact_dp_check
-from countdp.progress import StageLog
+from countdp.values.alpha import alpha_from_epsilon, alpha_text, epsilon_of
+from countdp.values.catalogue import MECHANISMS
+from countdp.values.objectives import objective_value
+from countdp.values.properties import PROPERTIES
 
 
 def register(sub) -> None:

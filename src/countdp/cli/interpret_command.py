@@ -4,7 +4,7 @@ A consumer with a loss ``l(i, r)`` and side information ``S`` (the true counts i
 possible) who receives a release ``r`` answers ``r'`` with probability ``R[r', r]``, the remap
 minimising its worst expected loss over ``S`` (Gupte and Sundararajan, Section 2.4.3).  The remap is
 computed for the object that is actually sampled: the file's integer release weights over
-``2**K``, loaded and verified by :func:`countdp.mechanisms.loader.load_certified`; its value is
+``2**K``, loaded and verified by :func:`countdp.services.loader.load_certified`; its value is
 certified by weak duality in exact arithmetic on those weights.  The remap only post-processes
 the release, so it spends no privacy budget.
 """
@@ -19,8 +19,8 @@ import numpy as np
 
 from countdp.cli.arguments import UsageError, checked
 from countdp.consumers.losses import loss_matrix, parse_loss, parse_side_info, side_info_text
-from countdp.mechanisms.loader import load_certified
-from countdp.privacy.alpha import alpha_text
+from countdp.services.loader import load_certified
+from countdp.values.alpha import alpha_text
 
 DISPLAY_DIGITS = 6
 """Significant digits of the probabilities and losses in the text output (JSON keeps full floats)."""

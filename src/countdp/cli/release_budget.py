@@ -4,8 +4,8 @@ keeps one partition per count column on a ledger."""
 from __future__ import annotations
 
 from countdp.cli.arguments import UsageError
-from countdp.privacy.alpha import alpha_text, rational_text
 from countdp.release.ledger import Ledger
+from countdp.values.alpha import alpha_text, rational_text
 
 
 def debit_release(ledger: Ledger, prepared) -> dict:

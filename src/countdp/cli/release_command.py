@@ -23,22 +23,19 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp import __version__
 from countdp.cli.arguments import Once, UsageError, alpha_argument
 from countdp.cli.release_budget import account, debit_release
-from countdp.design.designer import MECHANISMS
-from countdp.mechanisms.artifact import load_design
-from countdp.privacy.alpha import alpha_from_epsilon, exact_alpha
-from countdp.privacy.mechanism_cache import MechanismCache
+from countdp.multilevel.families import CHAIN_MECHANISMS
 from countdp.privacy.sampling import release
 from countdp.progress import Progress
 from countdp.release.draws import EXPERIMENT_ONLY, Randomness
 from countdp.release.ledger import BudgetExceeded, Ledger
 from countdp.release.preview import preview
-
-LEVEL_MECHANISMS = ("GM", "EM", "WM", "WH")
-"""Mechanisms ``--levels`` can chain (:data:`countdp.multilevel.CHAIN_MECHANISMS`, kept here so that the
-command line does not import the chain's solver stack until a levels release is asked for)."""
+from countdp.services.artifact import load_design
+from countdp.services.mechanism_cache import MechanismCache
+from countdp.values.alpha import alpha_from_epsilon, exact_alpha
+from countdp.values.catalogue import MECHANISMS
+from countdp.version import __version__
 
 
 def register(sub) -> None:
@@ -240,8 +237,8 @@ def _request(args: argparse.Namespace):
     if args.file is not None or args.counts:
         raise UsageError("with --size-column the mechanisms are designed per size: drop FILE and COUNTS")
     levels = () if args.levels is None else _levels(args.levels)
-    if levels and args.mechanism not in (None, *LEVEL_MECHANISMS):
-        raise UsageError(f"--levels chains {', '.join(LEVEL_MECHANISMS)}; --mechanism {args.mechanism} cannot be "
+    if levels and args.mechanism not in (None, *CHAIN_MECHANISMS):
+        raise UsageError(f"--levels chains {', '.join(CHAIN_MECHANISMS)}; --mechanism {args.mechanism} cannot be "
                          "released at several levels")
     if levels and args.cache:
         raise UsageError("--levels builds each size's chain of GM mechanisms in memory; drop --cache")

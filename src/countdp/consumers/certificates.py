@@ -33,8 +33,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.privacy.alpha import exact_alpha
 from countdp.privacy.certify import certify
+from countdp.values.alpha import exact_alpha
 
 DYADIC_BITS = 60
 """Exact certificates of a float remap/prior without ``max_denominator`` round it to multiples of 2**-60."""

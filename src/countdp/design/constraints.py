@@ -17,22 +17,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from countdp.values.properties import PROPERTIES
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
-
-PROPERTIES = ("RH", "RM", "CH", "CM", "F", "WH", "S")
-"""The seven structural properties of Section IV-A, in the paper's order."""
-
-PROPERTY_NAMES = {
-    "RH": "row honesty",
-    "RM": "row monotonicity",
-    "CH": "column honesty",
-    "CM": "column monotonicity",
-    "F": "fairness",
-    "WH": "weak honesty",
-    "S": "symmetry",
-}
-
 
 @dataclass(frozen=True)
 class LinearSystem:
@@ -203,19 +191,6 @@ def property_rows(name: str, n: int) -> PairRows:
 def property_system(name: str, n: int) -> LinearSystem:
     """The linear constraints that define property ``name`` for group size ``n``."""
     return property_rows(name, n).system()
-
-
-def parse_properties(props: object) -> tuple[str, ...]:
-    """Normalise a property list ('WH,RM', ['wh', 'rm'], ...) to canonical order, or raise."""
-    if props is None:
-        return ()
-    items = props.split(",") if isinstance(props, str) else list(props)
-    names = {str(p).strip().upper() for p in items if str(p).strip()}
-    unknown = sorted(names - set(PROPERTIES))
-    if unknown:
-        raise ValueError(f"unknown propert{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
-                         f"allowed: {', '.join(PROPERTIES)}")
-    return tuple(p for p in PROPERTIES if p in names)
 
 
 def constraint_system(n: int, alpha: float, properties: tuple[str, ...] = ()) -> LinearSystem:

@@ -2,7 +2,7 @@
 
 The LP has one variable per entry of ``P`` (flattened row-major), the BasicDP constraints,
 any subset of the seven properties, and a linear objective from :mod:`countdp.evaluate.metrics`.
-alpha is exact (:mod:`countdp.privacy.alpha`); the solvers see ``float(alpha)``.  Every design
+alpha is exact (:mod:`countdp.values.alpha`); the solvers see ``float(alpha)``.  Every design
 comes back as a :class:`Design` carrying its float matrix, certified alpha-DP on its final floats
 (:mod:`countdp.privacy.certify`, with a bounded repair), and its released form: integer weights
 certified alpha-DP in exact arithmetic (:mod:`countdp.privacy.rounding`, :mod:`countdp.privacy.exact`).
@@ -18,33 +18,27 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.design.constraints import parse_properties
+from countdp.design.forms import structural_form
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.spread_proof import METHOD as SPREAD_METHOD
 from countdp.design.spread_proof import SOLVER as SPREAD_SOLVER
 from countdp.design.spread_proof import proven_spread, spread_serves
-from countdp.evaluate.metrics import objective_value, parse_objective
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
 from countdp.privacy.exact import RELEASE_K, IntegerMechanism
 from countdp.privacy.rounding import check_release_alpha, round_to_release
-from countdp.structural.catalogue import NARROW_MAX_N, SPREADS, released_weights, structural_form
+from countdp.structural.catalogue import NARROW_MAX_N, SPREADS, released_weights
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
+from countdp.values.catalogue import MECHANISMS, NAMED_DESIGNS
+from countdp.values.objectives import objective_value, parse_objective
+from countdp.values.properties import parse_properties
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
-
-NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
-    "WM": ("RM", "CM", "WH", "S"),  # the paper's text: WH + RM + CM (S is free, Theorem 1)
-    "WH": ("WH", "S"),  # weak honesty alone: matches the paper's Figure 9 narrative
-}
-"""LP designs with a name: the property set each one solves for."""
 
 CLOSED_FORM_BYTES_PER_ENTRY = 250
 """Peak memory of a closed-form design per matrix entry, for the size check (docs/performance.md)."""
 LP_BYTES_PER_ENTRY = 2_000
 """Peak memory of an LP design per matrix entry (Clarabel's factorisation dominates), for the size check."""
-
-MECHANISMS = ("GM", "EM", "UM", *NAMED_DESIGNS, "LP")
 
 SOLVERS = {
     "HIGHS": ("simplex", "ipm"),
@@ -159,7 +153,7 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
               settings: SolverSettings = DEFAULT_SETTINGS, shortcuts: bool = False) -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
 
-    ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.privacy.alpha.exact_alpha`).
+    ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.values.alpha.exact_alpha`).
 
     ``weights`` is a prior over inputs (default uniform); ``aggregate="max"`` minimises the
     worst input's loss instead of the weighted sum (minimax).  ``backend``: ``"cvxpy"`` the
@@ -217,7 +211,7 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
 
     Closed forms are certified like LP answers (GM's DP inequalities are all tight, so
     rounding can break one by an ulp; the certificate records any repair); their release
-    weights are those of their structural form (:func:`countdp.structural.catalogue.structural_form`),
+    weights are those of their structural form (:func:`countdp.design.forms.structural_form`),
     exactly alpha-DP, the same distribution a release without the matrix samples.
     ``lp_options`` go to :func:`design_lp`; a template design (WM under L0) is its proven spread
     where the spread serves unless an LP backend is asked for in place of the shortcuts
@@ -238,8 +232,9 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
                              max_repair_lambda=bound, structure=structural_form(name, n, alpha_q, RELEASE_K))
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else properties
+    alpha = check_release_alpha(alpha)  # parsed once: an Alpha passes through design_lp as it is
     if name in SPREADS:
-        spread = spread_design(name, check_n(n), check_release_alpha(alpha), objective, lp_options)
+        spread = spread_design(name, check_n(n), alpha, objective, lp_options)
         if spread is not None:
             return spread
     try:
@@ -247,5 +242,5 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
     except ValueError as exc:
         if name in SPREADS and "beyond this machine" in str(exc) and str(parse_objective(objective)) == "L0":
             raise ValueError(f"{exc}; countdp release draws {name} under L0 beyond n = {NARROW_MAX_N} from its "
-                             "template structure (countdp.structural.template), without the matrix") from None
+                             "template structure (countdp.design.forms), without the matrix") from None
         raise

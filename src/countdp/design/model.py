@@ -30,16 +30,9 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.design.constraints import (
-    LinearSystem,
-    constraint_system,
-    dp,
-    parse_properties,
-    property_rows,
-    property_system,
-    stochastic,
-)
-from countdp.evaluate.metrics import Objective, loss_matrix, parse_objective
+from countdp.design.constraints import LinearSystem, constraint_system, dp, property_rows, property_system, stochastic
+from countdp.values.objectives import Objective, loss_matrix, parse_objective
+from countdp.values.properties import parse_properties
 
 AGGREGATES = ("sum", "max")
 

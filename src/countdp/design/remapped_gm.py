@@ -1,7 +1,7 @@
 """Bayes-optimal BasicDP designs in closed form: GM followed by its best remap, with a dual proof.
 
 Conventions as everywhere: ``P[i, j] = Pr[output i | input j]``, ``alpha = e^-eps``, the loss
-``C[i, j]`` of :func:`countdp.evaluate.metrics.loss_matrix` and the prior ``w`` (the design LP's
+``C[i, j]`` of :func:`countdp.values.objectives.loss_matrix` and the prior ``w`` (the design LP's
 weights); the LP is :meth:`countdp.design.model.DesignProblem.lp` with no property and
 ``aggregate="sum"``: ``min sum_ij w_j C[i, j] P[i, j]`` over alpha-DP column-stochastic ``P``.
 
@@ -38,9 +38,9 @@ import numpy as np
 
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality, design_lp_model, lower_column_multipliers
-from countdp.evaluate.metrics import loss_matrix
 from countdp.mechanisms.closed_forms import geometric
 from countdp.privacy.certify import certify
+from countdp.values.objectives import loss_matrix
 
 THEOREM = "Ghosh, Roughgarden and Sundararajan (STOC 2009): GM followed by its best remap"
 """The theorem behind :func:`remapped_geometric`, as recorded in ``optimality["proof"]``."""

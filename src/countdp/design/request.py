@@ -12,9 +12,9 @@ from functools import cached_property
 
 import numpy as np
 
-from countdp.design.constraints import parse_properties
 from countdp.design.model import DesignProblem
-from countdp.evaluate.metrics import Objective, parse_objective
+from countdp.values.objectives import Objective, parse_objective
+from countdp.values.properties import parse_properties
 
 METHODS = ("auto", "simplex", "ipm", "clarabel", "guided")
 """Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover (both

@@ -21,10 +21,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.evaluate.metrics import parse_objective
-from countdp.structural.catalogue import NARROW_MAX_N, SPREADS, structural_form, structure_problem
+from countdp.design.forms import canonical_design, canonical_size_for, structural_form, structure_problem
+from countdp.structural.catalogue import NARROW_MAX_N, SPREADS
 from countdp.structural.spread import StructuralSpread
-from countdp.structural.template import TEMPLATE_MECHANISMS, canonical_design, canonical_size_for
+from countdp.structural.template import TEMPLATE_MECHANISMS
+from countdp.values.objectives import parse_objective
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from ucimlrepo import fetch_ucirepo
 
-from countdp.mechanisms.artifact import atomic_path, write_text_atomic
+from countdp.services.artifact import atomic_path, write_text_atomic
 
 ADULT_COLUMNS = (
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",

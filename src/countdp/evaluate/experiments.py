@@ -34,8 +34,8 @@ from countdp.evaluate.data import POPULATION, binomial_groups, empirical_distrib
 from countdp.evaluate.metrics import binomial_distribution, empirical_errors, expected_error, expected_errors
 from countdp.evaluate.routing import evaluation_form
 from countdp.evaluate.structural import column_losses, release_structural, structural_expected_errors
-from countdp.mechanisms.artifact import load_certified
 from countdp.privacy.sampling import release_each
+from countdp.services.artifact import load_certified
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
 
 NOISE_ONLY_KEYS = ("alpha", "mechanism")
@@ -221,7 +221,7 @@ def load_mechanisms(files: Sequence[Sequence], alpha: float) -> dict[tuple[str, 
     """``{(mechanism, n): certified mechanism}`` from ``[mechanism, n, path]`` rows of design artifacts, and
     ``[mechanism, n, "structural", exact alpha]`` rows of structural forms.
 
-    Every file is read with :func:`countdp.mechanisms.artifact.load_certified` (the float certificate and the
+    Every file is read with :func:`countdp.services.artifact.load_certified` (the float certificate and the
     exact certificate of the release weights are re-verified) and must hold the stated ``n``
     and ``alpha``: an :class:`~countdp.privacy.exact.IntegerMechanism`.  A structural row is built
     and certified by :func:`countdp.evaluate.routing.evaluation_form` (milliseconds), at the exact

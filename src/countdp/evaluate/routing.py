@@ -3,7 +3,7 @@
 Figures 9-13 evaluate the named mechanisms at every ``n`` a config asks for.  A matrix artifact
 holds ``(n+1)**2`` entries (``10**8`` at ``n = 10**4``), so beyond
 :attr:`Routing.structural_above` a mechanism with a structural form
-(:data:`countdp.structural.catalogue.FORMS`: a certified table of a few hundred integers and a
+(:data:`countdp.design.forms.FORMS`: a certified table of a few hundred integers and a
 rule) is evaluated from that form instead, at the sizes the catalogue serves as structure
 (:func:`countdp.structural.catalogue.served_as_structure`: GM, EM and UM at every size, a
 template design such as WM only beyond the matrix path); a closed form's structural form
@@ -27,20 +27,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from countdp.privacy.alpha import alpha_text, exact_alpha
+from countdp.design.forms import FORMS, structural_form, structure_problem
 from countdp.structural.catalogue import (
-    FORMS,
     NARROW_MAX_N,
     STAND_IN_REASON,
     served_as_structure,
     stand_in,
     stand_in_lower_bound,
-    structural_form,
-    structure_problem,
     weakly_honest_from,
 )
 from countdp.structural.errors import structural_errors
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
+from countdp.values.alpha import alpha_text, exact_alpha
 
 MATRIX = "matrix"
 """The name of the matrix path (a design artifact), beside :data:`countdp.structural.form.REPRESENTATION`."""
@@ -134,7 +132,7 @@ class Provenance:
 def evaluation_form(mechanism: str, n: int, alpha: object) -> tuple[StructuralMechanism, Provenance]:
     """The certified structural form that evaluates ``mechanism`` at ``(n, alpha)``, and its provenance.
 
-    A name of :data:`~countdp.structural.catalogue.FORMS` is its own form.  WH is GM's form after
+    A name of :data:`~countdp.design.forms.FORMS` is its own form.  WH is GM's form after
     the weak-honesty test on the sampled weights (module docstring): raises ``ValueError`` (one
     line) when GM's smallest diagonal weight is below ``D/(n+1)``, and for any other name.
     """

@@ -23,7 +23,7 @@ The two things :func:`countdp.evaluate.experiments.simulate` needs of a mechanis
   exact per-input numerators (:func:`countdp.structural.spread_errors.spread_losses`: prefix
   sums of its canonical columns and closed forms, O(m^2 + n)), each rounded to float once.
 
-Every name of :data:`countdp.structural.catalogue.FORMS` works: nothing here depends on which
+Every name of :data:`countdp.design.forms.FORMS` works: nothing here depends on which
 structure the form has.
 """
 
@@ -33,7 +33,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from countdp.evaluate.metrics import parse_objective
 from countdp.structural.corner_errors import corner_losses
 from countdp.structural.corners import StructuralCorners
 from countdp.structural.form import StructuralMechanism
@@ -41,6 +40,7 @@ from countdp.structural.power_sums import band_count, floor_squares
 from countdp.structural.spread import StructuralSpread
 from countdp.structural.spread_errors import spread_losses
 from countdp.validation import check_distribution
+from countdp.values.objectives import parse_objective
 
 BLOCK_ENTRIES = 1 << 21
 """Entries of the (inputs x categories) block of :func:`column_losses` (16 MB of int64): its memory bound."""

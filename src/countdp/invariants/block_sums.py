@@ -13,7 +13,7 @@ partition of the cells (:mod:`countdp.invariants.spec`) that law factorises:
    suffix sums of the block's later cells, and the last cell takes what is left.
 
 Exactness: ``alpha = p/q`` is an exact rational (use
-:func:`countdp.privacy.alpha.alpha_from_epsilon`, the smallest multiple of ``2**-63`` at or
+:func:`countdp.values.alpha.alpha_from_epsilon`, the smallest multiple of ``2**-63`` at or
 above ``e^-epsilon``, so the guarantee is never weaker than asked).  ``G_{B,k}(r)`` is a sum of
 ``alpha^d`` with ``d <= D_k(r) = r + x_k + ... + x_last`` (the largest L1 distance of those
 cells from ``x`` at sum ``r``), so it is kept as the integer ``G_{B,k}(r) q**D_k(r)`` ("row
@@ -62,7 +62,7 @@ from countdp.invariants.prefix_choice import (
     resolve_tie,
 )
 from countdp.invariants.spec import BlockSystem, SubsetSum, block_system
-from countdp.privacy.alpha import exact_alpha
+from countdp.values.alpha import exact_alpha
 
 MIN_GUARD_BITS = 32
 """Shortest brackets that can decide a 62-bit floor of a product of two (see :func:`bracketed_floors`)."""

@@ -40,9 +40,9 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
-from countdp.privacy.alpha import alpha_text, epsilon_upper_bound, exact_alpha
 from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.rounding import round_to_release
+from countdp.values.alpha import alpha_text, epsilon_upper_bound, exact_alpha
 
 K_NEIGHBOURS = 2
 """Records between invariant neighbours (Gong and Meng's ``k``): one count leaves a group, one arrives."""

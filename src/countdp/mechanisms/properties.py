@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from countdp.design.constraints import PROPERTIES, parse_properties
 from countdp.mechanisms.property_scan import worst_violations
 from countdp.privacy.certify import COLUMN_SUM_TOL, dp_slack
 from countdp.validation import check_alpha, check_matrix, check_tol
+from countdp.values.properties import PROPERTIES, parse_properties
 
 DEFAULT_TOL = 1e-9
 """Default tolerance for *structural* properties of solver output.  DP uses tolerance 0."""

@@ -10,15 +10,15 @@ reports.
 The results are bit-for-bit those of the rows, not merely close: every quantity is the same
 IEEE difference of the same two entries (``fl(b - a) = -fl(a - b)``), and a maximum taken
 before subtracting a constant equals the maximum of the differences (rounding is monotone).
-``tests/mechanisms/test_artifacts.py`` checks the equality on designed, random and broken matrices.
+``tests/services/test_artifacts.py`` checks the equality on designed, random and broken matrices.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from countdp.design.constraints import PROPERTIES
 from countdp.validation import check_matrix
+from countdp.values.properties import PROPERTIES
 
 
 def _worst(values: np.ndarray) -> float:

@@ -27,8 +27,8 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.multilevel.collusion import colluding_sets, joint_dp_check, path_joint
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.exact import ExactCheck, column_totals_equal
+from countdp.values.alpha import alpha_text, exact_alpha
 
 
 @dataclass(frozen=True)

@@ -38,11 +38,11 @@ from countdp.multilevel.exact_forms import gm_table
 from countdp.multilevel.exact_products import chain_products
 from countdp.multilevel.families import LevelPlan, check_mechanism, level_plan, reference_matrices
 from countdp.multilevel.rounding import dp_deficit, mixing_weight, round_table
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.exact import MIN_RELEASE_K, RELEASE_K, IntegerMechanism
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
 from countdp.privacy.rounding import check_release_alpha
 from countdp.validation import check_n
+from countdp.values.alpha import alpha_text, exact_alpha
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from itertools import combinations
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.exact import ExactCheck
+from countdp.values.alpha import alpha_text, exact_alpha
 
 
 def path_joint(first: np.ndarray, transitions: Sequence[np.ndarray], levels: Sequence[int]) -> np.ndarray:

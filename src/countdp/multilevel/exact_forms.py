@@ -26,8 +26,8 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.mechanisms.closed_forms import explicit_fair_exponents
-from countdp.privacy.alpha import exact_alpha
 from countdp.validation import check_n
+from countdp.values.alpha import exact_alpha
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,9 +37,9 @@ from countdp.design.designer import Design, design_named
 from countdp.multilevel.derivable import DerivabilitySettings, derive, exact_transition
 from countdp.multilevel.exact_forms import ExactTable, em_exact, em_table, fraction_table, gm_table, stochastic_table
 from countdp.multilevel.transitions import gm_transition_table
-from countdp.privacy.alpha import alpha_text
 from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.rounding import round_to_release
+from countdp.values.alpha import alpha_text
 
 CHAIN_MECHANISMS = ("GM", "EM", "WM", "WH")
 """Mechanisms a multi-level chain can release (where their pairs are derivable)."""

@@ -45,8 +45,8 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.multilevel.exact_forms import ExactTable, boundary_mask, gm_exact, gm_inverse, gm_table
-from countdp.privacy.alpha import exact_alpha
 from countdp.validation import check_n
+from countdp.values.alpha import exact_alpha
 
 
 def _ordered(alpha: object, beta: object) -> tuple[Fraction, Fraction]:

@@ -22,7 +22,7 @@ import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from countdp.mechanisms.artifact import atomic_path
+from countdp.services.artifact import atomic_path
 
 PLOT_LOCK = threading.RLock()
 """Serialises drawing: matplotlib's rcParams and caches are shared by every thread."""

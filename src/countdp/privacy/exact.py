@@ -25,8 +25,8 @@ from functools import cached_property
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.inverse_cdf import guide_table
+from countdp.values.alpha import alpha_text, exact_alpha
 
 RELEASE_K = 62
 """Default ``K``: ``D = 2**62``, so cumulative weights fit int64 and draws are 62 random bits."""

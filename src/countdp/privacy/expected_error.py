@@ -11,7 +11,7 @@ rational number with denominator ``D`` (or ``(n+1) D`` averaged over inputs).
 
 each under a uniform prior on the true count and for the worst true count.  These are the
 expectations of the empirical measures on released counts (no ``(n+1)/n`` rescaling: the design
-objective ``L0`` of :func:`countdp.evaluate.metrics.objective_value` is ``(n+1)/n`` times ``l0_uniform``).
+objective ``L0`` of :func:`countdp.values.objectives.objective_value` is ``(n+1)/n`` times ``l0_uniform``).
 
 ``sum_i (i - j)**2 W[i, j]`` reaches ``n**2 * 2**62`` and would wrap around in int64, so ``W`` is
 split into limbs narrow enough that every column sum of ``(i - j)**2 * limb`` fits int64; the limb

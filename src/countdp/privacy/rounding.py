@@ -28,7 +28,6 @@ from typing import TypeVar
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.exact import (
     MIN_RELEASE_K,
     RELEASE_K,
@@ -38,6 +37,7 @@ from countdp.privacy.exact import (
     scaled_products,
 )
 from countdp.validation import check_matrix
+from countdp.values.alpha import alpha_text, exact_alpha
 
 COLUMN_SUM_TOL = 1e-9
 """Largest |column sum - 1| accepted in a float matrix to be rounded."""

@@ -84,7 +84,7 @@ def _released_form(mechanism: object) -> IntegerMechanism:
     released = getattr(mechanism, "released", mechanism)
     if not isinstance(released, IntegerMechanism):
         raise ValueError("release needs a certified mechanism (countdp.design_named(...), "
-                         "countdp.mechanisms.artifact.load_design(...) "
+                         "countdp.services.artifact.load_design(...) "
                          f"or an IntegerMechanism), got {type(mechanism).__name__}")
     return released
 

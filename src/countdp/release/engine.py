@@ -30,7 +30,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from countdp.privacy.alpha import alpha_text
 from countdp.release.atomic import AtomicPair
 from countdp.release.atomic_folder import AtomicFolder, existing_problem, is_mount_point
 from countdp.release.draws import ColumnSampler, Randomness
@@ -41,6 +40,7 @@ from countdp.release.provenance import column_epsilon, sidecar_record
 from countdp.release.request import ReleaseRequest, Validated, validate
 from countdp.release.tables import TableSink, TableSource, integer_values
 from countdp.validation import check_matrices_fit
+from countdp.values.alpha import alpha_text
 
 HELD_BYTES_PER_ENTRY = 80
 """Memory per entry of a group size's matrix mechanism while a release holds it: the loaded design,

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
 
-from countdp.privacy.alpha import rational_text
+from countdp.values.alpha import rational_text
 
 FORMAT = "countdp-budget-ledger/2"
 """The ``format`` tag of a ledger file as written (``countdp-budget-ledger/1`` is still read)."""

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from countdp.privacy.alpha import alpha_text, rational_text
 from countdp.privacy.expected_error import release_errors
 from countdp.structural.errors import structural_errors
 from countdp.structural.form import StructuralMechanism
+from countdp.values.alpha import alpha_text, rational_text
 
 HEADER = (f"{'column':<14} {'n':>7} {'rows':>9}  {'mechanism':<10} {'L0 unif':>8} {'L0 worst':>8} "
           f"{'L01 unif':>8} {'L01 worst':>9} {'RMSE unif':>9} {'RMSE worst':>10}")

@@ -25,10 +25,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.mechanisms.arrays import weights_digest
-from countdp.privacy.alpha import alpha_text, epsilon_upper_bound, rational_text
+from countdp.services.arrays import weights_digest
 from countdp.structural.catalogue import STAND_IN_REASON, weakly_honest_from
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
+from countdp.values.alpha import alpha_text, epsilon_upper_bound, rational_text
 
 FORMAT = "countdp-release/2"
 THREAT_MODEL = ("docs/threat-model.md: the adversary knows every record but one person's, reads the table and "

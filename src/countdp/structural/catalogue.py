@@ -1,6 +1,6 @@
 """The structural mechanisms by name, and their two uses: released weights for a matrix, and releases without one.
 
-``structural_form("GM", n, alpha)`` returns a certified :class:`~countdp.structural.form.StructuralMechanism`
+``closed_structural_form("GM", n, alpha)`` returns a certified :class:`~countdp.structural.form.StructuralMechanism`
 for any ``n`` up to what integer weights over ``2**K`` can hold (beyond ``10**9`` for GM and EM at
 moderate alpha).  The same object gives:
 
@@ -19,29 +19,29 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.privacy.alpha import exact_alpha
-from countdp.privacy.exact import MIN_RELEASE_K, RELEASE_K, IntegerMechanism
+from countdp.privacy.exact import RELEASE_K, IntegerMechanism
 from countdp.privacy.rounding import check_release_alpha
 from countdp.structural.fair import fair_form
-from countdp.structural.form import REPRESENTATION, WIDE_K, StructuralMechanism
+from countdp.structural.form import NARROW_MAX_N, REPRESENTATION, WIDE_K, StructuralMechanism
 from countdp.structural.geometric import geometric_form
-from countdp.structural.template import structure_problem as template_structure_problem
-from countdp.structural.template import template_form
+from countdp.structural.template import TEMPLATE_MECHANISMS
 from countdp.structural.uniform import uniform_form
 from countdp.validation import check_fits_in_memory, check_n
 
 MATRIX_BYTES_PER_ENTRY = 64
 """Peak memory per entry of a structural mechanism's matrix form (the weights, their check, the cumulative)."""
 
-NARROW_MAX_N = 2048
-"""Largest group size whose structural form is over ``2^62`` by default: the matrix form's size."""
-FORMS: dict[str, Callable[[int, Fraction, int], StructuralMechanism]] = {
-    "GM": geometric_form, "EM": fair_form, "UM": uniform_form, "WM": template_form}
-"""The mechanisms with a structural form: the closed forms, and WM under L0 (a template design spread)."""
+CLOSED_STRUCTURES: dict[str, Callable[[int, Fraction, int], StructuralMechanism]] = {
+    "GM": geometric_form, "EM": fair_form, "UM": uniform_form}
+"""The closed forms' structural tables, built from their formulas alone."""
 
-SPREADS = frozenset({"WM"})
-"""The template designs among :data:`FORMS`: L0 only, over ``2^62``, served as structure beyond
-:data:`NARROW_MAX_N` (below it, the matrix path designs and proves each size)."""
+SPREADS = frozenset(TEMPLATE_MECHANISMS)
+"""The template designs with a structural form (spread by :mod:`countdp.design.forms`): L0 only, over
+``2^62``, served as structure beyond :data:`NARROW_MAX_N` (below it, the matrix path designs and
+proves each size)."""
+
+STRUCTURAL_MECHANISMS = (*CLOSED_STRUCTURES, *sorted(SPREADS))
+"""Every mechanism with a structural form: the closed forms and the template designs."""
 
 STAND_INS: dict[tuple[str, str], str] = {("WH", "L0"): "GM"}
 """(mechanism, objective) whose optimum is a structural form from some size on: the LP with weak
@@ -53,23 +53,23 @@ STAND_IN_REASON = ("GM stands in for WH: its weights are weakly honest at every 
 """What a release's sidecar says of a WH size drawn from GM's structure."""
 
 
-def structural_form(mechanism: str, n: object, alpha: object, K: int | None = None) -> StructuralMechanism:
-    """``mechanism`` (GM, EM or UM) for groups of size ``n``, certified alpha-DP by its structure.
+def certified_form(build: Callable[[int, Fraction, int], StructuralMechanism], mechanism: str, n: object,
+                   alpha: object, K: int | None = None) -> StructuralMechanism:
+    """``build(n, alpha, K)``'s table of ``mechanism`` for groups of size ``n``, certified alpha-DP by its structure.
 
     ``K`` defaults to 62 up to :data:`NARROW_MAX_N` (where the matrix form exists and is the same
     distribution) and to :data:`countdp.structural.form.WIDE_K` beyond (two words per draw, so
-    the floor costs nothing; UM needs no floor and keeps 62); a default ``K``'s table serves only
-    sizes on its side of that line.  Raises ``ValueError`` (one line) for an unknown name, a bad
-    ``n`` or alpha, or an ``n`` too large for integer weights over ``2**K``; and if the
-    certificate fails, which a correct construction never lets happen.
+    the floor costs nothing; UM and the template designs need no floor and keep 62); a default
+    ``K``'s table serves only sizes on its side of that line.  ``build`` is a closed form's
+    constructor (:data:`CLOSED_STRUCTURES`) or, from the engine, a template design's spread.
+    Raises ``ValueError`` (one line) for a bad ``n`` or alpha, or an ``n`` too large for integer
+    weights over ``2**K``; and if the certificate fails, which a correct construction never lets happen.
     """
     name = str(mechanism).upper()
-    if name not in FORMS:
-        raise ValueError(f"{mechanism!r} has no structural form; structural forms: {', '.join(FORMS)}")
     n = check_n(n)
     chosen = K if K is not None else RELEASE_K if name in ("UM", *SPREADS) or n <= NARROW_MAX_N else WIDE_K
     a = check_release_alpha(alpha, chosen)
-    form = FORMS[name](n, a, chosen)
+    form = build(n, a, chosen)
     if K is None and name not in ("UM", *SPREADS):
         lo, hi = form.sizes
         form.sizes = (lo, min(hi, NARROW_MAX_N)) if chosen == RELEASE_K else (max(lo, NARROW_MAX_N + 1), hi)
@@ -79,23 +79,21 @@ def structural_form(mechanism: str, n: object, alpha: object, K: int | None = No
     return form
 
 
+def closed_structural_form(mechanism: str, n: object, alpha: object, K: int | None = None) -> StructuralMechanism:
+    """A closed form's (GM, EM or UM) :func:`certified_form`; the template designs are
+    :func:`countdp.design.forms.structural_form`'s."""
+    name = str(mechanism).upper()
+    if name not in CLOSED_STRUCTURES:
+        raise ValueError(f"{mechanism!r} has no closed structural form; closed forms: {', '.join(CLOSED_STRUCTURES)}")
+    return certified_form(CLOSED_STRUCTURES[name], name, n, alpha, K)
+
+
 def served_as_structure(mechanism: str, n: int, objective: str = "L0") -> bool:
     """Whether a release draws size ``n`` of ``mechanism`` from a structural form (else a matrix):
     GM, EM and UM always; a template design under L0 beyond :data:`NARROW_MAX_N`."""
-    if mechanism not in FORMS:
+    if mechanism not in STRUCTURAL_MECHANISMS:
         return False
     return mechanism not in SPREADS or (objective == "L0" and n > NARROW_MAX_N)
-
-
-def structure_problem(mechanism: str, alpha: object) -> str | None:
-    """Why ``mechanism`` has no structural form at ``alpha`` (one line), or ``None``; cheap (no solve):
-    a template design whose corners are too wide for any structure
-    (:func:`countdp.structural.template.structure_problem`)."""
-    if mechanism not in FORMS:
-        return f"{mechanism} has no structural form; structural forms: {', '.join(FORMS)}"
-    if mechanism in SPREADS:  # a config's 0.9 is the workflow's 9/10 (countdp.privacy.alpha.exact_alphas_in)
-        return template_structure_problem(alpha if isinstance(alpha, Fraction) else exact_alpha(str(alpha)))
-    return None
 
 
 def stand_in(mechanism: str, objective: str) -> str | None:
@@ -164,20 +162,12 @@ class GroupMechanism:
             return self
         check_fits_in_memory(self.n, MATRIX_BYTES_PER_ENTRY, f"{self.mechanism}'s matrix of integer weights")
         form = self.released.for_size(self.n) if not self.released.wide else \
-            structural_form(self.mechanism, self.n, self.released.alpha, RELEASE_K).for_size(self.n)
+            closed_structural_form(self.mechanism, self.n, self.released.alpha, RELEASE_K).for_size(self.n)
         return GroupMechanism(self.mechanism, self.n, self.objective,
                               IntegerMechanism(form.alpha, form.K, form.dense_weights(),
                                                rounding={"rounding_lambda": form.uniform_share}))
 
 
-def structural_design(mechanism: str, n: int, alpha: object, K: int | None = None) -> GroupMechanism:
-    """:func:`structural_form` for a release (``K``, if given, at least the release's minimum)."""
-    if K is not None and K < MIN_RELEASE_K:
-        raise ValueError(f"a released mechanism needs K >= {MIN_RELEASE_K}, got {K}")
-    form = structural_form(mechanism, n, alpha, K)
-    return GroupMechanism(form.mechanism, form.n, "L0", form)
-
-
-__all__ = ["FORMS", "NARROW_MAX_N", "SPREADS", "STAND_INS", "STAND_IN_REASON", "GroupMechanism", "released_weights",
-           "served_as_structure", "structure_problem",
-           "stand_in", "stand_in_lower_bound", "structural_design", "structural_form", "weakly_honest_from"]
+__all__ = ["CLOSED_STRUCTURES", "NARROW_MAX_N", "SPREADS", "STAND_INS", "STAND_IN_REASON", "STRUCTURAL_MECHANISMS",
+           "GroupMechanism", "certified_form", "closed_structural_form", "released_weights", "served_as_structure",
+           "stand_in", "stand_in_lower_bound", "weakly_honest_from"]

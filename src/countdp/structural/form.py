@@ -48,9 +48,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.privacy.alpha import alpha_text
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
 from countdp.structural.chain import exact_sum
+from countdp.values.alpha import alpha_text
 
 COARSE_BITS = 62
 """Bits of a draw taken from the row's word; a wider ``K`` takes its other bits from a second word."""
@@ -62,6 +62,10 @@ the allocator's threshold for fresh pages, which makes sampling two to three tim
 CONSTRUCTION = 1
 """The version of the tables' construction: raised whenever a change gives a mechanism other tables, so
 a cache written by another version is never read as this one's (its records sit under another name)."""
+NARROW_MAX_N = 2048
+"""Largest group size whose structural form is over ``2^62`` by default: the matrix path's largest size
+(each size up to it is designed and proven as a matrix; a template design is spread beyond it)."""
+
 REPRESENTATION = "structural"
 """The sidecar's and the cache's name for a matrix-free mechanism (a matrix's is ``"matrix"``)."""
 

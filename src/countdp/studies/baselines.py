@@ -32,12 +32,13 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from countdp.evaluate.metrics import expected_error, objective_value
+from countdp.evaluate.metrics import expected_error
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import Certificate, certify
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
 from countdp.validation import check_alpha, check_matrix, check_n
+from countdp.values.objectives import objective_value
 
 BASELINES = ("EXP", "EXP-cal", "CGM", "CGM-naive", "RR")
 """Named baselines: ``EXP`` at nominal alpha; ``EXP-cal`` and ``CGM`` calibrated to achieve

@@ -23,10 +23,10 @@ from countdp.evaluate.data import group_counts
 from countdp.invariants.group_total import GroupTotalSampler
 from countdp.invariants.guarantee import proven_bound
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.rounding import round_to_release
 from countdp.privacy.sampling import release
 from countdp.studies.checks import CHECK_COLUMNS, check_row
+from countdp.values.alpha import alpha_text, exact_alpha
 
 CONGENIAL_MECHANISMS = ("GM", "EM")
 """Mechanisms released per group: the closed forms, rounded to exactly alpha-DP integer weights."""

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.studies.checks import CHECK_COLUMNS, check_row
+from countdp.values.objectives import objective_value
 
 
 def fig07_tables(records: Sequence[dict], paper: dict, text_alpha: float) -> tuple[pd.DataFrame,

@@ -29,10 +29,10 @@ import pandas as pd
 from countdp.invariants.block_sums import ConditionalTableSampler
 from countdp.invariants.mis import MISProblem, double_geometric, run_mis
 from countdp.invariants.projection import NonNegativeProjection
-from countdp.privacy.alpha import alpha_from_epsilon
 from countdp.studies import gm_setting as gm
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
+from countdp.values.alpha import alpha_from_epsilon
 
 METHODS = ("raw eps=1", "NNL2 eps=1", "conditional eps0=0.5", "raw eps=0.5")
 """Figure 1's four methods, in their order (a)-(d)."""

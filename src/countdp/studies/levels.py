@@ -24,11 +24,11 @@ import pandas as pd
 
 from countdp.multilevel.derivable import DerivabilitySettings, derive, exact_transition
 from countdp.multilevel.exact_forms import em_exact, gm_exact
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
 from countdp.studies.derivability import named_matrix
 from countdp.validation import check_n
+from countdp.values.alpha import alpha_text, exact_alpha
 
 LEVEL_MECHANISMS = ("GM", "EM", "WM", "WH", "UM")
 DEFAULT_LEVEL_NS = (2, 3, 5, 8)

@@ -13,18 +13,19 @@ import numpy as np
 import pandas as pd
 
 from countdp.design.highs_model import lexicographic_design
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
 from countdp.studies.naming import PROPERTIES
 from countdp.studies.subsets import VALUE_TOL
 from countdp.validation import check_alpha, check_n
+from countdp.values.catalogue import NAMED_DESIGNS
+from countdp.values.objectives import objective_value
 
 MINIMAX_SETS: dict[str, tuple[str, ...]] = {
     "BasicDP": (),
-    "WH": ("WH", "S"),
-    "WM": ("RM", "CM", "WH", "S"),
+    "WH": NAMED_DESIGNS["WH"],
+    "WM": NAMED_DESIGNS["WM"],
     "ALL": PROPERTIES,
 }
 """Property sets of the minimax study: GM-style, LP(WH), WM, and EM-style (all seven)."""

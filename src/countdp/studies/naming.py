@@ -2,7 +2,7 @@
 
 The workflow imports this module while Snakemake parses the Snakefile, so it must stay cheap:
 no numpy, no pandas, no solver.  The heavier library modules agree with it
-(``countdp.design.constraints.PROPERTIES``, ``countdp.evaluate.metrics.parse_objective``;
+(``countdp.values.properties.PROPERTIES``, ``countdp.values.objectives.parse_objective``;
 tests/studies/test_studies.py checks that they do).
 """
 

@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 
 from countdp.design.designer import design_lp
-from countdp.evaluate.metrics import binomial_distribution, expected_error, objective_value, parse_objective
+from countdp.evaluate.metrics import binomial_distribution, expected_error
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
 from countdp.studies.naming import PROPERTIES
 from countdp.studies.subsets import subset_name
 from countdp.validation import check_alpha, check_n
+from countdp.values.objectives import objective_value, parse_objective
 
 FIG8_COMBINATIONS = ((), ("RH",), ("RM",), ("CH",), ("CM",), ("RH", "CH"), ("RH", "CM"), ("RM", "CH"),
                      ("RM", "CM"))

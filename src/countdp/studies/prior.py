@@ -13,17 +13,19 @@ import pandas as pd
 
 from countdp.design.designer import design_named
 from countdp.design.highs_model import lexicographic_design
-from countdp.evaluate.metrics import binomial_distribution, expected_error, parse_objective
+from countdp.evaluate.metrics import binomial_distribution, expected_error
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import certify
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
 from countdp.validation import check_alpha, check_distribution, check_n
+from countdp.values.catalogue import NAMED_DESIGNS
+from countdp.values.objectives import parse_objective
 
 PRIOR_SETS: dict[str, tuple[str, ...]] = {
     "none": (),
-    "WH": ("WH",),
-    "WM": ("RM", "CM", "WH"),
+    "WH": tuple(p for p in NAMED_DESIGNS["WH"] if p != "S"),
+    "WM": tuple(p for p in NAMED_DESIGNS["WM"] if p != "S"),
     "F": ("RH", "RM", "CH", "CM", "F", "WH"),
 }
 """Property sets of prior-aware designs (S dropped: it is not free under a skewed prior)."""

@@ -1,6 +1,6 @@
 """Shared helpers of the studies: alpha and name spellings, certified records, matrix summaries.
 
-A *record* is a certified mechanism artifact as :func:`countdp.mechanisms.artifact.load_certified`
+A *record* is a certified mechanism artifact as :func:`countdp.services.artifact.load_certified`
 returns it (DP re-verified on its stored floats): ``mechanism``, ``n``, ``alpha``, ``objective``,
 ``matrix`` (``P[i, j] = Pr[output i | input j]``), ``objective_value``, ``l0``, ...
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.evaluate.metrics import parse_objective
-from countdp.mechanisms.artifact import load_certified
+from countdp.services.artifact import load_certified
+from countdp.values.objectives import parse_objective
 
 VISUAL_TOL = 1e-3
 """Tolerance for statements read off a plot ("the curves coincide")."""

@@ -14,14 +14,15 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from countdp.design.constraints import LinearSystem, basic_dp, parse_properties, property_system
+from countdp.design.constraints import LinearSystem, basic_dp, property_system
 from countdp.design.highs_model import DesignModel
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.studies.checks import CHECK_COLUMNS
 from countdp.studies.checks import check_row as check
 from countdp.studies.naming import PROPERTIES
 from countdp.validation import check_alpha, check_n
+from countdp.values.objectives import objective_value
+from countdp.values.properties import parse_properties
 
 VALUE_TOL = 1e-7
 """Two LP optimal values are 'the same' within this (solver accuracy is ~1e-9)."""

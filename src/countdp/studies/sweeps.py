@@ -1,12 +1,12 @@
 """Design sweeps: one certified artifact per ``n`` for a (mechanism, objective, alpha), resumable.
 
 The workflow's design rule calls :func:`design_sweep`.  Each design is saved (certified, JSON +
-npz: :func:`countdp.mechanisms.artifact.save_design`) and its line logged the moment it is done,
+npz: :func:`countdp.services.artifact.save_design`) and its line logged the moment it is done,
 so a sweep stopped part-way keeps every design it finished.  A design saved with a
 ``code_version`` carries a stamp of what made it (``extra["made_by"]``: that version and the
 solver setting); a later sweep reuses the file, instead of designing it again, when the stamp,
 the mechanism, objective, ``n`` and exact alpha all match and the loader verifies it
-(:func:`countdp.mechanisms.loader.load_certified`: the npz's digest, both certificates).
+(:func:`countdp.services.loader.load_certified`: the npz's digest, both certificates).
 
 A solver setting is ``"closed-form"`` (GM, EM, UM) or ``"NAME/method"``: the design planner
 chooses the path exactly as :func:`countdp.design.designer.design_named` does by default (closed
@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import TextIO
 
 from countdp.design.designer import Design, check_solver, design_named
-from countdp.mechanisms.artifact import load_certified, save_design
-from countdp.privacy.alpha import alpha_text, exact_alpha
+from countdp.services.artifact import load_certified, save_design
 from countdp.studies.naming import alpha_spelling, lp_properties, parse_alpha
 from countdp.studies.records import objective_from_slug
+from countdp.values.alpha import alpha_text, exact_alpha
 
 CLOSED_FORM_MECHANISMS = ("GM", "EM", "UM")
 CLOSED_FORM_SETTING = "closed-form"

@@ -13,8 +13,8 @@ from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import build_reduced_lp
 from countdp.design.settings import SolverSettings
 from countdp.design.solvers.clarabel import clarabel_lp, objective_scale, run_clarabel
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import geometric
+from countdp.values.objectives import objective_value
 
 
 def test_clarabel_lp_solves_a_hand_made_lp_with_duals_in_highs_convention():

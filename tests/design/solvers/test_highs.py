@@ -15,8 +15,8 @@ from countdp.design.highspy_loader import load_highspy
 from countdp.design.reduce import build_reduced_lp
 from countdp.design.solvers.clarabel import run_clarabel
 from countdp.design.solvers.highs import basis_statuses, highs_lp, run_highs, work_limits
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import geometric
+from countdp.values.objectives import objective_value
 
 
 def test_highs_lp_solves_a_hand_made_lp_with_infinite_bounds():

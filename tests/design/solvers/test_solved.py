@@ -10,8 +10,8 @@ import pytest
 from countdp.design.reduce import build_reduced_lp
 from countdp.design.solvers.highs import run_highs
 from countdp.design.solvers.solved import polish_run
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import geometric
+from countdp.values.objectives import objective_value
 
 
 def _row_violation(lp, y):

@@ -12,8 +12,8 @@ from countdp.design.policy import template_widths
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.large_n_template import STRATEGY, large_n_design
-from countdp.evaluate.metrics import parse_objective
 from countdp.privacy.certify import certify, is_alpha_dp
+from countdp.values.objectives import parse_objective
 from tests.helpers.design import general_optimum
 
 WM = ("RM", "CM", "WH", "S")

@@ -15,8 +15,8 @@ from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.relaxed_template import LABEL, STRATEGY
 from countdp.design.template.relaxed_proof import prove_relaxed_width, relaxed_problem
-from countdp.evaluate.metrics import parse_objective
 from countdp.privacy.certify import certify, is_alpha_dp
+from countdp.values.objectives import parse_objective
 from tests.helpers.design import general_optimum, reduced_design
 
 WM = ("RM", "CM", "WH", "S")

@@ -15,10 +15,10 @@ from countdp.design.reductions.fold_symmetry import SYMMETRIZED
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.symmetrized import STRATEGY
-from countdp.privacy.alpha import exact_alpha
 from countdp.privacy.certify import certify
 from countdp.privacy.exact import exact_dp_check
 from countdp.privacy.rounding import round_to_release
+from countdp.values.alpha import exact_alpha
 
 GUIDED_SMALL = SolverSettings(ipm_min_nnz=0)
 """Small models solved as large ones are: ``guided`` from any size."""

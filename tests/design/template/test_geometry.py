@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from countdp.design.constraints import parse_properties
 from countdp.design.optimality import design_lp_model
 from countdp.design.template.geometry import cancel, feature_map, first_of_each, merge_rows, row_entries, row_map
+from countdp.values.properties import parse_properties
 
 PROPS = ("RM", "CM", "RH", "CH", "WH", "S")
 

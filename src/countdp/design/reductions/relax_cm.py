@@ -25,13 +25,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from countdp.design.constraints import parse_properties
 from countdp.design.dual_repair import prove_dual
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.polish import full_dual
 from countdp.design.reductions.fold_symmetry import NOT_CLOSED, unfolded_dual
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.values.properties import parse_properties
 
 RELAXATION = "CM relaxed to CH, proven with CM"
 """The entry of ``extra["reductions"]`` of a design answered by the relaxation."""

@@ -19,8 +19,8 @@ from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import ReducedLP
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers.solved import Solved
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import geometric
+from countdp.values.objectives import objective_value
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 

@@ -29,9 +29,9 @@ from countdp.design.remapped_gm import THEOREM, remap_certificate, remapped_geom
 from countdp.design.request import Answer, Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
 from countdp.design.strategy import SolveContext
-from countdp.evaluate.metrics import objective_value
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import certify
+from countdp.values.objectives import objective_value
 
 REMAPPED_GM = "GM remapped"
 """The closed form of :mod:`countdp.design.remapped_gm` (no property, any prior and objective)."""

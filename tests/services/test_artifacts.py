@@ -24,11 +24,11 @@ import pytest
 
 from countdp.cli import main
 from countdp.design.designer import design_named
-from countdp.mechanisms.arrays import npz_bytes
-from countdp.mechanisms.artifact import design_to_dict, load_certified, load_design, save_design, to_json
 from countdp.mechanisms.closed_forms import geometric
 from countdp.mechanisms.properties import check_all
 from countdp.mechanisms.property_scan import worst_violations
+from countdp.services.arrays import npz_bytes
+from countdp.services.artifact import design_to_dict, load_certified, load_design, save_design, to_json
 from tests.helpers.artifact_files import python_int_dp, read_file, write_file
 
 D = 2**62
@@ -320,7 +320,8 @@ def _matrices():
 
 
 def test_the_property_scan_equals_the_defining_rows_bit_for_bit():
-    from countdp.design.constraints import PROPERTIES, property_rows
+    from countdp.design.constraints import property_rows
+    from countdp.values.properties import PROPERTIES
 
     for P in _matrices():
         rows = {name: property_rows(name, P.shape[0] - 1).violation(P.ravel()) for name in PROPERTIES}
@@ -338,7 +339,7 @@ def test_the_matrices_above_break_and_keep_every_property():
 # ---------------------------------------------------------------- alpha the release cannot state
 def test_an_alpha_below_2_to_the_minus_62_is_one_line_from_every_entry(tmp_path, capsys):
     from countdp.design.designer import design_lp
-    from countdp.privacy.mechanism_cache import MechanismCache
+    from countdp.services.mechanism_cache import MechanismCache
 
     assert main(["design", "GM", "--n", "5", "--alpha", "1e-300"]) == 2
     err = capsys.readouterr().err
@@ -371,7 +372,7 @@ _WRITER = textwrap.dedent("""
     folder = sys.argv[1]
     import pandas as pd
     from countdp.design.designer import design_named
-    from countdp.mechanisms.artifact import save_design, write_csv_atomic, write_text_atomic
+    from countdp.services.artifact import save_design, write_csv_atomic, write_text_atomic
     from countdp.plots.canvas import save_figure, subplots
     save_design(design_named("GM", 3, "1/2"), os.path.join(folder, "m.json"))
     save_design(design_named("GM", 3, "1/2"), os.path.join(folder, "m.csv"))

@@ -3,19 +3,19 @@
 ``save_design(design, "X.json")`` writes two files:
 
 * ``X.npz``: the float ``matrix`` and the integer release ``weights`` (rows are outputs, columns
-  inputs), readable with plain ``np.load`` (:mod:`countdp.mechanisms.arrays`);
+  inputs), readable with plain ``np.load`` (:mod:`countdp.services.arrays`);
 * ``X.json``: everything else, human-readable: mechanism, n, ``alpha`` and ``alpha_exact``
   (``"p/q"``), objective, properties, the float DP certificate, ``release`` (``denominator``
   ``D = 2**K`` and the exact certificate) and ``arrays``: the npz's name relative to the JSON,
   its SHA-256, and the SHA-256 of the weights' canonical bytes.
 
 Both are written to temporaries first; then the npz is renamed into place, then the JSON
-(:mod:`countdp.mechanisms.atomic`): the JSON is the commit point, and an npz that does not belong
+(:mod:`countdp.services.atomic`): the JSON is the commit point, and an npz that does not belong
 to it (stale, or another design's) is caught by its SHA-256 when the file is loaded.  A save that
 fails leaves no new file behind.  The inline form (one JSON with ``matrix`` and
 ``release.weights`` in it, :func:`design_to_dict`) is what ``countdp design`` prints without
 ``--out``, and what countdp wrote before; :func:`load_certified` reads both
-(:mod:`countdp.mechanisms.loader`: every reader goes through it, so a file has one verdict).
+(:mod:`countdp.services.loader`: every reader goes through it, so a file has one verdict).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from countdp.design.designer import Design
-from countdp.evaluate.metrics import objective_value
-from countdp.mechanisms.arrays import arrays_path, npz_bytes, sha256_hex, weights_digest
-from countdp.mechanisms.atomic import atomic_path, write_bytes_atomic, write_csv_atomic, write_text_atomic
-from countdp.mechanisms.loader import RELEASE_MATRIX_TOL, load_certified, load_design
 from countdp.mechanisms.properties import check_all
-from countdp.privacy.alpha import alpha_text
+from countdp.services.arrays import arrays_path, npz_bytes, sha256_hex, weights_digest
+from countdp.services.atomic import atomic_path, write_bytes_atomic, write_csv_atomic, write_text_atomic
+from countdp.services.loader import RELEASE_MATRIX_TOL, load_certified, load_design
 from countdp.validation import check_matrix
+from countdp.values.alpha import alpha_text
+from countdp.values.objectives import objective_value
 
 
 def _record(design: Design, tol: float, matrix: object, weights: object) -> dict:

@@ -51,15 +51,29 @@ def _as_fraction(value: object, name: str) -> Fraction:
     raise ValueError(f"{name} must be a number or a 'p/q' fraction, got {value!r}")
 
 
-def exact_alpha(value: object) -> Fraction:
-    """``value`` as an exact rational alpha with 0 < alpha < 1, or raise ``ValueError``."""
+class Alpha(Fraction):
+    """An exact alpha, checked once (0 < alpha < 1): :func:`exact_alpha` returns it as it is.
+
+    A :class:`fractions.Fraction` in every other way (its value, hash, arithmetic and ``str``), so
+    an alpha parsed at the edge (the CLI, a config, the public API) passes through every layer
+    below without being parsed or checked again.
+    """
+
+    __slots__ = ()
+
+
+def exact_alpha(value: object) -> Alpha:
+    """``value`` as an exact rational alpha with 0 < alpha < 1, or raise ``ValueError``; an
+    :class:`Alpha` is returned as it is."""
+    if isinstance(value, Alpha):
+        return value
     alpha = _as_fraction(value, "alpha")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must satisfy 0 < alpha < 1 (alpha = e^-epsilon), got {value!r}")
-    return alpha
+    return Alpha(alpha)
 
 
-def alpha_from_epsilon(epsilon: object) -> Fraction:
+def alpha_from_epsilon(epsilon: object) -> Alpha:
     """The smallest multiple of ``2**-63`` that is ``>= e^-epsilon`` (epsilon > 0, exact input).
 
     ``e^-epsilon`` is bounded from above with 60-digit decimal arithmetic (``Decimal.exp`` is
@@ -78,7 +92,7 @@ def alpha_from_epsilon(epsilon: object) -> Fraction:
     alpha = Fraction(math.ceil(Fraction(upper) * scale), scale)
     if not 0 < alpha < 1:
         raise ValueError(f"epsilon = {epsilon!r} is too small: e^-epsilon rounds to 1 on a 2^-63 grid")
-    return alpha
+    return Alpha(alpha)
 
 
 def _unit_in_60th_digit(value: Decimal) -> Decimal:

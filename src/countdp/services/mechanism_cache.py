@@ -2,7 +2,7 @@
 
 ``MechanismCache(root).get("WM", 12, "9/10")`` loads ``root/WM/L0/n=12/alpha=9_10.json`` (with
 its arrays in ``alpha=9_10.npz`` beside it) if it is there, verified by
-:func:`countdp.mechanisms.artifact.load_design` as every mechanism file is (a file that fails is
+:func:`countdp.services.artifact.load_design` as every mechanism file is (a file that fails is
 an error naming it), and otherwise designs the mechanism and saves it atomically.
 
 GM, EM and UM (for group sizes above ``matrix_max_n``, by default all) are held as structure
@@ -26,22 +26,21 @@ from pathlib import Path
 import numpy as np
 
 from countdp.design.designer import design_named
-from countdp.mechanisms.artifact import load_design, save_design
-from countdp.mechanisms.atomic import write_bytes_atomic, write_text_atomic
-from countdp.privacy.alpha import exact_alpha
+from countdp.design.forms import FORMS, spread_sizes, structural_design
+from countdp.services.artifact import load_design, save_design
+from countdp.services.atomic import write_bytes_atomic, write_text_atomic
 from countdp.structural.catalogue import (
-    FORMS,
     NARROW_MAX_N,
     SPREADS,
     GroupMechanism,
     served_as_structure,
     stand_in,
     stand_in_lower_bound,
-    structural_design,
     weakly_honest_from,
 )
 from countdp.structural.form import CONSTRUCTION
-from countdp.structural.template import spread_sizes, stored_spread
+from countdp.structural.template import stored_spread
+from countdp.values.alpha import exact_alpha
 
 MATRIX_MAX_N = 0
 """Largest group size whose GM, EM or UM the cache stores as a matrix (above it: as structure)."""

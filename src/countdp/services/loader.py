@@ -3,7 +3,7 @@
 ``countdp check``, ``countdp release``, the mechanism cache and the workflow's jobs all call
 :func:`load_certified` (or :func:`load_design`, the same record as a :class:`Design`), so a file
 gets one verdict whoever reads it.  A file is either the compact pair ``X.json`` + ``X.npz``
-(:mod:`countdp.mechanisms.arrays`) or one inline JSON with ``matrix`` and ``release.weights``
+(:mod:`countdp.services.arrays`) or one inline JSON with ``matrix`` and ``release.weights``
 (what ``countdp design`` prints, and what countdp wrote before the compact format).
 
 Nothing in a file is trusted.  A file is refused, with one line ``"{path}: <reason>"``
@@ -34,14 +34,14 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.design.constraints import PROPERTIES
 from countdp.design.designer import Design
-from countdp.mechanisms.arrays import read_npz, sha256_hex, weights_digest
 from countdp.mechanisms.properties import check_all
-from countdp.privacy.alpha import alpha_text, exact_alpha
 from countdp.privacy.certify import Certificate, is_alpha_dp
 from countdp.privacy.exact import IntegerMechanism
+from countdp.services.arrays import read_npz, sha256_hex, weights_digest
 from countdp.validation import check_matrix
+from countdp.values.alpha import alpha_text, exact_alpha
+from countdp.values.properties import PROPERTIES
 
 RELEASE_MATRIX_TOL = 1e-9
 """Largest allowed ``max |W/D - matrix|`` between a file's release weights and its float matrix."""

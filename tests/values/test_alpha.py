@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from decimal import ROUND_FLOOR, Context, Decimal, localcontext
 from fractions import Fraction
 
@@ -10,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from countdp.privacy.alpha import (
+from countdp import design_named
+from countdp.values.alpha import (
+    Alpha,
     alpha_from_epsilon,
     alpha_text,
     config_alpha,
@@ -193,3 +196,36 @@ def test_config_alphas_are_read_as_written():
                      "0.99": Fraction(99, 100), "0.9": Fraction(9, 10), "0.5": Fraction(1, 2)}
     with pytest.raises(ValueError, match="share the spelling"):
         exact_alphas_in({"a": {"alpha": ["2/3", 0.6666666666666666]}})
+
+
+def _parses_during(call) -> list[str]:
+    """The callers of each parse of an alpha (each call of the parser behind ``exact_alpha``) during ``call()``."""
+    parses = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_name == "_as_fraction" and frame.f_code.co_filename.endswith("alpha.py"):
+            parses.append(frame.f_back.f_back.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return parses
+
+
+def test_an_alpha_is_parsed_once_and_then_passed_as_it_is():
+    a = exact_alpha("9/10")
+    assert isinstance(a, Alpha) and exact_alpha(a) is a
+    assert a == Fraction(9, 10) and hash(a) == hash(Fraction(9, 10)) and str(a) == "9/10"
+    assert isinstance(alpha_from_epsilon(1), Alpha)
+    assert len(_parses_during(lambda: design_named("WM", 64, "9/10"))) == 1
+    assert len(_parses_during(lambda: design_named("GM", 40, "9/10"))) == 1
+    assert _parses_during(lambda: design_named("EM", 40, a)) == []
+
+
+def test_the_parse_counter_sees_a_parse():
+    """The counter above is not blind: parsing a string is counted, an Alpha is not."""
+    assert len(_parses_during(lambda: exact_alpha("0.91"))) == 1
+    assert len(_parses_during(lambda: exact_alpha(exact_alpha("0.91")))) == 1
+    assert len(_parses_during(lambda: [exact_alpha("0.91"), exact_alpha(0.5)])) == 2
