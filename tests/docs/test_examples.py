@@ -146,7 +146,7 @@ def _kind(block: Block) -> str:
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory) -> dict[str, PageRun]:
+def pages() -> dict[str, PageRun]:
     return {}
 
 

@@ -69,7 +69,11 @@ def loss_matrix(n: int, objective: object) -> np.ndarray:
 
 def objective_value(P: np.ndarray, objective: object = "L0", weights: object = None,
                     aggregate: str = "sum") -> float:
-    """The design objective of ``P``: ``sum_j w_j sum_i C[i,j] P[i,j]`` (or ``max_j`` column loss)."""
+    """The design objective of ``P``: ``sum_j w_j sum_i C[i,j] P[i,j]`` (or ``max_j`` column loss).
+
+        >>> round(countdp.objective_value(countdp.geometric(4, 0.5), "L0"), 12)  # GM: 2a/(1+a) = 2/3
+        0.666666666667
+    """
     M = check_matrix(P)
     n = M.shape[0] - 1
     if aggregate not in ("sum", "max"):
@@ -99,7 +103,13 @@ def _release_loss(measure: str, diff: np.ndarray) -> np.ndarray:
 
 
 def expected_error(P: np.ndarray, input_distribution: object, measure: str = "L0") -> float:
-    """Exact expected release error of ``P`` when the true count ``j ~ input_distribution``."""
+    """Exact expected release error of ``P`` when the true count ``j ~ input_distribution``.
+
+        >>> countdp.expected_error(np.eye(5), np.full(5, 1 / 5), "L0")  # the identity is never wrong
+        0.0
+        >>> round(countdp.expected_error(countdp.uniform(4), np.full(5, 1 / 5), "L0"), 12)  # UM: 4 in 5
+        0.8
+    """
     return float(expected_errors(P, [input_distribution], measure)[0])
 
 
@@ -115,7 +125,11 @@ def expected_errors(P: np.ndarray, input_distributions: Sequence[object], measur
 
 
 def empirical_error(true_counts: np.ndarray, released: np.ndarray, measure: str = "L0") -> float:
-    """The measure on arrays of true and released counts (e.g. a fraction of groups)."""
+    """The measure on arrays of true and released counts (e.g. a fraction of groups).
+
+        >>> countdp.empirical_error(np.array([1, 2, 3, 4]), np.array([1, 2, 0, 4]), "L0")  # one of four
+        0.25
+    """
     return float(empirical_errors([true_counts], [released], measure)[0])
 
 

@@ -52,7 +52,17 @@ def _as_fraction(value: object, name: str) -> Fraction:
 
 
 def exact_alpha(value: object) -> Fraction:
-    """``value`` as an exact rational alpha with 0 < alpha < 1, or raise ``ValueError``."""
+    """``value`` as an exact rational alpha with 0 < alpha < 1, or raise ``ValueError``.
+
+        >>> countdp.exact_alpha("0.91"), countdp.exact_alpha("2/3"), countdp.exact_alpha(0.5)
+        (Fraction(91, 100), Fraction(2, 3), Fraction(1, 2))
+        >>> countdp.exact_alpha(0.1) == countdp.exact_alpha("1/10")  # a float is its binary value
+        False
+        >>> countdp.exact_alpha("3/2")
+        Traceback (most recent call last):
+        ...
+        ValueError: alpha must satisfy 0 < alpha < 1 (alpha = e^-epsilon), got '3/2'
+    """
     alpha = _as_fraction(value, "alpha")
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must satisfy 0 < alpha < 1 (alpha = e^-epsilon), got {value!r}")
@@ -66,6 +76,12 @@ def alpha_from_epsilon(epsilon: object) -> Fraction:
     correctly rounded, so within half a unit in the 60th digit; epsilon is rounded down, then
     one unit in the 60th digit is added, rounding up), so the returned alpha is never below the
     true ``e^-epsilon``.
+
+        >>> alpha = countdp.alpha_from_epsilon("1/2")
+        >>> alpha
+        Fraction(2797128963144291325, 4611686018427387904)
+        >>> alpha * 2 ** 63  # the ceiling of e^-1/2 * 2 ** 63 = 5594257926288582649.918...
+        Fraction(5594257926288582650, 1)
     """
     eps = _as_fraction(epsilon, "epsilon")
     if not eps > 0:
