@@ -47,13 +47,19 @@ _WM = ("from fractions import Fraction\nchecks = countdp.check_all(wm.matrix)\n"
        "assert wm.released.certificate.holds and (wm.released.weights.sum(axis=0) == 2 ** 62).all()\n"
        "assert all(countdp.check_all(lp.matrix)[p].holds for p in ('CH', 'RM'))\n"
        "assert noisy.shape == (3,) and ((0 <= noisy) & (noisy <= 8)).all()\n")
+_M = ("assert Path('m.json').is_file() and Path('m.npz').is_file()\n"
+      "report = outputs['countdp check m.json']\n"
+      "assert re.search(r'^  WH  yes', report, re.M) and re.search(r'^  CM  yes', report, re.M)\n"
+      "assert 'alpha = 31/50: certified exactly' in report\n"
+      "noisy = outputs['countdp release m.json 3 0 5'].split()\n"
+      "assert len(noisy) == 3 and all(0 <= int(v) <= 5 for v in noisy)\n")
 _NOISY = ("header = Path('noisy.csv').read_text().splitlines()[0].split(',')\n"
           "assert Path('noisy.csv.release.json').is_file() and 'group' in header\n"
           "assert not {'young', 'male'} & set(header), 'a true count was published'\n")
 FACTS: dict[str, list[tuple[str, str]]] = {
     "README.md": [
         ("wm.status, wm.alpha_exact", _WM + "assert em.status == 'optimal' and em.released.certificate.holds\n"),
-        ("--out m.json", "assert Path('m.json').is_file() and Path('m.npz').is_file()\n" + _NOISY),
+        ("--out m.json", _M + _NOISY),
     ],
     "docs/index.md": [
         ("wm.status, wm.alpha_exact", _WM + "assert wm.released.weights.dtype == np.int64\n"
@@ -63,7 +69,7 @@ FACTS: dict[str, list[tuple[str, str]]] = {
          "em = json.loads(outputs['countdp design EM --n 20 --epsilon 0.5'])\n"
          "assert Fraction(em['alpha_exact']) == countdp.alpha_from_epsilon(0.5)\n"
          "assert em['extra']['epsilon_guaranteed'] <= 0.5\n"
-         "assert Path('m.json').is_file() and Path('m.npz').is_file()\n"
+         + _M +
          "true, kept, levels = (list(csv.DictReader(Path(f).read_text().splitlines()))\n"
          "                      for f in ('groups.csv', 'congenial.csv', 'levels.csv'))\n"
          "assert sum(int(r['noisy_c']) for r in kept) == sum(int(r['c']) for r in true), 'the total is kept'\n"
@@ -130,8 +136,7 @@ class PageRun:
 
     def _check_facts(self, block: Block) -> None:
         helpers = {"Fraction": Fraction, "Path": Path, "np": np, "io": io, "json": json, "csv": csv, "re": re,
-                   "countdp": countdp,
-                   "outputs": self.outputs}
+                   "countdp": countdp, "outputs": self.outputs}
         for anchor, check in FACTS.get(self.page, []):
             if anchor in block.body:
                 fact = Block(f"FACTS[{self.page!r}]", 0, "python", check)

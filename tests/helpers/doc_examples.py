@@ -53,7 +53,8 @@ EXIT_STATUS = re.compile(r"#.*\bexit status (\d+)")
 OFFLINE_ENV = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9",
                "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "no_proxy": "",
                "MPLBACKEND": "Agg"}
-"""Every HTTP request of a command goes to a closed local port: the examples run offline."""
+"""The commands' environment: every HTTP request goes to a closed local port (the examples run
+offline), and plots need no display."""
 
 
 class Unclassified(ValueError):
