@@ -62,6 +62,12 @@ class Design:
     (with ``objective_before_repair`` the objective of the solver's answer); ``released``
     holds the integer weights that :func:`countdp.privacy.sampling.release` samples, certified in
     exact arithmetic.
+
+        >>> gm = countdp.design_named("GM", 4, "1/2")
+        >>> gm.status, gm.alpha_exact, gm.released.certificate.holds
+        ('optimal', Alpha(1, 2), True)
+        >>> bool((gm.released.weights.sum(axis=0) == 2 ** 62).all())
+        True
     """
 
     mechanism: str
@@ -171,6 +177,9 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     honoured alone, the plain LP (as the paper solved it); without a method the planner chooses anyway.
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when no strategy returns
     an answer, or returns one whose DP repair needs more than ``max_repair_lambda``.
+
+        >>> round(countdp.objective_value(countdp.design_lp(4, "1/2").matrix, "L0"), 6)  # GM's 2a/(1+a)
+        0.666667
     """
     n, alpha_q = check_n(n), check_release_alpha(alpha)
     a = float(alpha_q)
@@ -216,6 +225,12 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
     ``lp_options`` go to :func:`design_lp`; a template design (WM under L0) is its proven spread
     where the spread serves unless an LP backend is asked for in place of the shortcuts
     (``solver``, ``method`` or ``backend`` without ``shortcuts=True``).
+
+        >>> em = countdp.design_named("EM", 4, "1/2")
+        >>> em.status, bool(np.allclose(em.matrix, countdp.explicit_fair(4, 0.5)))
+        ('optimal', True)
+        >>> countdp.NAMED_DESIGNS["WM"]  # the properties of the named LP designs
+        ('RM', 'CM', 'WH', 'S')
     """
     name = str(mechanism).upper()
     if name not in MECHANISMS:

@@ -11,7 +11,13 @@ from countdp.validation import check_alpha, check_n
 
 
 def uniform(n: int) -> np.ndarray:
-    """UM: ignore the input and report a uniformly random count; L0 = 1."""
+    """UM: ignore the input and report a uniformly random count; L0 = 1.
+
+        >>> countdp.uniform(3)[:, 0]
+        array([0.25, 0.25, 0.25, 0.25])
+        >>> round(countdp.objective_value(countdp.uniform(3), "L0"), 12)
+        1.0
+    """
     n = check_n(n)
     return np.full((n + 1, n + 1), 1.0 / (n + 1))
 
@@ -22,6 +28,12 @@ def geometric(n: int, alpha: float) -> np.ndarray:
     Interior rows are ``(1-a)/(1+a) a^|i-j|``; the clamped rows are ``P[0, j] = a^j/(1+a)``
     and ``P[n, j] = a^(n-j)/(1+a)``.  (The paper prints the noise as ``(1-a)^|k|/(1+a)``,
     a misprint: that does not sum to one.)
+
+        >>> P = countdp.geometric(4, 0.5)
+        >>> bool(np.allclose(P.sum(axis=0), 1)), countdp.is_alpha_dp(P, 0.5)
+        (True, True)
+        >>> bool(np.isclose(P[2, 2], (1 - 0.5) / (1 + 0.5)))  # an interior row's diagonal: (1-a)/(1+a)
+        True
     """
     n, a = check_n(n), check_alpha(alpha)
     i = np.arange(n + 1)
@@ -63,7 +75,12 @@ def geometric_exponents(n: int) -> np.ndarray:
 
 
 def explicit_fair(n: int, alpha: float) -> np.ndarray:
-    """EM (equation 16): the L0-optimal fair mechanism; it has all seven properties."""
+    """EM (equation 16): the L0-optimal fair mechanism; it has all seven properties.
+
+        >>> checks = countdp.check_all(countdp.explicit_fair(6, 0.8))
+        >>> all(check.holds for check in checks.values())
+        True
+    """
     n, a = check_n(n), check_alpha(alpha)
     return explicit_fair_diagonal(n, a) * a ** explicit_fair_exponents(n).astype(float)
 

@@ -34,7 +34,13 @@ class Check:
 
 
 def check_property(P: np.ndarray, name: str, tol: float = DEFAULT_TOL) -> Check:
-    """Check one of RH, RM, CH, CM, F, WH, S on ``P``."""
+    """Check one of RH, RM, CH, CM, F, WH, S on ``P``.
+
+        >>> countdp.check_property(countdp.explicit_fair(4, 0.5), "F").holds  # EM is fair
+        True
+        >>> countdp.check_property(countdp.geometric(4, 0.5), "F").holds  # GM is not
+        False
+    """
     found = parse_properties([name])
     if len(found) != 1:
         raise ValueError(f"unknown property {name!r}; allowed: {', '.join(PROPERTIES)}")
@@ -47,6 +53,13 @@ def check_all(P: np.ndarray, tol: float = DEFAULT_TOL) -> dict[str, Check]:
     The worst violations come from :func:`~countdp.mechanisms.property_scan.worst_violations`
     (whole-row slices), which equal, bit for bit, the defining rows of
     :func:`countdp.design.constraints.property_rows` evaluated one by one (tested).
+
+        >>> checks = countdp.check_all(countdp.geometric(4, 0.8))
+        >>> list(checks) == list(countdp.PROPERTIES)
+        True
+        >>> # GM: S and RM always; WH iff n >= 2a/(1-a) = 8 (Lemma 2); CM iff a <= 1/2 (Lemma 3)
+        >>> checks["S"].holds, checks["RM"].holds, checks["WH"].holds, checks["CM"].holds
+        (True, True, False, False)
     """
     tol = check_tol(tol)
     return {name: Check(name, worst <= tol, worst, tol) for name, worst in worst_violations(P).items()}
@@ -58,6 +71,10 @@ def check_dp(P: np.ndarray, alpha: float, tol: float = 0.0) -> Check:
     The violation is the largest of: ``alpha*P[i, j+/-1] - P[i, j]``, ``-P[i, j]``, and the
     amount by which any ``|column sum - 1|`` exceeds ``COLUMN_SUM_TOL`` (1e-12).  With the
     default ``tol = 0`` this is the exact floating-point test of :func:`is_alpha_dp`.
+
+        >>> P = countdp.geometric(4, 0.5)
+        >>> countdp.check_dp(P, 0.5).holds, countdp.check_dp(P, 0.6).holds  # GM's inequalities are tight
+        (True, False)
     """
     M = check_matrix(P)
     a = check_alpha(alpha)

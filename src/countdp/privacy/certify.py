@@ -41,7 +41,11 @@ def dp_slack(P: np.ndarray, alpha: float) -> float:
 
 
 def is_alpha_dp(P: np.ndarray, alpha: float) -> bool:
-    """Exact floating-point test of alpha-DP and column-stochasticity (tolerance 0 on DP)."""
+    """Exact floating-point test of alpha-DP and column-stochasticity (tolerance 0 on DP).
+
+        >>> countdp.is_alpha_dp(countdp.uniform(4), 0.99), countdp.is_alpha_dp(np.eye(5), 0.5)
+        (True, False)
+    """
     M = check_matrix(P)
     a = check_alpha(alpha)
     return bool(
@@ -60,6 +64,10 @@ class Certificate:
     ``violation_before``/``violation_after``: the largest breach of any DP inequality or of
     non-negativity (``max(0, -dp_slack)``) and of the column sums, before and after repair.
     ``repair_lambda``: weight of UM mixed in (0.0 when no repair was needed).
+
+        >>> _, certificate = countdp.certify(countdp.uniform(3), 0.5)  # UM is alpha-DP for every alpha
+        >>> certificate.certified, certificate.repair_lambda
+        (True, 0.0)
     """
 
     alpha: float
@@ -108,6 +116,10 @@ def certify(P: np.ndarray, alpha: float, max_lambda: float | None = None) -> tup
     until the float test passes; ``lam = 1`` is UM itself).  Raises :class:`CertificationError`
     if the repair needs ``lam > max_lambda`` (``None``: no bound), and ``ValueError`` if ``P`` is
     not a finite square matrix.
+
+        >>> P, certificate = countdp.certify(countdp.geometric(6, 0.9), 0.9)
+        >>> certificate.certified, countdp.is_alpha_dp(P, 0.9)
+        (True, True)
     """
     M = check_matrix(P)
     a = check_alpha(alpha)

@@ -101,7 +101,12 @@ def column_totals_equal(W: np.ndarray, total: int) -> np.ndarray:
 
 
 def exact_dp_check(weights: object, alpha: object, K: int) -> ExactCheck:
-    """Decide, in integer arithmetic only, whether ``weights / 2**K`` is an alpha-DP mechanism."""
+    """Decide, in integer arithmetic only, whether ``weights / 2**K`` is an alpha-DP mechanism.
+
+        >>> W = [[3, 2], [1, 2]]  # columns sum to 4 = 2 ** 2; the largest neighbour ratio is 2
+        >>> countdp.exact_dp_check(W, "1/2", K=2).holds, countdp.exact_dp_check(W, "2/3", K=2).holds
+        (True, False)
+    """
     W = np.asarray(weights)
     a = exact_alpha(alpha)
     p, q = a.numerator, a.denominator
@@ -160,6 +165,16 @@ class IntegerMechanism:
     Construction runs :func:`exact_dp_check` and raises ``ValueError`` if it fails, so every
     instance is certified.  ``certificate`` carries the rounding's cost when the weights were
     derived from a float matrix (:func:`countdp.privacy.rounding.round_to_release`).
+
+        >>> from fractions import Fraction
+        >>> u = 2 ** 60
+        >>> W = np.array([[3 * u, 2 * u], [u, 2 * u]])  # columns sum to 2 ** 62; neighbour ratios up to 2
+        >>> countdp.IntegerMechanism(Fraction(1, 2), 62, W).n
+        1
+        >>> countdp.IntegerMechanism(Fraction(2, 3), 62, W)
+        Traceback (most recent call last):
+        ...
+        ValueError: release weights are not alpha-DP: 1 DP inequalities fail at alpha = 2/3, ...
     """
 
     alpha: Fraction

@@ -126,6 +126,15 @@ def release(mechanism: object, true_counts: object, rng: object = None) -> np.nd
     (experiments).  ``out[k]`` has the distribution ``W[:, true_counts[k]] / D``; an int64
     array of ``true_counts``' shape.  One count takes a scalar path (one draw, a few table reads)
     whose cost does not depend on ``n``; it gives what the array path gives for the same draw.
+
+        >>> gm = countdp.design_named("GM", 4, "1/2")
+        >>> noisy = countdp.release(gm, [0, 4, 2], np.random.default_rng(7))  # seeded: experiments only
+        >>> noisy.dtype, noisy.shape, bool(((0 <= noisy) & (noisy <= 4)).all())
+        (dtype('int64'), (3,), True)
+        >>> countdp.release(countdp.geometric(4, 0.5), [2])  # a float matrix carries no certified weights
+        Traceback (most recent call last):
+        ...
+        ValueError: release needs a certified mechanism ...
     """
     released = _released_form(mechanism)
     single = _single_count(true_counts)

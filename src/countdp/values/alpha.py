@@ -64,7 +64,17 @@ class Alpha(Fraction):
 
 def exact_alpha(value: object) -> Alpha:
     """``value`` as an exact rational alpha with 0 < alpha < 1, or raise ``ValueError``; an
-    :class:`Alpha` is returned as it is."""
+    :class:`Alpha` is returned as it is.
+
+        >>> countdp.exact_alpha("0.91"), countdp.exact_alpha("2/3"), countdp.exact_alpha(0.5)
+        (Alpha(91, 100), Alpha(2, 3), Alpha(1, 2))
+        >>> countdp.exact_alpha(0.1) == countdp.exact_alpha("1/10")  # a float is its binary value
+        False
+        >>> countdp.exact_alpha("3/2")
+        Traceback (most recent call last):
+        ...
+        ValueError: alpha must satisfy 0 < alpha < 1 (alpha = e^-epsilon), got '3/2'
+    """
     if isinstance(value, Alpha):
         return value
     alpha = _as_fraction(value, "alpha")
@@ -80,6 +90,12 @@ def alpha_from_epsilon(epsilon: object) -> Alpha:
     correctly rounded, so within half a unit in the 60th digit; epsilon is rounded down, then
     one unit in the 60th digit is added, rounding up), so the returned alpha is never below the
     true ``e^-epsilon``.
+
+        >>> alpha = countdp.alpha_from_epsilon("1/2")
+        >>> alpha
+        Alpha(2797128963144291325, 4611686018427387904)
+        >>> alpha * 2 ** 63  # the ceiling of e^-1/2 * 2 ** 63 = 5594257926288582649.918...
+        Fraction(5594257926288582650, 1)
     """
     eps = _as_fraction(epsilon, "epsilon")
     if not eps > 0:

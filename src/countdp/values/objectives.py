@@ -62,7 +62,11 @@ def loss_matrix(n: int, objective: object) -> np.ndarray:
 
 def objective_value(P: np.ndarray, objective: object = "L0", weights: object = None,
                     aggregate: str = "sum") -> float:
-    """The design objective of ``P``: ``sum_j w_j sum_i C[i,j] P[i,j]`` (or ``max_j`` column loss)."""
+    """The design objective of ``P``: ``sum_j w_j sum_i C[i,j] P[i,j]`` (or ``max_j`` column loss).
+
+        >>> round(countdp.objective_value(countdp.geometric(4, 0.5), "L0"), 12)  # GM: 2a/(1+a) = 2/3
+        0.666666666667
+    """
     M = check_matrix(P)
     n = M.shape[0] - 1
     if aggregate not in ("sum", "max"):
