@@ -25,10 +25,9 @@ from countdp.privacy.sampling import release
 from countdp.values.alpha import alpha_from_epsilon, exact_alpha
 from countdp.values.catalogue import NAMED_DESIGNS
 from countdp.values.objectives import objective_value
-from countdp.version import __version__
+from countdp.version import __version__ as __version__
 
 __all__ = [
-    "__version__",
     "NAMED_DESIGNS",
     "PROPERTIES",
     "Certificate",

@@ -61,4 +61,4 @@ def test_a_broken_example_fails():
     text = ">>> countdp.exact_alpha('2/3')\nFraction(3, 4)\n>>> countdp.exact_alpha(2)\nFraction(2, 1)\n"
     test = doctest.DocTestParser().get_doctest(text, {"countdp": countdp, "np": np}, "broken", None, 0)
     failures, report = run_examples([test])
-    assert failures == 2 and "Fraction(2, 3)" in report and "ValueError" in report
+    assert failures == 2 and "Alpha(2, 3)" in report and "ValueError" in report

@@ -25,7 +25,6 @@ import numpy as np
 
 from countdp.cli.arguments import Once, UsageError, alpha_argument
 from countdp.cli.release_budget import account, debit_release
-from countdp.multilevel.families import CHAIN_MECHANISMS
 from countdp.privacy.sampling import release
 from countdp.progress import Progress
 from countdp.release.draws import EXPERIMENT_ONLY, Randomness
@@ -34,7 +33,7 @@ from countdp.release.preview import preview
 from countdp.services.artifact import load_design
 from countdp.services.mechanism_cache import MechanismCache
 from countdp.values.alpha import alpha_from_epsilon, exact_alpha
-from countdp.values.catalogue import MECHANISMS
+from countdp.values.catalogue import CHAIN_MECHANISMS, MECHANISMS
 from countdp.version import __version__
 
 

@@ -40,9 +40,8 @@ from countdp.multilevel.transitions import gm_transition_table
 from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.rounding import round_to_release
 from countdp.values.alpha import alpha_text
+from countdp.values.catalogue import CHAIN_MECHANISMS
 
-CHAIN_MECHANISMS = ("GM", "EM", "WM", "WH")
-"""Mechanisms a multi-level chain can release (where their pairs are derivable)."""
 EXACT_FAMILIES = ("GM", "EM")
 """Families whose transitions are exact: ``T_k M(n, alpha_k) = M(n, alpha_{k+1})`` in Fractions."""
 

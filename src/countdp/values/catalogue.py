@@ -21,3 +21,7 @@ NAMED_DESIGNS: dict[str, tuple[str, ...]] = {
 
 MECHANISMS = (*CLOSED_FORM_MECHANISMS, *NAMED_DESIGNS, "LP")
 """Every name a design request accepts (``LP``: BasicDP plus the properties the caller gives)."""
+
+CHAIN_MECHANISMS = ("GM", "EM", "WM", "WH")
+"""Mechanisms a multi-level chain can release (where their pairs are derivable,
+:mod:`countdp.multilevel.families`)."""
