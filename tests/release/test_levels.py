@@ -152,11 +152,18 @@ def test_levels_need_a_size_column(tmp_path, groups, capsys):
     assert not (tmp_path / "o.csv").exists()
 
 
-def test_the_command_line_offers_the_mechanisms_the_library_chains():
-    from countdp.cli.release_command import LEVEL_MECHANISMS
+def test_the_command_line_offers_the_mechanisms_the_library_chains(tmp_path, groups, capsys):
+    """The CLI's refusal names exactly the mechanisms the library chains, and each of them is accepted."""
     from countdp.multilevel import CHAIN_MECHANISMS
 
-    assert tuple(LEVEL_MECHANISMS) == tuple(CHAIN_MECHANISMS)
+    table, _, _ = groups
+    command = ["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--levels", "1/2,2/3",
+               "--out", str(tmp_path / "o.csv"), *KEEP, "--mechanism"]
+    assert main([*command, "UM"]) == 2
+    assert f"--levels chains {', '.join(CHAIN_MECHANISMS)};" in _one_line_error(capsys)
+    for name in CHAIN_MECHANISMS:
+        main([*command, name, "--dry-run"])
+        assert "--levels chains" not in capsys.readouterr().err
 
 
 def test_em_levels_where_derivable_and_a_one_line_refusal_where_not(tmp_path, capsys):
