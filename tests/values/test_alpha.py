@@ -229,3 +229,10 @@ def test_the_parse_counter_sees_a_parse():
     assert len(_parses_during(lambda: exact_alpha("0.91"))) == 1
     assert len(_parses_during(lambda: exact_alpha(exact_alpha("0.91")))) == 1
     assert len(_parses_during(lambda: [exact_alpha("0.91"), exact_alpha(0.5)])) == 2
+
+
+@pytest.mark.parametrize("value", [(3, 2), (0, 1), (1, 1), (-1, 2), ("5/4",)])
+def test_an_alpha_cannot_be_built_outside_zero_one(value):
+    """exact_alpha trusts an Alpha as it is, so building one checks the range itself."""
+    with pytest.raises(ValueError, match="0 < alpha < 1"):
+        Alpha(*value)

@@ -56,10 +56,17 @@ class Alpha(Fraction):
 
     A :class:`fractions.Fraction` in every other way (its value, hash, arithmetic and ``str``), so
     an alpha parsed at the edge (the CLI, a config, the public API) passes through every layer
-    below without being parsed or checked again.
+    below without being parsed or checked again.  Constructing one checks ``0 < alpha < 1``, so
+    no unchecked value can pass as one.
     """
 
     __slots__ = ()
+
+    def __new__(cls, numerator: object = 0, denominator: object = None) -> Alpha:
+        self = super().__new__(cls, numerator, denominator)
+        if not 0 < self < 1:
+            raise ValueError(f"alpha must satisfy 0 < alpha < 1 (alpha = e^-epsilon), got {str(self)!r}")
+        return self
 
 
 def exact_alpha(value: object) -> Alpha:
