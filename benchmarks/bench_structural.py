@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for mechanism in ("GM", "EM", "WM"):
         for n in (10**4, 10**6, 10**7):
-            new = measured(python(MECHANISM.format(module="structural.catalogue", function="structural_form",
+            new = measured(python(MECHANISM.format(module="design.forms", function="structural_form",
                                                    mechanism=mechanism, n=n)), NEW_SRC)
             old = None if base is None else measured(python(MECHANISM.format(
                 module="design.designer", function="design_named", mechanism=mechanism, n=n)), base,

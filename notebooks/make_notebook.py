@@ -40,7 +40,7 @@ import pandas as pd
 
 import countdp
 from countdp.evaluate.metrics import binomial_distribution
-from countdp.mechanisms.artifact import load_certified
+from countdp.services.artifact import load_certified
 
 RESULTS = Path(os.environ.get("COUNTDP_RESULTS", "../results")).resolve()
 assert RESULTS.is_dir(), f"no results directory at {RESULTS}: run the workflow or set COUNTDP_RESULTS"

@@ -1,7 +1,7 @@
 """A griffe extension for the docs site: the docstrings' Sphinx roles as Markdown.
 
 countdp's docstrings cross-reference with Sphinx roles (``:func:`countdp.privacy.exact.exact_dp_check```,
-``:mod:`~countdp.privacy.alpha```, ``:data:`MAX_REPAIR_LAMBDA```).  mkdocstrings would print the role
+``:mod:`~countdp.values.alpha```, ``:data:`MAX_REPAIR_LAMBDA```).  mkdocstrings would print the role
 name as text, so each role becomes a code span, and a link (an autorefs reference) where its
 target is an object the API reference renders: a public object with a docstring in one of the
 modules listed in ``documented`` (mkdocs.yml), or one of the ``packages`` rendered without

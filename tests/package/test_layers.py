@@ -11,6 +11,7 @@ package built to break it.
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -33,7 +34,10 @@ def layer_order(text: str) -> dict[str, int]:
     for line in block.group(1).splitlines():
         match = re.match(r"\s*(\d+)\s+(.+)$", line)
         if match:
-            order.update({name: int(match.group(1)) for name in match.group(2).split()})
+            for name in match.group(2).split():
+                if name in order:
+                    raise ValueError(f"{name} is in two layers")
+                order[name] = int(match.group(1))
     return order
 
 
@@ -56,6 +60,21 @@ def package_graph(root: Path, package: str) -> dict[str, dict[str, set[str]]]:
     return graph
 
 
+def dynamic_imports(root: Path, package: str) -> list[str]:
+    """Imports the graph cannot see: ``importlib.import_module`` or ``__import__`` of a module of ``package``
+    named by a string (a layer would be crossed unseen)."""
+    found = []
+    for path in sorted((root / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            names = [arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+            if name in ("import_module", "__import__") and any(n.split(".")[0] == package for n in names):
+                found.append(f"{path.relative_to(root)}:{node.lineno} imports {names[0]} by name")
+    return found
+
+
 def violations(root: Path, package: str, order: dict[str, int]) -> list[str]:
     """Every import up a layer or into the root, every package the order misses, every package cycle."""
     graph = package_graph(root, package)
@@ -69,7 +88,7 @@ def violations(root: Path, package: str, order: dict[str, int]) -> list[str]:
                              f"{', '.join(sorted(modules))}")
     edges = {source: set(targets) - {""} for source, targets in graph.items() if source}
     found += [f"a cycle between packages: {' -> '.join(component)}" for component in cycles(edges)]
-    return found
+    return found + dynamic_imports(root, package)
 
 
 def test_the_layers_of_countdp_import_only_downward():
@@ -103,12 +122,16 @@ def test_a_package_that_keeps_its_layers_passes(tmp_path):
     ("middle/back.py", "from toy.other.o import X\n", "a cycle between packages: middle -> other"),
     ("base/root.py", "import toy\n", "imports the package's root"),
     ("stray/__init__.py", "from toy.base.core import X\n", "stray is in no layer"),
+    ("base/relative.py", "from ..middle import m\n", "base (layer 0) imports middle (layer 1)"),
+    ("base/by_name.py", "import importlib\nM = importlib.import_module('toy.top.t')\n", "imports toy.top.t by name"),
 ])
 def test_an_import_up_a_layer_a_cycle_the_root_or_an_unlisted_package_is_found(tmp_path, name, text, expected):
     found = violations(write_package(tmp_path, "toy", {**CLEAN, name: text}), "toy", layer_order(LAYERS))
     assert any(expected in line for line in found), found
 
 
-def test_a_page_without_the_layers_block_is_refused():
+def test_a_page_without_the_layers_block_or_with_a_package_twice_is_refused():
     with pytest.raises(ValueError, match="no <!-- layers --> block"):
         layer_order("# Layout\n")
+    with pytest.raises(ValueError, match="design is in two layers"):
+        layer_order("<!-- layers -->\n2  design\n1  design\n<!-- /layers -->\n")

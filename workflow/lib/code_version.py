@@ -21,13 +21,16 @@ from pathlib import Path
 
 DESIGN_SOURCES = (
     # packages: every file below the directory
+    "values",
     "design",
     "privacy",
     "mechanisms",
     "structural",
+    "services",
     # single modules (and the package __init__ files Python runs to import them)
     "__init__.py",
     "validation.py",
+    "version.py",
     "evaluate/__init__.py",
     "evaluate/metrics.py",
     "studies/__init__.py",

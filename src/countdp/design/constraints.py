@@ -22,6 +22,7 @@ from countdp.values.properties import PROPERTIES
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
+
 @dataclass(frozen=True)
 class LinearSystem:
     """``A_ub @ x >= b_ub`` and ``A_eq @ x == b_eq`` over ``x = P.ravel()``."""

@@ -247,9 +247,9 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
                              max_repair_lambda=bound, structure=structural_form(name, n, alpha_q, RELEASE_K))
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else properties
-    alpha = check_release_alpha(alpha)  # parsed once: an Alpha passes through design_lp as it is
+    n, alpha = check_n(n), check_release_alpha(alpha)  # parsed once: an Alpha passes through design_lp as it is
     if name in SPREADS:
-        spread = spread_design(name, check_n(n), alpha, objective, lp_options)
+        spread = spread_design(name, n, alpha, objective, lp_options)
         if spread is not None:
             return spread
     try:

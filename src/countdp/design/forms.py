@@ -36,7 +36,13 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.privacy.exact import MIN_RELEASE_K
-from countdp.structural.catalogue import CLOSED_STRUCTURES, SPREADS, GroupMechanism, certified_form
+from countdp.structural.catalogue import (
+    CLOSED_STRUCTURES,
+    SPREADS,
+    STRUCTURAL_MECHANISMS,
+    GroupMechanism,
+    certified_form,
+)
 from countdp.structural.corners import StructuralCorners
 from countdp.structural.corners_build import corner_mechanism
 from countdp.structural.form import NARROW_MAX_N, StructuralMechanism
@@ -168,7 +174,7 @@ def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> Str
     """
     if K != 62:
         raise ValueError(f"{mechanism}'s structure is over 2^62 only, not 2^{K}")
-    a = Fraction(alpha)
+    a = exact_alpha(alpha)
     if canonical_size_for(a, K) <= NARROW_MAX_N:
         design = canonical_design(mechanism, a, K)
         return spread_mechanism(mechanism, design.matrix, n, a, K, design.source)
@@ -182,7 +188,8 @@ def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> Str
     return corner_mechanism(mechanism, design.matrix, n, a, K, NARROW_MAX_N + 1, design.source)
 
 
-FORMS = {**CLOSED_STRUCTURES, **{name: functools.partial(template_form, mechanism=name) for name in sorted(SPREADS)}}
+FORMS = {name: CLOSED_STRUCTURES.get(name) or functools.partial(template_form, mechanism=name)
+         for name in STRUCTURAL_MECHANISMS}
 """The mechanisms with a structural form: the closed forms, and WM under L0 (a template design spread)."""
 
 

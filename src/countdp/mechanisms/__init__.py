@@ -1,1 +1,1 @@
-"""Mechanisms: the paper's closed forms, the structural property checks, and the artifact file format."""
+"""Mechanisms: the paper's closed forms and the structural property checks (their files: :mod:`countdp.services`)."""

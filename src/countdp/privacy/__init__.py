@@ -1,1 +1,2 @@
-"""Privacy: exact alpha, float and exact certificates, integer weights, the exact sampler, audits, table release."""
+"""Privacy: float and exact certificates, integer weights, the exact sampler and its audit (the exact alpha is
+:mod:`countdp.values.alpha`)."""

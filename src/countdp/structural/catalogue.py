@@ -162,7 +162,7 @@ class GroupMechanism:
             return self
         check_fits_in_memory(self.n, MATRIX_BYTES_PER_ENTRY, f"{self.mechanism}'s matrix of integer weights")
         form = self.released.for_size(self.n) if not self.released.wide else \
-            closed_structural_form(self.mechanism, self.n, self.released.alpha, RELEASE_K).for_size(self.n)
+            closed_structural_form(self.released.mechanism, self.n, self.released.alpha, RELEASE_K).for_size(self.n)
         return GroupMechanism(self.mechanism, self.n, self.objective,
                               IntegerMechanism(form.alpha, form.K, form.dense_weights(),
                                                rounding={"rounding_lambda": form.uniform_share}))

@@ -28,8 +28,8 @@ from countdp.services.artifact import load_certified, save_design
 from countdp.studies.naming import alpha_spelling, lp_properties, parse_alpha
 from countdp.studies.records import objective_from_slug
 from countdp.values.alpha import alpha_text, exact_alpha
+from countdp.values.catalogue import CLOSED_FORM_MECHANISMS
 
-CLOSED_FORM_MECHANISMS = ("GM", "EM", "UM")
 CLOSED_FORM_SETTING = "closed-form"
 PLAIN = "plain"
 """The third part of a solver setting that asks for the plain LP (no planner shortcuts)."""

@@ -56,8 +56,9 @@ class Alpha(Fraction):
 
     A :class:`fractions.Fraction` in every other way (its value, hash, arithmetic and ``str``), so
     an alpha parsed at the edge (the CLI, a config, the public API) passes through every layer
-    below without being parsed or checked again.  Constructing one checks ``0 < alpha < 1``, so
-    no unchecked value can pass as one.
+    below without being parsed again.  Constructing one checks ``0 < alpha < 1``, and
+    :func:`exact_alpha` checks the range of an ``Alpha`` again (a cheap comparison): from Python 3.12
+    ``Fraction.from_float`` builds a subclass without calling ``__new__``.
     """
 
     __slots__ = ()
@@ -82,7 +83,7 @@ def exact_alpha(value: object) -> Alpha:
         ...
         ValueError: alpha must satisfy 0 < alpha < 1 (alpha = e^-epsilon), got '3/2'
     """
-    if isinstance(value, Alpha):
+    if isinstance(value, Alpha) and 0 < value < 1:  # the range again: a subclass's builders may skip __new__
         return value
     alpha = _as_fraction(value, "alpha")
     if not 0 < alpha < 1:

@@ -3,7 +3,7 @@
 The closed forms (GM, EM, UM) are :mod:`countdp.mechanisms.closed_forms`; the LP designs with a
 name solve BasicDP plus the property set given here, for every representation: the matrix
 (:func:`countdp.design.designer.design_named`), the large-n template
-(:mod:`countdp.design.template_forms`), the studies and the CLI.
+(:mod:`countdp.design.forms`), the studies and the CLI.
 """
 
 from __future__ import annotations
