@@ -115,3 +115,18 @@ def test_wm_below_its_canonical_size_is_the_lp():
     assert design_named("WM", 318, Fraction(1, 2)).method != "template spread"
     with pytest.raises(ValueError, match="at least 319"):
         structural_form("WM", 318, Fraction(1, 2))
+
+
+def test_a_stand_in_wide_table_gives_its_matrix_under_the_table_s_own_name():
+    """WH beyond 2048 is drawn from GM's wide table (a stand-in); its matrix form is GM's weights over
+    2^62 at that size, built under the table's name (WH has no structural form of its own)."""
+    from countdp.privacy.exact import RELEASE_K
+    from countdp.structural.catalogue import GroupMechanism
+
+    n, alpha = 2049, Fraction(9, 10)
+    wide = structural_form("GM", n, alpha)
+    assert wide.wide
+    matrix = GroupMechanism("WH", n, "L0", wide).as_matrix()
+    narrow = structural_form("GM", n, alpha, RELEASE_K).for_size(n)
+    assert matrix.mechanism == "WH" and matrix.representation == "matrix"
+    assert np.array_equal(matrix.released.weights, narrow.dense_weights())
