@@ -83,11 +83,17 @@ def test_em_levels_stay_within_the_stated_bound_of_exact_em(em_chain):
         assert delta < Fraction(1, 10**12)
 
 
-def test_em_at_n8_close_levels_are_refused_with_one_line():
+def _one_line_refusal(n: int, levels: list[str], mechanism: str) -> str:
+    """The one-line message with which a chain of ``mechanism`` at ``levels`` is refused."""
     with pytest.raises(ValueError) as info:
-        build_level_chain(8, ["1/2", "51/100"], mechanism="EM")
+        build_level_chain(n, levels, mechanism=mechanism)
     message = str(info.value)
     assert "\n" not in message
+    return message
+
+
+def test_em_at_n8_close_levels_are_refused_with_one_line():
+    message = _one_line_refusal(8, ["1/2", "51/100"], "EM")
     assert message.startswith("EM at n = 8 cannot be released at levels 1/2 then 51/100: EM(8, 51/100) is not a "
                               "post-processing of EM(8, 1/2)")
     assert "docs/multilevel.md" in message
@@ -143,10 +149,7 @@ def test_wm_chain_at_a_derivable_point_is_certified(wm_chain):
 def test_wm_at_a_non_derivable_point_is_refused_with_one_line():
     """studies.levels: WM(5, 3/5) is not derivable from WM(5, 1/2) (certified L1 gap 0.035)."""
     assert not _feasible(design_named("WM", 5, "1/2").matrix, design_named("WM", 5, "3/5").matrix)
-    with pytest.raises(ValueError) as info:
-        build_level_chain(5, ["1/2", "3/5"], mechanism="WM")
-    message = str(info.value)
-    assert "\n" not in message
+    message = _one_line_refusal(5, ["1/2", "3/5"], "WM")
     assert message.startswith("WM at n = 5 cannot be released at levels 1/2 then 3/5: WM(5, 3/5) is not a "
                               "post-processing of WM(5, 1/2)")
 

@@ -256,25 +256,25 @@ def _ledger(tmp_path: Path, *extra: str) -> tuple[Path, str]:
     return ledger, ledger.read_text()
 
 
-def test_releases_into_a_read_only_folder_spend_nothing(tmp_path, mount, capsys):
-    """Three releases into a read-only folder published nothing and spent 0.9 of 1: now refused before the debit."""
-    folder = _tmpfs(mount, 64, read_only=True)
+def _assert_refused_before_the_debit(tmp_path, folder, table, capsys, times: int = 1, *extra: str) -> None:
+    """``times`` budgeted releases of ``table`` into ``folder`` each refused in one line, nothing spent or left."""
     ledger, before = _ledger(tmp_path)
-    table = _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"])
-    for _ in range(3):
-        code = _budgeted_release(table, ledger, folder / "o.csv")
+    for _ in range(times):
+        code = _budgeted_release(table, ledger, folder / "o.csv", *extra)
         err = capsys.readouterr().err
         assert code == 2 and "nothing was drawn or spent" in err, err
     assert ledger.read_text() == before and list(folder.iterdir()) == []
 
 
+def test_releases_into_a_read_only_folder_spend_nothing(tmp_path, mount, capsys):
+    """Three releases into a read-only folder published nothing and spent 0.9 of 1: now refused before the debit."""
+    folder = _tmpfs(mount, 64, read_only=True)
+    _assert_refused_before_the_debit(tmp_path, folder, _csv(tmp_path / "t.csv", "n,c", ["4,1", "5,2"]), capsys, 3)
+
+
 def test_a_folder_without_room_is_refused_before_the_debit(tmp_path, mount, capsys):
     folder = _tmpfs(mount, 2)
-    ledger, before = _ledger(tmp_path)
-    table = _wide_table(tmp_path, 20_000)
-    code = _budgeted_release(table, ledger, folder / "o.csv", "--keep", "place")
-    assert code == 2 and "nothing was drawn or spent" in capsys.readouterr().err
-    assert ledger.read_text() == before and list(folder.iterdir()) == []
+    _assert_refused_before_the_debit(tmp_path, folder, _wide_table(tmp_path, 20_000), capsys, 1, "--keep", "place")
 
 
 def test_a_disk_that_fills_during_the_write_marks_the_entry_failed(tmp_path, mount, capsys):
