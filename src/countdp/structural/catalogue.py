@@ -53,7 +53,8 @@ STAND_IN_REASON = ("GM stands in for WH: its weights are weakly honest at every 
 """What a release's sidecar says of a WH size drawn from GM's structure."""
 
 
-def structural_form(mechanism: str, n: object, alpha: object, K: int | None = None) -> StructuralMechanism:
+def structural_form(mechanism: str, n: object, alpha: object, K: int | None = None,
+                    settings=None) -> StructuralMechanism:
     """``mechanism`` (GM, EM or UM) for groups of size ``n``, certified alpha-DP by its structure.
 
     ``K`` defaults to 62 up to :data:`NARROW_MAX_N` (where the matrix form exists and is the same
@@ -61,7 +62,8 @@ def structural_form(mechanism: str, n: object, alpha: object, K: int | None = No
     the floor costs nothing; UM needs no floor and keeps 62); a default ``K``'s table serves only
     sizes on its side of that line.  Raises ``ValueError`` (one line) for an unknown name, a bad
     ``n`` or alpha, or an ``n`` too large for integer weights over ``2**K``; and if the
-    certificate fails, which a correct construction never lets happen.
+    certificate fails, which a correct construction never lets happen.  ``settings``: the design
+    engine's, for a template design's canonical solve (``None``: the engine's defaults).
     """
     name = str(mechanism).upper()
     if name not in FORMS:
@@ -69,7 +71,7 @@ def structural_form(mechanism: str, n: object, alpha: object, K: int | None = No
     n = check_n(n)
     chosen = K if K is not None else RELEASE_K if name in ("UM", *SPREADS) or n <= NARROW_MAX_N else WIDE_K
     a = check_release_alpha(alpha, chosen)
-    form = FORMS[name](n, a, chosen)
+    form = FORMS[name](n, a, chosen, settings=settings) if name in SPREADS else FORMS[name](n, a, chosen)
     if K is None and name not in ("UM", *SPREADS):
         lo, hi = form.sizes
         form.sizes = (lo, min(hi, NARROW_MAX_N)) if chosen == RELEASE_K else (max(lo, NARROW_MAX_N + 1), hi)
@@ -87,14 +89,15 @@ def served_as_structure(mechanism: str, n: int, objective: str = "L0") -> bool:
     return mechanism not in SPREADS or (objective == "L0" and n > NARROW_MAX_N)
 
 
-def structure_problem(mechanism: str, alpha: object) -> str | None:
+def structure_problem(mechanism: str, alpha: object, settings=None) -> str | None:
     """Why ``mechanism`` has no structural form at ``alpha`` (one line), or ``None``; cheap (no solve):
-    a template design whose corners are too wide for any structure
-    (:func:`countdp.structural.template.structure_problem`)."""
+    a template design whose corners are too wide for any structure under the design engine's
+    ``settings`` (:func:`countdp.structural.template.structure_problem`; ``None``: the engine's defaults)."""
     if mechanism not in FORMS:
         return f"{mechanism} has no structural form; structural forms: {', '.join(FORMS)}"
     if mechanism in SPREADS:  # a config's 0.9 is the workflow's 9/10 (countdp.privacy.alpha.exact_alphas_in)
-        return template_structure_problem(alpha if isinstance(alpha, Fraction) else exact_alpha(str(alpha)))
+        exact = alpha if isinstance(alpha, Fraction) else exact_alpha(str(alpha))
+        return template_structure_problem(exact, settings=settings)
     return None
 
 

@@ -74,9 +74,20 @@ class CanonicalDesign(NamedTuple):
     so copied to any size it proves that size's spread (:func:`countdp.design.template.proof.prove_copied_dual`)."""
 
 
+def engine_settings(settings=None):
+    """``settings``, or the design engine's defaults when ``None`` (the structural forms' own callers pass none)."""
+    if settings is not None:
+        return settings
+    # lazy: the design engine's settings load only when a template design is looked up
+    from countdp.design.settings import DEFAULT_SETTINGS
+
+    return DEFAULT_SETTINGS
+
+
 @functools.lru_cache(maxsize=8)
-def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign:
-    """The proven template design of ``mechanism`` at its canonical size, its record and its template dual."""
+def canonical_design(mechanism: str, alpha: Fraction, K: int, settings) -> CanonicalDesign:
+    """The proven template design of ``mechanism`` at its canonical size, its record and its template dual,
+    solved under the design engine's ``settings``."""
     # lazy: the design engine (HiGHS, Clarabel, scipy) loads only when a template design is built
     from countdp.design import planner, request
 
@@ -84,12 +95,12 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign
     from countdp.design.strategies import large_n_template
 
     objective = parse_objective("L0")
-    m = canonical_size_for(alpha, K)
+    m = canonical_size_for(alpha, K, settings=settings)
     if m > MAX_CANONICAL:
         raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g} has no spread: its canonical size "
                          f"{m:,} is beyond {MAX_CANONICAL} (the corners and tails are too long)")
     asked = request.DesignRequest(m, float(alpha), TEMPLATE_MECHANISMS[mechanism], objective)
-    P, info = large_n_template.large_n_design(asked, at_full_size=False, context=planner.make_context())
+    P, info = large_n_template.large_n_design(asked, at_full_size=False, context=planner.make_context(settings))
     if P is None:
         raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g}: the template design at n = {m} was not "
                          f"proven ({info.get('reason')})")
@@ -103,42 +114,41 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign
     return CanonicalDesign(P, source, dual)
 
 
-def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM") -> tuple[int, int]:
+def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM", settings=None) -> tuple[int, int]:
     """The size range whose table serves ``n`` (a spread's, or beyond :data:`MAX_CANONICAL` a corner
     form's), known without solving the canonical design (for finding a stored table)."""
-    m = canonical_size_for(alpha, K)
+    m = canonical_size_for(alpha, K, settings=engine_settings(settings))
     return size_range(n, m if m <= MAX_CANONICAL else MAX_CANONICAL + 1)
 
 
-def corner_width(alpha: Fraction) -> int:
-    """The square-corner template's width at ``alpha`` (:func:`countdp.design.template.square_proof.square_width`)."""
-    # lazy: the design engine's settings load only when a template design is looked up
-    from countdp.design import settings
-
-    # lazy: as above, its square-corner template
+def corner_width(alpha: Fraction, settings) -> int:
+    """The square-corner template's width at ``alpha`` under the design engine's ``settings``
+    (:func:`countdp.design.template.square_proof.square_width`)."""
+    # lazy: the design engine's square-corner template loads only when a template design is looked up
     from countdp.design.template.square_proof import square_width
 
-    return square_width(float(alpha), settings.DEFAULT_SETTINGS)
+    return square_width(float(alpha), settings)
 
 
-def corner_source_size(alpha: Fraction) -> int:
+def corner_source_size(alpha: Fraction, settings) -> int:
     """``n_s``: the size whose proven design gives the corner square, ``2 W + 2 + SOURCE_TAIL_BITS ln 2 /
     ln(1/alpha)`` or :data:`MAX_CANONICAL`, whichever is smaller, and at least the template's ``4 (W + 1)``."""
-    W = corner_width(alpha)
+    W = corner_width(alpha, settings)
     apart = int(np.ceil(SOURCE_TAIL_BITS * np.log(2) / np.log(1 / float(alpha))))
     return max(4 * (W + 1), min(MAX_CANONICAL, 2 * W + 2 + apart))
 
 
-def structure_problem(alpha: Fraction, K: int = 62) -> str | None:
+def structure_problem(alpha: Fraction, K: int = 62, settings=None) -> str | None:
     """Why WM has no structure at ``alpha`` (one line), or ``None``; cheap (no solve): a denominator
     too large for the integer closure, or corners too wide for any source size to keep
     ``alpha^(n_s - 2W - 2) <= 2^-SOURCE_MIN_BITS`` between them."""
     a = Fraction(alpha)
     if a.denominator > MAX_DENOMINATOR:
         return f"WM at alpha = {float(a):.6g} has no structure: the denominator of alpha passes {MAX_DENOMINATOR:,}"
-    if canonical_size_for(a, K) <= MAX_CANONICAL:
+    settings = engine_settings(settings)
+    if canonical_size_for(a, K, settings=settings) <= MAX_CANONICAL:
         return None
-    W = corner_width(a)
+    W = corner_width(a, settings)
     apart = int(np.ceil(SOURCE_MIN_BITS * np.log(2) / np.log(1 / float(a))))
     if 2 * W + 2 + apart > MAX_CANONICAL:
         return (f"WM at alpha = {float(a):.6g} has no structure: its corners ({W} wide) and their tails do not fit "
@@ -147,18 +157,18 @@ def structure_problem(alpha: Fraction, K: int = 62) -> str | None:
 
 
 @functools.lru_cache(maxsize=8)
-def corner_design(mechanism: str, alpha: Fraction) -> CanonicalDesign:
-    """The proven square-corner design of ``mechanism`` at :func:`corner_source_size`: its corner square
-    (read-only), its record, and no dual."""
+def corner_design(mechanism: str, alpha: Fraction, settings) -> CanonicalDesign:
+    """The proven square-corner design of ``mechanism`` at :func:`corner_source_size` under the design
+    engine's ``settings``: its corner square (read-only), its record, and no dual."""
     # lazy: the design engine (HiGHS, Clarabel, scipy) loads only when a template design is built
-    from countdp.design import request, settings
+    from countdp.design import request
 
     # lazy: as above, its square-corner template
     from countdp.design.template.square_proof import prove_square
 
-    W, n_s = corner_width(alpha), corner_source_size(alpha)
+    W, n_s = corner_width(alpha, settings), corner_source_size(alpha, settings)
     problem = request.DesignRequest.of(n_s, float(alpha), TEMPLATE_MECHANISMS[mechanism], "L0").problem
-    result = prove_square(problem, W, settings=settings.DEFAULT_SETTINGS)
+    result = prove_square(problem, W, settings=settings)
     if not result.get("certified"):
         raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g}: the square-corner design at n = {n_s} was not "
                          f"proven ({result.get('reason', 'the certificate did not close')})")
@@ -169,13 +179,13 @@ def corner_design(mechanism: str, alpha: Fraction) -> CanonicalDesign:
     return CanonicalDesign(square, source, np.zeros(0))
 
 
-def canonical_size_for(alpha: Fraction, K: int = 62) -> int:
-    """The canonical size of WM's template design at ``alpha`` (no solve): beyond :data:`MAX_CANONICAL`
-    the design is held as its corner square instead (module docstring)."""
-    # lazy: the design engine's policy and settings load only when a template design is looked up
-    from countdp.design import policy, settings
+def canonical_size_for(alpha: Fraction, K: int = 62, *, settings) -> int:
+    """The canonical size of WM's template design at ``alpha`` under the design engine's ``settings``
+    (no solve): beyond :data:`MAX_CANONICAL` the design is held as its corner square instead (module docstring)."""
+    # lazy: the design engine's policy loads only when a template design is looked up
+    from countdp.design import policy
 
-    widths = policy.template_widths(float(alpha), parse_objective("L0"), settings.DEFAULT_SETTINGS)
+    widths = policy.template_widths(float(alpha), parse_objective("L0"), settings)
     return canonical_size(widths[0], Fraction(alpha), K) if widths else MAX_CANONICAL + 1
 
 
@@ -193,7 +203,8 @@ def stored_spread(record: dict, tables) -> StructuralSpread | StructuralCorners:
                             sigma, (lo, hi), source)
 
 
-def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> StructuralSpread | StructuralCorners:
+def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM",
+                  settings=None) -> StructuralSpread | StructuralCorners:
     """``mechanism`` (WM) under L0 for groups of size ``n`` over ``2**K`` (62 only), certified: the spread
     where its canonical size is at most :data:`MAX_CANONICAL`, else the corner form (module docstring).
 
@@ -202,17 +213,17 @@ def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> Str
     """
     if K != 62:
         raise ValueError(f"{mechanism}'s structure is over 2^62 only, not 2^{K}")
-    a = Fraction(alpha)
-    if canonical_size_for(a, K) <= MAX_CANONICAL:
-        design = canonical_design(mechanism, a, K)
+    a, settings = Fraction(alpha), engine_settings(settings)
+    if canonical_size_for(a, K, settings=settings) <= MAX_CANONICAL:
+        design = canonical_design(mechanism, a, K, settings)
         return spread_mechanism(mechanism, design.matrix, n, a, K, design.source)
-    problem = structure_problem(a, K)
+    problem = structure_problem(a, K, settings)
     if problem is not None:
         raise ValueError(problem)
     if n <= MAX_CANONICAL:
         raise ValueError(f"{mechanism} at alpha = {float(a):.6g} is designed as a matrix up to n = {MAX_CANONICAL}; "
                          f"its structure serves larger groups, not {n}")
-    design = corner_design(mechanism, a)
+    design = corner_design(mechanism, a, settings)
     return corner_mechanism(mechanism, design.matrix, n, a, K, MAX_CANONICAL + 1, design.source)
 
 
