@@ -4,7 +4,8 @@ Every solver run and proof of the engine says on :data:`countdp.design.settings.
 settings it runs under.  Each path here is designed under settings that carry a sentinel value (a
 wall-clock bound no solve comes near, so no design changes); every sub-solve must report it.  The
 last test breaks one path on purpose (the spread's canonical design solved under the engine's
-defaults) and checks that the same check then fails.
+defaults) and checks that the same check then fails; the last, that every setting keeps its name
+in its group.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from countdp.design import spread_proof
 from countdp.design.designer import design_lp, design_named
-from countdp.design.settings import DEFAULT_SETTINGS, SUB_SOLVES, SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, FIELD_GROUPS, SUB_SOLVES, SolverSettings
 from countdp.structural import template
 
 SENTINEL = 60.125
@@ -81,3 +82,17 @@ def test_a_path_that_drops_the_settings_is_caught(caplog, monkeypatch):
     caller = SolverSettings.of(simplex_safety_seconds=SENTINEL)
     seen = sub_solves(caplog, lambda: PATHS["WM spread"](caller))
     assert foreign(seen), "a dropped settings object went unseen"
+
+
+def test_every_field_keeps_its_name_in_one_group():
+    """The flat names (as configs, benchmarks and docs give them) reach their group's field."""
+    groups = {"solver": 17, "template": 22, "chains": 12, "proof": 5}
+    assert {g: sum(1 for v in FIELD_GROUPS.values() if v == g) for g in groups} == groups
+    changed = SolverSettings.of(template_min_n=60, ipm_min_nnz=0, face_tol=1e-7, chain_refinements=3)
+    assert (changed.template.template_min_n, changed.solver.ipm_min_nnz) == (60, 0)
+    assert (changed.proof.face_tol, changed.chains.chain_refinements) == (1e-7, 3)
+    assert changed.with_values(template_min_n=160).template == DEFAULT_SETTINGS.template
+    for name, group in FIELD_GROUPS.items():
+        assert getattr(getattr(DEFAULT_SETTINGS, group), name) is not None
+    with pytest.raises(TypeError, match="no setting named nope"):
+        SolverSettings.of(nope=1)
