@@ -6,8 +6,8 @@ answer is proven.  For an LP with S whose model is ``guided``, the work is split
 that the symmetrized solve (:mod:`countdp.design.strategies.symmetrized`) can come between them:
 :class:`ReducedLP` runs only the guided methods and leaves the model as its attempt's
 :class:`countdp.design.request.Stage`; :class:`ColdMethods` runs the cold simplex and interior
-point on it after.  Unstaged, the reduced LP's attempt is final: no later strategy follows.  An answer no method
-proves is returned with ``status = "not proven optimal"`` and every attempt listed.
+point on it after.  Unstaged, the reduced LP's attempt is final: no later strategy follows.  An
+answer no method proves is returned with ``status = "not proven optimal"`` and every attempt listed.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from countdp.design.settings import SolverSettings
 from countdp.design.strategy import SolveContext
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
+
 
 def answer_of(lp, build: float, solved: tuple, settings: SolverSettings) -> Answer:
     """The :class:`Answer` of ``solve_proven``'s ``(P, used, run, optimality)`` on ``lp``."""
