@@ -1,6 +1,6 @@
 """The large-n support dual (L0d, L1, L2) against the general path: one fresh process per point.
 
-``before`` switches the support dual off (``SolverSettings(support_widths=())``), so L0d, L1 and L2
+``before`` switches the support dual off (``SolverSettings.of(support_widths=())``), so L0d, L1 and L2
 go to the general LP as on the commit before it; ``after`` is the default settings.  The two runs of a
 point are made back to back (A/B on the same machine load).  One JSON line per run.
 
@@ -22,7 +22,7 @@ from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 
 def point(mode: str, mech: str, n: int, alpha: float, objective: str) -> dict:
     """One design in this process (the child)."""
-    settings = SolverSettings(support_widths=()) if mode == "before" else DEFAULT_SETTINGS
+    settings = SolverSettings.of(support_widths=()) if mode == "before" else DEFAULT_SETTINGS
     props = {"properties": ("CH", "RM")} if mech == "LP" else {}
     start = time.perf_counter()
     d = design_named(mech, n, alpha, objective=objective, settings=settings, **props)

@@ -4,8 +4,6 @@ dual far from optimal or a matrix that breaks a row."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -14,7 +12,7 @@ from countdp.design.dual_repair import prove_dual, repaired_dual
 from countdp.design.lp_solve import proven_point, solve_proven
 from countdp.design.polish import full_dual
 from countdp.design.reduce import build_reduced_lp
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers.solved import INTERIOR_GUIDE
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
 from countdp.values.objectives import objective_value
@@ -23,7 +21,7 @@ from countdp.values.objectives import objective_value
 def _optimal(n, alpha, props):
     """The full LP, the proven optimal matrix's point and the exact dual of its vertex."""
     lp = build_reduced_lp(n, alpha, props, "L0")
-    P, _, run, opt = solve_proven(lp, "simplex")
+    P, _, run, opt = solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)
     assert opt["certified"] and run.polished
     u, v = full_dual(lp, run.row_dual, run.col_dual)
     return lp.problem.lp(), lp.problem.point(P), u, v
@@ -46,14 +44,14 @@ def test_noisy_dual_of_the_fair_optimum_is_repaired_and_brackets_theorem_4(n, al
     objective.  Without repair tiers (settings) it stays open."""
     full, x, u, v = _optimal(n, alpha, ("F",))
     nu, nv = _noisy(u, v, 2e-9)
-    plain = prove_dual(full, x, nu, nv, repair=False)
+    plain = prove_dual(full, x, nu, nv, repair=False, settings=DEFAULT_SETTINGS)
     assert not plain["certified"] and 1e-9 < plain["gap"] < 1e-8
-    repaired = prove_dual(full, x, nu, nv)
+    repaired = prove_dual(full, x, nu, nv, settings=DEFAULT_SETTINGS)
     assert repaired["certified"] and repaired["dual_repair"]["tau"] in (1e-6, 1e-5, 1e-7)
     em = objective_value(explicit_fair(n, alpha), "L0")
     assert repaired["lower_bound"] - 1e-12 <= em <= repaired["upper_bound"] + 1e-12
     assert repaired["upper_bound"] - repaired["lower_bound"] <= 1e-9 * max(1.0, em)
-    assert not prove_dual(full, x, nu, nv, settings=SolverSettings(dual_repairs=()))["certified"]
+    assert not prove_dual(full, x, nu, nv, settings=SolverSettings.of(dual_repairs=()))["certified"]
 
 
 @pytest.mark.parametrize("lam", [1e-3, 1e-7])
@@ -66,7 +64,7 @@ def test_repair_does_not_prove_a_matrix_that_is_not_optimal(lam):
     gm, um = objective_value(geometric(n, alpha), "L0"), objective_value(uniform(n), "L0")
     assert lam * (um - gm) > 1e-9  # the mixture is that far from optimal
     for du, dv in ((u, v), _noisy(u, v, 2e-9)):
-        found = prove_dual(full, mixed.ravel(), du, dv)
+        found = prove_dual(full, mixed.ravel(), du, dv, settings=DEFAULT_SETTINGS)
         assert not found["certified"]
         assert found["lower_bound"] <= gm + 1e-12  # weak duality: never above the optimum
 
@@ -78,12 +76,12 @@ def test_no_repair_for_a_large_gap_or_a_broken_row():
     n, alpha = 24, 0.62
     full, x, u, v = _optimal(n, alpha, ("F",))
     nu, nv = _noisy(u, v, 2e-9)
-    assert prove_dual(full, x, nu, nv)["certified"]
-    assert not prove_dual(full, x, nu, nv, settings=SolverSettings(repair_gap_limit=1e-10))["certified"]
-    assert not prove_dual(full, x, *_noisy(u, v, 1e-3))["certified"]
+    assert prove_dual(full, x, nu, nv, settings=DEFAULT_SETTINGS)["certified"]
+    assert not prove_dual(full, x, nu, nv, settings=SolverSettings.of(repair_gap_limit=1e-10))["certified"]
+    assert not prove_dual(full, x, *_noisy(u, v, 1e-3), settings=DEFAULT_SETTINGS)["certified"]
     broken = x.copy()
     broken[1] = broken[0] / alpha * (1 + 1e-6)  # P[0, 1] above P[0, 0] / alpha
-    found = prove_dual(full, broken, *_noisy(u, v, 1e-9))
+    found = prove_dual(full, broken, *_noisy(u, v, 1e-9), settings=DEFAULT_SETTINGS)
     assert not found["certified"] and found["max_primal_violation"] > 1e-9
 
 
@@ -100,11 +98,11 @@ def test_a_noisy_interior_point_is_proven_by_repair():
     its own dual leaves the certificate open, the repaired one closes it, and the value is the plain
     cvxpy LP's optimum.  Without repair tiers the same points are not proven."""
     args = (32, 0.5, ("RM", "CH", "F"), "L0d:1")
-    loose = SolverSettings(guide_clarabel_tol=1e-10)
+    loose = SolverSettings.of(guide_clarabel_tol=1e-10)
     run, optimality = proven_point(build_reduced_lp(*args), settings=loose)
     assert optimality["certified"] and run.guide.startswith(INTERIOR_GUIDE)
     assert optimality["dual_repair"] == {"tau": 1e-6, "iterations": 300}
     reference = design_lp(*args, backend="cvxpy")
     assert optimality["primal_objective"] == pytest.approx(reference.solver_objective, abs=1e-7)
-    _, unrepaired = proven_point(build_reduced_lp(*args), settings=replace(loose, dual_repairs=()))
+    _, unrepaired = proven_point(build_reduced_lp(*args), settings=loose.with_values(dual_repairs=()))
     assert not unrepaired["certified"] and "dual_repair" not in unrepaired

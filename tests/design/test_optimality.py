@@ -14,7 +14,7 @@ from countdp.design.lp_solve import solve_proven
 from countdp.design.optimality import check_optimality, design_lp_model
 from countdp.design.polish import full_dual
 from countdp.design.reduce import build_reduced_lp
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.mechanisms.closed_forms import explicit_fair
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.privacy.exact import exact_dp_check
@@ -33,7 +33,7 @@ FIG8 = [(), ("RH",), ("RM",), ("CH",), ("CM",), ("RH", "CH"), ("RH", "CM"), ("RM
 def _proven(n, alpha, props, objective="L0", **kw):
     """The reduced LP, its proven answer and the full model's dual."""
     lp = build_reduced_lp(n, alpha, props, objective, **kw)
-    P, _, run, opt = solve_proven(lp, "simplex")
+    P, _, run, opt = solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)
     u, v = full_dual(lp, run.row_dual, run.col_dual)
     return lp, P, u, v, opt
 
@@ -230,16 +230,18 @@ def test_solver_duals_mapped_wrongly_prove_nothing():
     constraints = [system.A_ub @ x >= system.b_ub, system.A_eq @ x == system.b_eq]
     cp.Problem(cp.Minimize(model.weighted_cost @ x), constraints).solve(solver=cp.HIGHS)
     P = certify(x.value.reshape(N, N), 0.62)[0]
-    assert solver_dual_certificate(model, constraints, P, "HIGHS")["certified"]
+    assert solver_dual_certificate(model, constraints, P, "HIGHS", settings=DEFAULT_SETTINGS)["certified"]
 
     class Given:  # a constraint whose dual_value is given
         def __init__(self, value):
             self.dual_value = value
 
     ub, eq = constraints[0].dual_value, constraints[1].dual_value
-    assert not solver_dual_certificate(model, [Given(ub), Given(-eq)], P, "HIGHS")["certified"]
+    assert not solver_dual_certificate(model, [Given(ub), Given(-eq)], P, "HIGHS",
+                                       settings=DEFAULT_SETTINGS)["certified"]
     shifted = np.concatenate([ub[N * N:], ub[: N * N]])  # the bound rows' multipliers misplaced
-    assert not solver_dual_certificate(model, [Given(shifted), Given(eq)], P, "HIGHS")["certified"]
+    assert not solver_dual_certificate(model, [Given(shifted), Given(eq)], P, "HIGHS",
+                                       settings=DEFAULT_SETTINGS)["certified"]
 
 
 def test_closed_form_shortcut_is_checked_too(monkeypatch):
@@ -248,7 +250,7 @@ def test_closed_form_shortcut_is_checked_too(monkeypatch):
     by an LP dual up to ``CHECK_CLOSED_FORM_MAX_N``."""
     import countdp.design.remapped_gm as remapped
 
-    for n in (20, SolverSettings().check_closed_form_max_n + 72):
+    for n in (20, SolverSettings().proof.check_closed_form_max_n + 72):
         fast = reduced_design(n, 0.76, ("WH", "S"), "L0")
         opt = fast.extra["optimality"]
         assert fast.method == "GM" and opt["proof"] == "Theorem 3; explicit dual" and opt["certified"]

@@ -12,7 +12,7 @@ from countdp.design.constraints import constraint_system
 from countdp.design.designer import design_lp, design_named
 from countdp.design.planner import DENSE_PLAN, REDUCED_MODEL_PLAN, plan, solve
 from countdp.design.request import DesignRequest
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.privacy.certify import is_alpha_dp
 from countdp.values.objectives import objective_value
 from countdp.values.properties import PROPERTIES
@@ -74,9 +74,9 @@ def test_every_property_subset_small():
 
 def test_unreduced_model_matches_reduced():
     n, alpha, props = 9, 0.7, ("RH", "RM", "CM", "WH", "S")
-    a = solve(DesignRequest.of(n, alpha, props, "L1", use_closed_forms=False, backend="highs"))
+    a = solve(DesignRequest.of(n, alpha, props, "L1", use_closed_forms=False, backend="highs"), DEFAULT_SETTINGS)
     b = solve(DesignRequest.of(n, alpha, props, "L1", use_closed_forms=False, fold_symmetry=False,
-                               drop_implied=False, backend="highs"))
+                               drop_implied=False, backend="highs"), DEFAULT_SETTINGS)
     assert a.solver_objective == pytest.approx(b.solver_objective, abs=TOL)
     assert "symmetry-folded" in a.extra["reductions"] and "symmetry-folded" not in b.extra["reductions"]
 
@@ -85,7 +85,7 @@ def test_unreduced_model_matches_reduced():
 def test_methods_agree(method):
     n, alpha = 20, 0.91
     ref = design_named("WM", n, alpha, backend="cvxpy")
-    fast = solve(DesignRequest.of(n, alpha, ("RM", "CM", "WH", "S"), method=method))
+    fast = solve(DesignRequest.of(n, alpha, ("RM", "CM", "WH", "S"), method=method), DEFAULT_SETTINGS)
     assert fast.solver_objective == pytest.approx(ref.solver_objective, abs=TOL)
     assert {"simplex": "simplex", "ipm": "ipm+crossover", "clarabel": "ipm",
             "guided": "simplex guided by clarabel"}[method] == fast.method
@@ -99,10 +99,10 @@ def test_the_plan_follows_backend_solver_and_size():
     assert plan(DesignRequest.of(16, 0.9), settings) == REDUCED_MODEL_PLAN
     assert plan(DesignRequest.of(16, 0.9, solver="CLARABEL"), settings) == DENSE_PLAN
     assert plan(DesignRequest.of(4, 0.9, backend="highs"), settings) == REDUCED_MODEL_PLAN
-    assert plan(DesignRequest.of(16, 0.9), SolverSettings(auto_min_n=17)) == DENSE_PLAN
+    assert plan(DesignRequest.of(16, 0.9), SolverSettings.of(auto_min_n=17)) == DENSE_PLAN
     assert design_named("WM", 4, 0.91).extra["backend"] == "cvxpy"
     assert design_named("WM", 16, 0.91).extra["backend"] == "highs"
-    assert design_lp(16, 0.91, ("WH",), settings=SolverSettings(auto_min_n=17)).extra["backend"] == "cvxpy"
+    assert design_lp(16, 0.91, ("WH",), settings=SolverSettings.of(auto_min_n=17)).extra["backend"] == "cvxpy"
     with pytest.raises(ValueError, match="backend"):
         design_lp(4, 0.5, backend="gurobi")
     with pytest.raises(ValueError, match="HIGHS"):
@@ -114,10 +114,10 @@ def test_the_plan_follows_backend_solver_and_size():
 def test_every_attempt_is_recorded_with_its_outcome():
     """GM answers WH+S at n = 20, alpha = 0.76 (Theorem 3, Lemma 2): one proven attempt; switched
     off, the closed form is recorded as skipped and a later strategy answers."""
-    answer = solve(DesignRequest.of(20, 0.76, ("WH", "S")))
+    answer = solve(DesignRequest.of(20, 0.76, ("WH", "S")), DEFAULT_SETTINGS)
     assert [a["outcome"] for a in answer.extra["attempted"]] == ["proven"]
     assert answer.method == "GM"
-    other = solve(DesignRequest.of(20, 0.76, ("WH", "S"), use_closed_forms=False))
+    other = solve(DesignRequest.of(20, 0.76, ("WH", "S"), use_closed_forms=False), DEFAULT_SETTINGS)
     outcomes = {a["strategy"]: a["outcome"] for a in other.extra["attempted"]}
     assert outcomes["closed form"] == "skipped" and "proven" in outcomes.values()
     assert other.solver_objective == pytest.approx(answer.solver_objective, abs=TOL)
@@ -127,9 +127,9 @@ def test_the_settings_passed_in_choose_the_method():
     """WM at n = 64 (L0) is above the interior-point threshold: Clarabel by default, HiGHS IPX +
     crossover when the settings name it, simplex when the threshold is raised; the same optimum."""
     request = DesignRequest.of(64, 0.62, ("RM", "CM", "WH", "S"), method="auto", use_closed_forms=False)
-    default = solve(request)
-    ipm = solve(request, SolverSettings(large_method="ipm", template_min_n=10**6))
-    simplex = solve(request, SolverSettings(ipm_min_nnz=10**12, template_min_n=10**6))
+    default = solve(request, DEFAULT_SETTINGS)
+    ipm = solve(request, SolverSettings.of(large_method="ipm", template_min_n=10**6))
+    simplex = solve(request, SolverSettings.of(ipm_min_nnz=10**12, template_min_n=10**6))
     assert ipm.method == "ipm+crossover" and simplex.method == "simplex"
     assert ipm.solver_objective == pytest.approx(default.solver_objective, abs=TOL)
     assert simplex.solver_objective == pytest.approx(default.solver_objective, abs=TOL)

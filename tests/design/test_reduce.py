@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from countdp.design.designer import design_lp
 from countdp.design.lp_solve import solve_proven
 from countdp.design.reduce import build_reduced_lp, dedup_rows, dp_rows_kept, implied_drops, row_hashes
+from countdp.design.settings import DEFAULT_SETTINGS
 
 
 def test_reduction_shrinks_wm():
@@ -27,7 +28,7 @@ def test_reduced_and_unreduced_models_have_the_plain_optimum(props, objective):
     plain = design_lp(n, alpha, props, objective, backend="cvxpy").solver_objective
     for fold, drop in ((True, True), (False, False)):
         lp = build_reduced_lp(n, alpha, props, objective, fold_symmetry=fold, drop_implied=drop)
-        assert solve_proven(lp, "simplex")[2].objective == pytest.approx(plain, abs=1e-7)
+        assert solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)[2].objective == pytest.approx(plain, abs=1e-7)
     assert "symmetry-folded" not in build_reduced_lp(n, alpha, props, objective, fold_symmetry=False).reductions
 
 
@@ -67,13 +68,13 @@ def test_the_reduction_step_inverts_a_solved_reduced_model_to_a_proof_on_the_ful
 
     problem = DesignProblem(12, 0.8, ("RM", "CM", "WH", "S"), "L1")
     lp, inverse = ReduceModel().apply(problem)
-    _, _, run, _ = solve_proven(lp, "simplex")
+    _, _, run, _ = solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)
     P = certify(inverse.invert_primal(run.y), 0.8)[0]
     u, v = inverse.invert_dual(run.row_dual, run.col_dual)
     full = problem.lp()
     assert check_optimality(full, P.ravel(), u, lower_column_multipliers(full, u, v))["certified"]
     other, other_inverse = ReduceModel().apply(DesignProblem(12, 0.8, ("WH", "S"), "L1"))
-    _, _, other_run, _ = solve_proven(other, "simplex")
+    _, _, other_run, _ = solve_proven(other, "simplex", settings=DEFAULT_SETTINGS)
     u2, v2 = other_inverse.invert_dual(other_run.row_dual, other_run.col_dual)
     u2, v2 = problem.dual_from(other.problem, u2, v2)
     assert not check_optimality(full, P.ravel(), u2, lower_column_multipliers(full, u2, v2))["certified"]

@@ -126,7 +126,7 @@ def test_open_gap_falls_back_to_the_lp(monkeypatch):
     assert small.method != REMAPPED_GM and small.status == "optimal"
     assert small.extra["closed_form_check"]["closed_form"] == REMAPPED_GM
     assert not small.extra["closed_form_check"]["certified"]
-    large = reduced_design(SolverSettings().check_closed_form_max_n + 1, 0.7, (), "L1")
+    large = reduced_design(SolverSettings().proof.check_closed_form_max_n + 1, 0.7, (), "L1")
     assert large.method == REMAPPED_GM
     assert large.extra["optimality"]["checked"] is False
     assert not large.extra["optimality"]["dual_check"]["certified"]

@@ -5,7 +5,7 @@ model), whose standard output and standard error are pipes: what the C libraries
 descriptors 1 and 2 is captured as well as Python's prints.  The paths (``Design.extra["backend"]``
 and the strategy that answered) cover HiGHS's simplex and interior point on the reduced model,
 cvxpy's HiGHS and Clarabel models (small n), and the large-n template (Clarabel, then HiGHS).  The
-same capture shows the banner and HiGHS's log once ``SolverSettings(verbose=True)`` is passed: the
+same capture shows the banner and HiGHS's log once ``SolverSettings.of(verbose=True)`` is passed: the
 check sees solver output when there is some.
 """
 
@@ -39,7 +39,7 @@ def test_a_design_prints_nothing(name):
 
 
 def test_verbose_settings_let_the_solver_print():
-    done = _run(DESIGNS["reduced model, HiGHS"].format(settings=", settings=SolverSettings(verbose=True)"))
+    done = _run(DESIGNS["reduced model, HiGHS"].format(settings=", settings=SolverSettings.of(verbose=True)"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Running HiGHS" in done.stderr and "Copyright" in done.stderr
     assert "rows" in done.stdout  # HiGHS's own log of the model it solves

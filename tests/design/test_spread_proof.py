@@ -12,6 +12,7 @@ import pytest
 
 from countdp.design.forms import canonical_design, structural_form
 from countdp.design.model import DesignProblem
+from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.design.spread_proof import proven_spread, spread_serves
 from countdp.design.template.proof import prove_copied_dual
 from countdp.structural.template import TEMPLATE_MECHANISMS
@@ -25,14 +26,14 @@ def _spread_matrix(n: int, alpha: Fraction) -> np.ndarray:
 
 
 def _prove(raw: np.ndarray, n: int, alpha: Fraction, dual_alpha: Fraction) -> dict:
-    design = canonical_design("WM", dual_alpha, 62)
+    design = canonical_design("WM", dual_alpha, 62, settings=DEFAULT_SETTINGS)
     problem = DesignProblem(n, float(alpha), TEMPLATE_MECHANISMS["WM"], "L0")
     return prove_copied_dual(problem, raw, design.dual, int(design.source["template_width"]), {})
 
 
 def test_the_spread_is_proven_at_sizes_it_was_not_solved_at():
     for n in (319, 450):
-        form, matrix, record = proven_spread("WM", n, HALF)
+        form, matrix, record = proven_spread("WM", n, HALF, settings=DEFAULT_SETTINGS)
         assert matrix is not None and record["optimality"]["certified"], record
         assert record["optimality"]["gap"] < 1e-9
     # the repeated middle columns tell the truth with GM's interior probability, (1 - alpha) / (1 + alpha)
@@ -62,9 +63,9 @@ def test_a_dual_of_another_alpha_is_refused():
     (400, "L0", {"method": "simplex"}, False), (400, "L0", {"backend": "cvxpy"}, False),
     (400, "L0", {"max_repair_lambda": 1e-6}, True)])
 def test_where_the_spread_serves(n, objective, options, serves):
-    assert spread_serves("WM", n, HALF, objective, options) is serves
+    assert spread_serves("WM", n, HALF, objective, options, settings=DEFAULT_SETTINGS) is serves
 
 
 def test_no_spread_where_alpha_has_no_structure():
-    assert not spread_serves("WM", 2000, Fraction(99, 100), "L0", {})  # canonical size 9,241
-    assert not spread_serves("WH", 2000, HALF, "L0", {})
+    assert not spread_serves("WM", 2000, Fraction(99, 100), "L0", {}, settings=DEFAULT_SETTINGS)  # canonical size 9,241
+    assert not spread_serves("WH", 2000, HALF, "L0", {}, settings=DEFAULT_SETTINGS)

@@ -18,8 +18,8 @@ from countdp.design.template.square_proof import essential_properties, prove_squ
 
 WM = ("RM", "CM", "WH", "S")
 N_SMALL, ALPHA = 160, 0.9
-SMALL = SolverSettings(square_min_width=8)  # the template at alpha = 0.9 (W = 16), where the general LP is cheap
-GENERAL = SolverSettings(template_min_n=10_000)  # no template: the general path
+SMALL = SolverSettings.of(square_min_width=8)  # the template at alpha = 0.9 (W = 16), where the general LP is cheap
+GENERAL = SolverSettings.of(template_min_n=10_000)  # no template: the general path
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from countdp.design.planner import make_context, solve
 from countdp.design.request import Answer, DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.strategy import SolveContext
+
+
+class OverriddenSolves:
+    """The sub-solves of ``base`` with some replaced by the callables given (a test's stand-ins)."""
+
+    def __init__(self, base, **methods):
+        self.base = base
+        self.__dict__.update(methods)
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+
+def overriding(context: SolveContext, **methods) -> SolveContext:
+    """``context`` with the sub-solves named in ``methods`` replaced (the others and the settings kept)."""
+    return replace(context, solves=OverriddenSolves(context.solves, **methods))
 
 
 def reduced_design(n: int, alpha: float, properties: object = (), objective: object = "L0", weights=None,
@@ -17,8 +36,8 @@ def reduced_design(n: int, alpha: float, properties: object = (), objective: obj
 
 def general_optimum(n: int, alpha: float, properties: object, objective: object = "L0") -> float:
     """The general LP's optimum (the reduced model, the method ``auto`` would choose), proven."""
-    context = make_context()
-    lp = context.reduced_lp(DesignRequest.of(n, alpha, properties, objective).problem)
-    _, _, _, optimality = context.solve_proven(lp, context.choose_method(lp))
+    context = make_context(DEFAULT_SETTINGS)
+    lp = context.solves.reduced_lp(DesignRequest.of(n, alpha, properties, objective).problem)
+    _, _, _, optimality = context.solves.solve_proven(lp, context.solves.choose_method(lp))
     assert optimality["certified"]
     return optimality["primal_objective"]

@@ -176,8 +176,9 @@ def test_design_lp_refuses_a_poor_backend_answer():
     from countdp.design.designer import finish_design
     from countdp.design.planner import solve
     from countdp.design.request import DesignRequest
+    from countdp.design.settings import DEFAULT_SETTINGS
 
-    answer = solve(DesignRequest.of(8, 10 / 11, ("RM", "CM", "WH", "S"), backend="highs"))
+    answer = solve(DesignRequest.of(8, 10 / 11, ("RM", "CM", "WH", "S"), backend="highs"), DEFAULT_SETTINGS)
     poor = answer.matrix.copy()
     poor[1, 2] += 1e-4
     poor[2, 2] -= 1e-4

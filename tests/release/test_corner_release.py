@@ -14,6 +14,7 @@ import numpy as np
 
 from countdp.cli import main
 from countdp.design.forms import corner_source_size, template_form
+from countdp.design.settings import DEFAULT_SETTINGS
 
 ALPHA = "24/25"
 
@@ -38,7 +39,8 @@ def test_large_groups_are_drawn_from_the_corner_form(tmp_path):
     corners = [e for e in sidecar["mechanisms"] if e["representation"] == "structural"]
     assert corners and all(e["structural_certificate"]["holds"] for e in corners)
     assert all(e["structure"]["structure"] == "square corners" for e in corners)
-    assert all(e["structure"]["optimal_proven_at_n"] == corner_source_size(24 / 25) for e in corners)
+    assert all(e["structure"]["optimal_proven_at_n"] == corner_source_size(24 / 25,
+                                                                           settings=DEFAULT_SETTINGS) for e in corners)
     assert sum(e["sizes_served"] for e in corners) == np.unique(sizes[1:]).size
     noisy = np.loadtxt(out, delimiter=",", skiprows=1, usecols=1, dtype=np.int64)
     assert ((noisy >= 0) & (noisy <= sizes)).all()

@@ -21,6 +21,7 @@ import pytest
 from countdp.design import request, settings
 from countdp.design.forms import corner_design, corner_width, structural_form, structure_problem
 from countdp.design.model import DesignProblem
+from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.design.template.proof import certify_expansion
 from countdp.design.template.restricted import dual_properties
 from countdp.design.template.square_geometry import primal_map
@@ -33,14 +34,14 @@ ALPHA = Fraction(24, 25)
 
 def extension(n: int) -> np.ndarray:
     """The source design's square spread to size ``n`` by the corner rule, in floats."""
-    W, a = corner_width(ALPHA), float(ALPHA)
+    W, a = corner_width(ALPHA, settings=DEFAULT_SETTINGS), float(ALPHA)
     col, weight, _ = primal_map(n, W, a)
-    z = np.concatenate([corner_design("WM", ALPHA).matrix.ravel(), [(1 - a) / (1 + a)]])
+    z = np.concatenate([corner_design("WM", ALPHA, settings=DEFAULT_SETTINGS).matrix.ravel(), [(1 - a) / (1 + a)]])
     return (weight * z[col]).reshape(n + 1, n + 1)
 
 
 def test_the_rule_is_optimal_at_another_size():
-    n, W = 1500, corner_width(ALPHA)
+    n, W = 1500, corner_width(ALPHA, settings=DEFAULT_SETTINGS)
     x = extension(n)
     problem = request.DesignRequest.of(n, float(ALPHA), TEMPLATE_MECHANISMS["WM"], "L0").problem
     props = dual_properties(tuple(p for p in essential_properties(problem.properties) if p != "S"))

@@ -128,10 +128,12 @@ def finish_design(raw: np.ndarray, mechanism: str, n: int, alpha: Fraction, obje
 def spread_design(name: str, n: int, alpha: Fraction, objective: object, lp_options: dict) -> Design | None:
     """The named template design ``name`` as its spread at size ``n``, proven optimal there
     (:mod:`countdp.design.spread_proof`), where the spread serves; else ``None`` (the LP then solves
-    ``n``: logged when the spread's proof did not close)."""
-    if not spread_serves(name, n, alpha, objective, lp_options):
+    ``n``: logged when the spread's proof did not close); under ``lp_options["settings"]`` (default
+    the engine's)."""
+    settings = lp_options.get("settings", DEFAULT_SETTINGS)
+    if not spread_serves(name, n, alpha, objective, lp_options, settings):
         return None
-    form, matrix, record = proven_spread(name, n, alpha)
+    form, matrix, record = proven_spread(name, n, alpha, settings)
     if matrix is None:
         LOG.warning("%s; solving the LP at n = %d instead", record["reason"], n)
         return None
@@ -167,7 +169,7 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     :mod:`countdp.design.planner` (same optimal value; solver HIGHS; with ``method=None`` the
     planner chooses, and large models may go to Clarabel, recorded in ``Design.solver``);
     ``"auto"`` (default) uses ``"highs"`` when the solver is HiGHS and ``n`` is at least
-    ``settings.auto_min_n``.  ``Design.extra["backend"]`` records which one ran, and
+    ``settings.solver.auto_min_n``.  ``Design.extra["backend"]`` records which one ran, and
     ``extra["attempted"]`` every strategy tried.  ``settings``: the engine's tuning
     (:class:`countdp.design.settings.SolverSettings`).  ``shortcuts``: with a ``method`` (or the
     solver Clarabel) asked for, keep the planner's shortcuts (closed forms, the template strategies;

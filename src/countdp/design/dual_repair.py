@@ -13,7 +13,7 @@ says which vanishes in the limit) and all of ``A_eq``, and ``S`` the entries abo
 the correction ``delta`` of least norm with ``M[:, S]^T delta = r[S]`` (``r = c - A_ub^T u -
 A_eq^T v``) moves the dual onto that face.  LSQR (``scipy.sparse.linalg.lsqr``, a few hundred
 sparse products) finds it; stopping early keeps it from fitting the noise of the point
-(:attr:`~countdp.design.settings.SolverSettings.dual_repairs`: ``(tau, iterations)`` tiers tried
+(:attr:`~countdp.design.settings.ProofTuning.dual_repairs`: ``(tau, iterations)`` tiers tried
 in turn).  Entries at or below ``tau`` (the decaying tail) keep their reduced costs, which are positive there.
 
 Nothing here is trusted: the repaired dual is one more candidate for the independent
@@ -28,7 +28,7 @@ from scipy.sparse.linalg import lsqr
 
 from countdp.design.model import DesignLP
 from countdp.design.optimality import OptimalityProof, check_optimality, lower_column_multipliers
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings, running
 
 
 def repaired_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, tau: float,
@@ -47,22 +47,23 @@ def repaired_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, tau
 
 
 def prove_dual(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray, repair: bool = True, *,
-               settings: SolverSettings = DEFAULT_SETTINGS) -> OptimalityProof:
+               settings: SolverSettings) -> OptimalityProof:
     """:func:`countdp.design.optimality.check_optimality` of ``x`` with ``(u, v)``, column
     multipliers lowered first (:func:`countdp.design.optimality.lower_column_multipliers`).
 
     ``repair``: when that certificate does not close only for its gap (``x`` breaks no row), and
-    the relative gap is at most ``settings.repair_gap_limit`` (above it the dual is far from
-    optimal, not noisy), the repaired duals of ``settings.dual_repairs`` are checked in turn; the
+    the relative gap is at most ``settings.proof.repair_gap_limit`` (above it the dual is far from
+    optimal, not noisy), the repaired duals of ``settings.proof.dual_repairs`` are checked in turn; the
     first that closes is returned, with ``dual_repair = {"tau", "iterations"}``; else the first
     certificate."""
+    running(settings, "the dual proof")
     first = check_optimality(lp, x, u, lower_column_multipliers(lp, u, v))
     if first["certified"] or not repair or "gap" not in first:
         return first
     breaks_rows = first["max_primal_violation"] > first["primal_tolerance"]
-    if breaks_rows or first["gap"] > settings.repair_gap_limit * max(1.0, abs(first["upper_bound"])):
+    if breaks_rows or first["gap"] > settings.proof.repair_gap_limit * max(1.0, abs(first["upper_bound"])):
         return first
-    for tau, iterations in settings.dual_repairs:
+    for tau, iterations in settings.proof.dual_repairs:
         u_new, v_new = repaired_dual(lp, x, u, v, tau, iterations)
         found = check_optimality(lp, x, u_new, lower_column_multipliers(lp, u_new, v_new))
         if found["certified"]:

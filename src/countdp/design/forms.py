@@ -35,6 +35,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.privacy.exact import MIN_RELEASE_K
 from countdp.structural.catalogue import (
     CLOSED_STRUCTURES,
@@ -60,9 +61,15 @@ from countdp.values.alpha import exact_alpha
 from countdp.values.objectives import parse_objective
 
 
+def engine_settings(settings: SolverSettings | None = None) -> SolverSettings:
+    """``settings``, or the design engine's defaults when ``None`` (the structural forms' own callers pass none)."""
+    return DEFAULT_SETTINGS if settings is None else settings
+
+
 @functools.lru_cache(maxsize=8)
-def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign:
-    """The proven template design of ``mechanism`` at its canonical size, its record and its template dual."""
+def canonical_design(mechanism: str, alpha: Fraction, K: int, settings: SolverSettings) -> CanonicalDesign:
+    """The proven template design of ``mechanism`` at its canonical size, its record and its template dual,
+    solved under the design engine's ``settings``."""
     # lazy: the design engine (HiGHS, Clarabel, scipy) loads only when a template design is built
     from countdp.design import planner, request
 
@@ -70,12 +77,12 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign
     from countdp.design.strategies import large_n_template
 
     objective = parse_objective("L0")
-    m = canonical_size_for(alpha, K)
+    m = canonical_size_for(alpha, K, settings=settings)
     if m > NARROW_MAX_N:
         raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g} has no spread: its canonical size "
                          f"{m:,} is beyond {NARROW_MAX_N} (the corners and tails are too long)")
     asked = request.DesignRequest(m, float(alpha), TEMPLATE_MECHANISMS[mechanism], objective)
-    P, info = large_n_template.large_n_design(asked, at_full_size=False, context=planner.make_context())
+    P, info = large_n_template.large_n_design(asked, at_full_size=False, context=planner.make_context(settings))
     if P is None:
         raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g}: the template design at n = {m} was not "
                          f"proven ({info.get('reason')})")
@@ -89,42 +96,42 @@ def canonical_design(mechanism: str, alpha: Fraction, K: int) -> CanonicalDesign
     return CanonicalDesign(P, source, dual)
 
 
-def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM") -> tuple[int, int]:
+def spread_sizes(n: int, alpha: Fraction, K: int = 62, mechanism: str = "WM",
+                 settings: SolverSettings | None = None) -> tuple[int, int]:
     """The size range whose table serves ``n`` (a spread's, or beyond :data:`NARROW_MAX_N` a corner
     form's), known without solving the canonical design (for finding a stored table)."""
-    m = canonical_size_for(alpha, K)
+    m = canonical_size_for(alpha, K, settings=engine_settings(settings))
     return size_range(n, m if m <= NARROW_MAX_N else NARROW_MAX_N + 1)
 
 
-def corner_width(alpha: Fraction) -> int:
-    """The square-corner template's width at ``alpha`` (:func:`countdp.design.template.square_proof.square_width`)."""
-    # lazy: the design engine's settings load only when a template design is looked up
-    from countdp.design import settings
-
-    # lazy: as above, its square-corner template
+def corner_width(alpha: Fraction, settings: SolverSettings) -> int:
+    """The square-corner template's width at ``alpha`` under the design engine's ``settings``
+    (:func:`countdp.design.template.square_proof.square_width`)."""
+    # lazy: the design engine's square-corner template loads only when a template design is looked up
     from countdp.design.template.square_proof import square_width
 
-    return square_width(float(alpha), settings.DEFAULT_SETTINGS)
+    return square_width(float(alpha), settings)
 
 
-def corner_source_size(alpha: Fraction) -> int:
+def corner_source_size(alpha: Fraction, settings: SolverSettings) -> int:
     """``n_s``: the size whose proven design gives the corner square, ``2 W + 2 + SOURCE_TAIL_BITS ln 2 /
     ln(1/alpha)`` or :data:`NARROW_MAX_N`, whichever is smaller, and at least the template's ``4 (W + 1)``."""
-    W = corner_width(alpha)
+    W = corner_width(alpha, settings)
     apart = int(np.ceil(SOURCE_TAIL_BITS * np.log(2) / np.log(1 / float(alpha))))
     return max(4 * (W + 1), min(NARROW_MAX_N, 2 * W + 2 + apart))
 
 
-def template_problem(alpha: Fraction, K: int = 62) -> str | None:
+def template_problem(alpha: Fraction, K: int = 62, settings: SolverSettings | None = None) -> str | None:
     """Why WM has no structure at ``alpha`` (one line), or ``None``; cheap (no solve): a denominator
     too large for the integer closure, or corners too wide for any source size to keep
     ``alpha^(n_s - 2W - 2) <= 2^-SOURCE_MIN_BITS`` between them."""
     a = Fraction(alpha)
     if a.denominator > MAX_DENOMINATOR:
         return f"WM at alpha = {float(a):.6g} has no structure: the denominator of alpha passes {MAX_DENOMINATOR:,}"
-    if canonical_size_for(a, K) <= NARROW_MAX_N:
+    settings = engine_settings(settings)
+    if canonical_size_for(a, K, settings=settings) <= NARROW_MAX_N:
         return None
-    W = corner_width(a)
+    W = corner_width(a, settings)
     apart = int(np.ceil(SOURCE_MIN_BITS * np.log(2) / np.log(1 / float(a))))
     if 2 * W + 2 + apart > NARROW_MAX_N:
         return (f"WM at alpha = {float(a):.6g} has no structure: its corners ({W} wide) and their tails do not fit "
@@ -133,18 +140,18 @@ def template_problem(alpha: Fraction, K: int = 62) -> str | None:
 
 
 @functools.lru_cache(maxsize=8)
-def corner_design(mechanism: str, alpha: Fraction) -> CanonicalDesign:
-    """The proven square-corner design of ``mechanism`` at :func:`corner_source_size`: its corner square
-    (read-only), its record, and no dual."""
+def corner_design(mechanism: str, alpha: Fraction, settings: SolverSettings) -> CanonicalDesign:
+    """The proven square-corner design of ``mechanism`` at :func:`corner_source_size` under the design
+    engine's ``settings``: its corner square (read-only), its record, and no dual."""
     # lazy: the design engine (HiGHS, Clarabel, scipy) loads only when a template design is built
-    from countdp.design import request, settings
+    from countdp.design import request
 
     # lazy: as above, its square-corner template
     from countdp.design.template.square_proof import prove_square
 
-    W, n_s = corner_width(alpha), corner_source_size(alpha)
+    W, n_s = corner_width(alpha, settings), corner_source_size(alpha, settings)
     problem = request.DesignRequest.of(n_s, float(alpha), TEMPLATE_MECHANISMS[mechanism], "L0").problem
-    result = prove_square(problem, W, settings=settings.DEFAULT_SETTINGS)
+    result = prove_square(problem, W, settings=settings)
     if not result.get("certified"):
         raise ValueError(f"{mechanism} at alpha = {float(alpha):.6g}: the square-corner design at n = {n_s} was not "
                          f"proven ({result.get('reason', 'the certificate did not close')})")
@@ -155,17 +162,18 @@ def corner_design(mechanism: str, alpha: Fraction) -> CanonicalDesign:
     return CanonicalDesign(square, source, np.zeros(0))
 
 
-def canonical_size_for(alpha: Fraction, K: int = 62) -> int:
-    """The canonical size of WM's template design at ``alpha`` (no solve): beyond :data:`NARROW_MAX_N`
-    the design is held as its corner square instead (module docstring)."""
-    # lazy: the design engine's policy and settings load only when a template design is looked up
-    from countdp.design import policy, settings
+def canonical_size_for(alpha: Fraction, K: int = 62, *, settings: SolverSettings) -> int:
+    """The canonical size of WM's template design at ``alpha`` under the design engine's ``settings``
+    (no solve): beyond :data:`NARROW_MAX_N` the design is held as its corner square instead (module docstring)."""
+    # lazy: the design engine's policy loads only when a template design is looked up
+    from countdp.design import policy
 
-    widths = policy.template_widths(float(alpha), parse_objective("L0"), settings.DEFAULT_SETTINGS)
+    widths = policy.template_widths(float(alpha), parse_objective("L0"), settings)
     return canonical_size(widths[0], Fraction(alpha), K) if widths else NARROW_MAX_N + 1
 
 
-def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> StructuralSpread | StructuralCorners:
+def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM",
+                  settings: SolverSettings | None = None) -> StructuralSpread | StructuralCorners:
     """``mechanism`` (WM) under L0 for groups of size ``n`` over ``2**K`` (62 only), certified: the spread
     where its canonical size is at most :data:`NARROW_MAX_N`, else the corner form (module docstring).
 
@@ -174,17 +182,17 @@ def template_form(n: int, alpha: Fraction, K: int, mechanism: str = "WM") -> Str
     """
     if K != 62:
         raise ValueError(f"{mechanism}'s structure is over 2^62 only, not 2^{K}")
-    a = exact_alpha(alpha)
-    if canonical_size_for(a, K) <= NARROW_MAX_N:
-        design = canonical_design(mechanism, a, K)
+    a, settings = exact_alpha(alpha), engine_settings(settings)
+    if canonical_size_for(a, K, settings=settings) <= NARROW_MAX_N:
+        design = canonical_design(mechanism, a, K, settings)
         return spread_mechanism(mechanism, design.matrix, n, a, K, design.source)
-    problem = template_problem(a, K)
+    problem = template_problem(a, K, settings)
     if problem is not None:
         raise ValueError(problem)
     if n <= NARROW_MAX_N:
         raise ValueError(f"{mechanism} at alpha = {float(a):.6g} is designed as a matrix up to n = {NARROW_MAX_N}; "
                          f"its structure serves larger groups, not {n}")
-    design = corner_design(mechanism, a)
+    design = corner_design(mechanism, a, settings)
     return corner_mechanism(mechanism, design.matrix, n, a, K, NARROW_MAX_N + 1, design.source)
 
 
@@ -193,22 +201,27 @@ FORMS = {name: CLOSED_STRUCTURES.get(name) or functools.partial(template_form, m
 """The mechanisms with a structural form: the closed forms, and WM under L0 (a template design spread)."""
 
 
-def structural_form(mechanism: str, n: object, alpha: object, K: int | None = None) -> StructuralMechanism:
+def structural_form(mechanism: str, n: object, alpha: object, K: int | None = None,
+                    settings: SolverSettings | None = None) -> StructuralMechanism:
     """``mechanism`` (GM, EM, UM or WM) for groups of size ``n``, certified alpha-DP by its structure
-    (:func:`countdp.structural.catalogue.certified_form`: the default ``K`` and the one-line errors)."""
+    (:func:`countdp.structural.catalogue.certified_form`: the default ``K`` and the one-line errors).
+    ``settings``: the design engine's, for a template design's canonical solve (``None``: its defaults)."""
     name = str(mechanism).upper()
     if name not in FORMS:
         raise ValueError(f"{mechanism!r} has no structural form; structural forms: {', '.join(FORMS)}")
-    return certified_form(FORMS[name], name, n, alpha, K)
+    build = functools.partial(FORMS[name], settings=settings) if name in SPREADS else FORMS[name]
+    return certified_form(build, name, n, alpha, K)
 
 
-def structure_problem(mechanism: str, alpha: object) -> str | None:
+def structure_problem(mechanism: str, alpha: object, settings: SolverSettings | None = None) -> str | None:
     """Why ``mechanism`` has no structural form at ``alpha`` (one line), or ``None``; cheap (no solve):
-    a template design whose corners are too wide for any structure (:func:`template_problem`)."""
+    a template design whose corners are too wide for any structure under the design engine's
+    ``settings`` (:func:`template_problem`; ``None``: the engine's defaults)."""
     if mechanism not in FORMS:
         return f"{mechanism} has no structural form; structural forms: {', '.join(FORMS)}"
     if mechanism in SPREADS:  # a config's 0.9 is the workflow's 9/10 (countdp.values.alpha.exact_alphas_in)
-        return template_problem(alpha if isinstance(alpha, Fraction) else exact_alpha(str(alpha)))
+        exact = alpha if isinstance(alpha, Fraction) else exact_alpha(str(alpha))
+        return template_problem(exact, settings=settings)
     return None
 
 

@@ -4,7 +4,7 @@ highspy 1.16 prints 'Running HiGHS ... Copyright ...' on the C-level standard ou
 process, when the first model is made and before any option can be set, so every design would
 print it (and ``countdp design ... --format csv`` would print it ahead of the table).  The
 library prints nothing of its solvers' own unless asked to be verbose
-(:attr:`countdp.design.settings.SolverSettings.verbose`): :func:`load_highspy` makes that first
+(:attr:`countdp.design.settings.SolverTuning.verbose`): :func:`load_highspy` makes that first
 model with file descriptor 1 pointing at the null device, or, when verbose, at standard error.
 """
 

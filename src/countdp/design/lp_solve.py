@@ -38,7 +38,7 @@ from countdp.design.policy import choose_method
 from countdp.design.polish import certified_and_proven, dp_closure, full_dual
 from countdp.design.reduce import ReducedLP, ReduceModel
 from countdp.design.request import Answer
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings
 from countdp.design.solvers.clarabel import run_clarabel
 from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.highs import run_highs
@@ -69,7 +69,7 @@ def reduced_lp(problem: DesignProblem, fold: bool = True, drop_implied: bool = T
 
 
 def prove(lp: ReducedLP, run: Solved, P: np.ndarray, *,
-          settings: SolverSettings = DEFAULT_SETTINGS) -> OptimalityProof:
+          settings: SolverSettings) -> OptimalityProof:
     """The optimality certificate of the matrix ``P`` with ``run``'s duals mapped to the full model
     (:func:`countdp.design.polish.full_dual`), by the independent check of :mod:`countdp.design.optimality`;
     an interior point's dual (not ``run.polished``) is repaired first if it does not close
@@ -96,7 +96,7 @@ def vertex_matrix(lp: ReducedLP, run: Solved) -> np.ndarray:
 
 
 def proven_answer(lp: ReducedLP, run: Solved, chosen: str, tight: bool, prover: Prover | None = None, *,
-                  settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[np.ndarray, dict, bool]:
+                  settings: SolverSettings) -> tuple[np.ndarray, dict, bool]:
     """``(P, optimality, repaired)``: the certified matrix of a (polished) run, its optimality
     certificate, and whether the DP certificate had to repair it.  When that repair (a UM mixture)
     keeps the certificate of a polished vertex, or of Clarabel's point offered to the proof, from
@@ -141,7 +141,7 @@ def _try_method(lp: ReducedLP, chosen: str, fallback: bool, attempts: list[str],
         offered.append((point, proven_answer(lp, point, used, False, settings=settings)))
         return offered[-1][1][1]["certified"]
 
-    for boost in (1.0, *settings.tight_row_scales) if chosen != "clarabel" and fallback else (1.0,):
+    for boost in (1.0, *settings.solver.tight_row_scales) if chosen != "clarabel" and fallback else (1.0,):
         tight = boost != 1.0
         label = f"{chosen} (tightened {boost:g})" if tight else chosen
         try:
@@ -166,12 +166,12 @@ def _try_method(lp: ReducedLP, chosen: str, fallback: bool, attempts: list[str],
 
 
 def solve_proven(lp: ReducedLP, method: str, fallback: bool = True, methods: tuple[str, ...] | None = None, *,
-                 settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[np.ndarray, str, Solved, dict]:
+                 settings: SolverSettings) -> tuple[np.ndarray, str, Solved, dict]:
     """Solve, polish and prove, falling back along :data:`FALLBACKS` (``fallback=False``: one
     attempt with ``method`` only; ``methods``: the methods of that chain to try, in its order).
 
     A HiGHS vertex whose DP repair was needed and whose certificate does not close is first
-    re-solved from its basis with tightened rows (``settings.tight_row_scales``;
+    re-solved from its basis with tightened rows (``settings.solver.tight_row_scales``;
     ``optimality["tightened"]``): HiGHS's feasibility tolerance can leave the exact vertex
     breaking a row by ~1e-13, and the UM repair of that costs more than the gap allows.
     Returns ``(P, method, run, optimality)`` for the first proven answer, else for the answer
@@ -195,7 +195,7 @@ def solve_proven(lp: ReducedLP, method: str, fallback: bool = True, methods: tup
 
 
 def proven_points(lp: ReducedLP, prover: Prover | None = None, what: str = "", *,
-                  settings: SolverSettings = DEFAULT_SETTINGS) -> Iterator[tuple[Solved | None, dict]]:
+                  settings: SolverSettings) -> Iterator[tuple[Solved | None, dict]]:
     """Each of Clarabel's points of ``lp`` (:func:`countdp.design.solvers.interior.interior_points`,
     F's rows substituted out first) with its certificate (:func:`proven_answer`, ``prover`` as
     there), in turn; ``(None, why)`` when Clarabel fails before its first point (``what``
@@ -210,7 +210,7 @@ def proven_points(lp: ReducedLP, prover: Prover | None = None, what: str = "", *
 
 
 def proven_point(lp: ReducedLP, prover: Prover | None = None, what: str = "", *,
-                 settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[Solved | None, dict]:
+                 settings: SolverSettings) -> tuple[Solved | None, dict]:
     """The first proven of :func:`proven_points`, else the last tried; ``(None, why)`` when
     Clarabel fails."""
     found = (None, {})
@@ -221,7 +221,7 @@ def proven_point(lp: ReducedLP, prover: Prover | None = None, what: str = "", *,
 
 
 def prove_matrix(problem: DesignProblem, matrix: np.ndarray, fallback: bool = True, *,
-                 settings: SolverSettings = DEFAULT_SETTINGS) -> OptimalityProof:
+                 settings: SolverSettings) -> OptimalityProof:
     """``extra["optimality"]`` for a matrix found elsewhere (e.g. the plain cvxpy model).
 
     A dual of the design LP is computed on the reduced model (:func:`solve_proven`) and the

@@ -13,19 +13,27 @@ that left one is kept in ``Answer.extra[strategy.extra_key]``.  The first proven
 When none is proven, the reduced LP's answer stands (``status = "not proven optimal"``), or the
 better of the guided and the cold stage (by the certificate's gap).  The strategies share
 sub-solves through the :class:`countdp.design.strategy.SolveContext` built here
-(:func:`make_context`), bound to :mod:`countdp.design.lp_solve` with the settings given.
+(:func:`make_context`): :class:`EngineSolves`, :mod:`countdp.design.lp_solve` under the settings
+given.  The planner knows no strategy by name: an attempt may leave a stage for a later one
+(``Attempt.stage``, seen there through ``SolveContext.earlier``) or end the plan (``Attempt.final``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from functools import partial
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
 
 from countdp.design import lp_solve
+from countdp.design.model import DesignProblem
 from countdp.design.policy import choose_method
+from countdp.design.reduce import ReducedLP
 from countdp.design.request import Answer, Attempt, DesignRequest
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings
+from countdp.design.solvers.solved import Solved
 from countdp.design.strategies import (
     closed_form,
     cm_relaxation,
@@ -58,15 +66,36 @@ DENSE_PLAN: tuple[Strategy, ...] = (dense_cvxpy.STRATEGY,)
 """The plain cvxpy model alone (``backend="cvxpy"``, a small ``n``, or Clarabel through cvxpy)."""
 
 
-def make_context(settings: SolverSettings = DEFAULT_SETTINGS, start: float | None = None) -> SolveContext:
-    """The context strategies get: ``settings`` bound into every shared sub-solve."""
-    return SolveContext(settings=settings, start=time.perf_counter() if start is None else start,
-                        reduced_lp=lp_solve.reduced_lp,
-                        solve_proven=partial(lp_solve.solve_proven, settings=settings),
-                        proven_points=partial(lp_solve.proven_points, settings=settings),
-                        proven_point=partial(lp_solve.proven_point, settings=settings),
-                        prove_matrix=partial(lp_solve.prove_matrix, settings=settings),
-                        choose_method=partial(choose_method, settings=settings))
+@dataclass(frozen=True)
+class EngineSolves:
+    """The shared sub-solves (:class:`countdp.design.strategy.SubSolves`): :mod:`countdp.design.lp_solve`
+    and :func:`countdp.design.policy.choose_method`, every one under ``settings``."""
+
+    settings: SolverSettings
+
+    def reduced_lp(self, problem: DesignProblem, fold: bool = True, drop_implied: bool = True) -> ReducedLP:
+        return lp_solve.reduced_lp(problem, fold, drop_implied)
+
+    def solve_proven(self, lp: ReducedLP, method: str, fallback: bool = True,
+                     methods: tuple[str, ...] | None = None) -> tuple[np.ndarray, str, Solved, dict]:
+        return lp_solve.solve_proven(lp, method, fallback, methods, settings=self.settings)
+
+    def proven_points(self, lp: ReducedLP, prover=None, what: str = "") -> Iterator[tuple[Solved | None, dict]]:
+        return lp_solve.proven_points(lp, prover, what, settings=self.settings)
+
+    def proven_point(self, lp: ReducedLP, prover=None, what: str = "") -> tuple[Solved | None, dict]:
+        return lp_solve.proven_point(lp, prover, what, settings=self.settings)
+
+    def prove_matrix(self, problem: DesignProblem, matrix: np.ndarray, fallback: bool = True) -> dict:
+        return lp_solve.prove_matrix(problem, matrix, fallback, settings=self.settings)
+
+    def choose_method(self, lp: ReducedLP) -> str:
+        return choose_method(lp, self.settings)
+
+
+def make_context(settings: SolverSettings, start: float | None = None) -> SolveContext:
+    """The context strategies get: the sub-solves, every one under ``settings``."""
+    return SolveContext(EngineSolves(settings), time.perf_counter() if start is None else start)
 
 
 def uses_reduced_model(request: DesignRequest, settings: SolverSettings) -> bool:
@@ -75,10 +104,10 @@ def uses_reduced_model(request: DesignRequest, settings: SolverSettings) -> bool
     if request.backend == "highs":
         return True
     reduced = request.solver == "HIGHS" or request.keep_shortcuts
-    return request.backend == "auto" and reduced and request.n >= settings.auto_min_n
+    return request.backend == "auto" and reduced and request.n >= settings.solver.auto_min_n
 
 
-def plan(request: DesignRequest, settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[Strategy, ...]:
+def plan(request: DesignRequest, settings: SolverSettings) -> tuple[Strategy, ...]:
     """The strategies tried for ``request``, in order."""
     return REDUCED_MODEL_PLAN if uses_reduced_model(request, settings) else DENSE_PLAN
 
@@ -92,7 +121,7 @@ def _finish(answer: Answer, attempts: list[Attempt], strategies: dict[str, Strat
     return answer
 
 
-def solve(request: DesignRequest, settings: SolverSettings = DEFAULT_SETTINGS) -> Answer:
+def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
     """The first proven answer of :func:`plan`'s strategies, else the best unproven one.
 
     Raises ``RuntimeError`` (with every failure's reason) when no strategy returned an answer."""
@@ -101,6 +130,7 @@ def solve(request: DesignRequest, settings: SolverSettings = DEFAULT_SETTINGS) -
     strategies = {strategy.name: strategy for strategy in plan(request, settings)}
     best: Attempt | None = None
     for strategy in strategies.values():
+        context = replace(context, earlier=tuple(attempts))
         attempt = skipped_unless_accepted(strategy, request, context) or strategy.attempt(request, context)
         attempts.append(attempt)
         if attempt.outcome != "skipped":
@@ -109,8 +139,8 @@ def solve(request: DesignRequest, settings: SolverSettings = DEFAULT_SETTINGS) -
             return _finish(attempt.answer, attempts, strategies)
         if attempt.answer is not None:
             best = attempt  # a later stage keeps the better of its own and the earlier answer
-        if strategy is reduced_lp.STRATEGY and reduced_lp.STAGED not in context.notes:
-            break  # the general path ran to its end: no later stage
+        if attempt.final:
+            break  # the attempt ran its path to its end: no later stage
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
         raise RuntimeError(failures[-1] if failures else "no strategy answered")

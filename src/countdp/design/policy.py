@@ -24,30 +24,30 @@ LARGE_N_OBJECTIVES = ("L0", "L0d", "L1", "L2")
 
 def guide_width(n: int, alpha: float, settings: SolverSettings) -> int | None:
     """The corner width ``W`` of the guide template (size ``3 W + 4``), or ``None`` when no guide
-    is built: ``n`` below :attr:`~SolverSettings.template_min_n`, or a template that would be
+    is built: ``n`` below :attr:`~TemplateTuning.template_min_n`, or a template that would be
     nearly as large as the model (``alpha`` near 1)."""
-    if n < settings.template_min_n or not 0.0 < alpha < 1.0:
+    if n < settings.template.template_min_n or not 0.0 < alpha < 1.0:
         return None
-    W = max(int(np.ceil(np.log(settings.guide_decay) / np.log(alpha))),
-            int(np.ceil(settings.guide_min_width_fraction * n)))
-    return W if 3 * W + 4 <= settings.guide_max_template_fraction * n else None
+    W = max(int(np.ceil(np.log(settings.template.guide_decay) / np.log(alpha))),
+            int(np.ceil(settings.template.guide_min_width_fraction * n)))
+    return W if 3 * W + 4 <= settings.template.guide_max_template_fraction * n else None
 
 
 def too_near_one(n: int, alpha: float, settings: SolverSettings) -> bool:
     """Whether ``n`` is large enough for a template but ``alpha`` too near 1 for one: Clarabel's
     point is then the answer, not a simplex's guide."""
-    return n >= settings.template_min_n and 0.0 < alpha < 1.0 and guide_width(n, alpha, settings) is None
+    return n >= settings.template.template_min_n and 0.0 < alpha < 1.0 and guide_width(n, alpha, settings) is None
 
 
 def guide_applies(problem, settings: SolverSettings) -> bool:
     """Whether a guide template can be built for the :class:`countdp.design.model.DesignProblem`
     ``problem`` (``None``: no) and is worth it: the sum aggregate, uniform weights (the template
     has its own uniform prior), a template width, and not L0,d (``d >= 1``) from
-    :attr:`~SolverSettings.face_alpha` (its optimal face is large; Clarabel's point answers)."""
+    :attr:`~TemplateTuning.face_alpha` (its optimal face is large; Clarabel's point answers)."""
     if problem is None:
         return False
     objective = problem.objective
-    large_face = objective.name == "L0d" and objective.d >= 1 and problem.alpha >= settings.face_alpha
+    large_face = objective.name == "L0d" and objective.d >= 1 and problem.alpha >= settings.template.face_alpha
     return (problem.aggregate == "sum" and uniform_weights(problem.weights, problem.n) and not large_face
             and guide_width(problem.n, problem.alpha, settings) is not None)
 
@@ -64,19 +64,19 @@ def template_clarabel_tol(problem, settings: SolverSettings) -> float:
     """Clarabel's tolerances for the guide point of ``problem``'s template solve: looser for L1
     and L2 (the point only seeds a simplex), else those of a point proven as it is."""
     if problem.objective.name in ("L1", "L2"):
-        return settings.template_clarabel_tol
-    return settings.guide_clarabel_tol
+        return settings.solver.template_clarabel_tol
+    return settings.solver.guide_clarabel_tol
 
 
 def choose_method(lp, settings: SolverSettings) -> str:
     """The algorithm ``method="auto"`` runs on the reduced model ``lp``: dual simplex below
-    :attr:`~SolverSettings.ipm_min_nnz` constraint non-zeros, else
-    :attr:`~SolverSettings.large_method` for L0 and ``guided`` for the other objectives (their
+    :attr:`~SolverTuning.ipm_min_nnz` constraint non-zeros, else
+    :attr:`~SolverTuning.large_method` for L0 and ``guided`` for the other objectives (their
     optima have entries down to ``alpha^n``: unscaled interior points stall and a cold simplex
     grinds; Clarabel on the scaled model gets close and the simplex from its basis needs few pivots)."""
-    if lp.A.nnz < settings.ipm_min_nnz:
+    if lp.A.nnz < settings.solver.ipm_min_nnz:
         return "simplex"
-    return settings.large_method if is_zero_one(lp.problem.objective) else "guided"
+    return settings.solver.large_method if is_zero_one(lp.problem.objective) else "guided"
 
 
 def planner_may_shortcut(request) -> str | None:
@@ -92,10 +92,10 @@ def planner_may_shortcut(request) -> str | None:
 
 def large_n_applies(request, settings: SolverSettings) -> str | None:
     """``None`` when the large-n template path is meant for ``request`` (L0, L0,d, L1 or L2, uniform
-    weights, the sum, CM or CH, no F, ``n`` from :attr:`~SolverSettings.template_min_n`), else why not."""
+    weights, the sum, CM or CH, no F, ``n`` from :attr:`~TemplateTuning.template_min_n`), else why not."""
     props = set(request.properties)
-    if request.n < settings.template_min_n:
-        return f"n below {settings.template_min_n}"
+    if request.n < settings.template.template_min_n:
+        return f"n below {settings.template.template_min_n}"
     if not (request.objective.name in LARGE_N_OBJECTIVES and request.aggregate == "sum" and request.uniform):
         return "not a uniform-prior sum of L0, L0d, L1 or L2"
     if "F" in props or not props & {"CM", "CH"}:
@@ -105,30 +105,31 @@ def large_n_applies(request, settings: SolverSettings) -> str | None:
 
 def template_widths(alpha: float, objective, settings: SolverSettings) -> tuple[int, ...]:
     """The large-n template widths tried in turn: for L0 the narrowest multiple of 4 that holds the
-    corners (:attr:`~SolverSettings.corner_decay`) and one :attr:`~SolverSettings.widening` times
-    wider; for the other objectives :attr:`~SolverSettings.support_widths` where ``alpha^W`` is at
-    most :attr:`~SolverSettings.support_corner_decay`."""
+    corners (:attr:`~TemplateTuning.corner_decay`) and one :attr:`~TemplateTuning.widening` times
+    wider; for the other objectives :attr:`~TemplateTuning.support_widths` where ``alpha^W`` is at
+    most :attr:`~TemplateTuning.support_corner_decay`."""
     if objective.name != "L0":
-        return tuple(W for W in settings.support_widths if alpha ** W <= settings.support_corner_decay)
-    corner = np.log(settings.corner_decay) / np.log(alpha) if 0 < alpha < 1 else 0.0
-    W = max(settings.min_width, 4 * int(np.ceil(corner / 4)))
-    return W, 4 * int(np.ceil(settings.widening * W / 4))
+        tuning = settings.template
+        return tuple(W for W in tuning.support_widths if alpha ** W <= tuning.support_corner_decay)
+    corner = np.log(settings.template.corner_decay) / np.log(alpha) if 0 < alpha < 1 else 0.0
+    W = max(settings.template.min_width, 4 * int(np.ceil(corner / 4)))
+    return W, 4 * int(np.ceil(settings.template.widening * W / 4))
 
 
 def relaxed_width(alpha: float, objective, settings: SolverSettings) -> int | None:
     """The relaxed large-n template's corner width ``W`` for ``objective`` at ``alpha`` (``None``:
     no rule for the objective): ``ceil(k ln(1 - alpha) / ln alpha)`` for the objectives of
-    :attr:`~SolverSettings.relaxed_width_log_factors` (L1, L2: corners where ``alpha^W`` is still
+    :attr:`~ChainTuning.relaxed_width_log_factors` (L1, L2: corners where ``alpha^W`` is still
     above about ``(1 - alpha)^k``), ``ceil(k / (1 - alpha))`` for those of
-    :attr:`~SolverSettings.relaxed_width_linear_factors` (L0, L0d), plus
-    :attr:`~SolverSettings.relaxed_width_margin`."""
+    :attr:`~ChainTuning.relaxed_width_linear_factors` (L0, L0d), plus
+    :attr:`~ChainTuning.relaxed_width_margin`."""
     if not 0.0 < alpha < 1.0:
         return None
-    logs, linear = dict(settings.relaxed_width_log_factors), dict(settings.relaxed_width_linear_factors)
+    logs, linear = dict(settings.chains.relaxed_width_log_factors), dict(settings.chains.relaxed_width_linear_factors)
     if objective.name in logs:
         corner = logs[objective.name] * np.log(1.0 - alpha) / np.log(alpha)
     elif objective.name in linear:
         corner = linear[objective.name] / (1.0 - alpha)
     else:
         return None
-    return int(np.ceil(corner)) + settings.relaxed_width_margin
+    return int(np.ceil(corner)) + settings.chains.relaxed_width_margin

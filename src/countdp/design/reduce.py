@@ -43,6 +43,7 @@ import scipy.sparse as sp
 
 from countdp.design.model import DesignProblem
 from countdp.design.polish import full_dual
+from countdp.design.reductions.chain import Reduction
 
 
 @dataclass
@@ -260,7 +261,7 @@ class ReducedInverse:
         return full_dual(self.lp, row_dual, col_dual)
 
 
-class ReduceModel:
+class ReduceModel(Reduction):
     """The reductions of this module (implied rows dropped, S folded, singletons as bounds,
     duplicates dropped) as one step: ``apply(problem)`` gives the reduced model and its inverse."""
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from countdp.design.model import DesignProblem
 from countdp.values.objectives import Objective, parse_objective
 from countdp.values.properties import parse_properties
+
+if TYPE_CHECKING:  # annotations only: the reduced model imports the solvers' stack
+    from countdp.design.reduce import ReducedLP
 
 METHODS = ("auto", "simplex", "ipm", "clarabel", "guided")
 """Algorithms for the reduced model: HiGHS dual simplex, HiGHS interior point + crossover (both
@@ -32,7 +36,7 @@ class DesignRequest:
     ``use_closed_forms``, ``fold_symmetry`` and ``drop_implied`` switch off a shortcut or
     a reduction (tests compare with and without).  ``solver`` and ``backend`` choose between the
     reduced model (``backend="highs"``: HiGHS and Clarabel) and the plain dense cvxpy model
-    (``"cvxpy"``; ``"auto"``: by size, :attr:`~countdp.design.settings.SolverSettings.auto_min_n`);
+    (``"cvxpy"``; ``"auto"``: by size, :attr:`~countdp.design.settings.SolverTuning.auto_min_n`);
     with the cvxpy model, ``method`` is the cvxpy solver's (HiGHS ``simplex``/``ipm``, Clarabel ``ipm``)."""
 
     n: int
@@ -111,11 +115,26 @@ OUTCOMES = ("proven", "unproven", "failed", "skipped")
 no answer (the reason says why), or not tried (the strategy did not apply)."""
 
 
+@dataclass(frozen=True)
+class Stage:
+    """What a strategy run in two stages leaves for its later stage: the reduced model ``lp`` (built
+    in ``build`` seconds), the first stage's ``solve_proven`` result ``first`` (``None`` when no
+    method answered) and ``error``, why not.  The reduced LP's guided methods leave it for the cold
+    methods, which run after the symmetrized solve on the same model."""
+
+    lp: ReducedLP
+    build: float
+    first: tuple | None
+    error: str
+
+
 @dataclass
 class Attempt:
     """What one strategy did with a request: its ``outcome`` (:data:`OUTCOMES`), why, how long it
     took, its answer if any, and ``info``, the strategy's record that the final answer keeps in
-    ``extra[strategy.extra_key]`` (e.g. the large-n template's widths tried)."""
+    ``extra[strategy.extra_key]`` (e.g. the large-n template's widths tried).  ``stage``: what the
+    attempt leaves for a later strategy (:class:`Stage`); ``final``: no later strategy is tried
+    (the attempt ran its path to its end)."""
 
     strategy: str
     outcome: str
@@ -123,6 +142,8 @@ class Attempt:
     seconds: float = 0.0
     answer: Answer | None = None
     info: dict | None = None
+    stage: Stage | None = None
+    final: bool = False
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:

@@ -4,24 +4,31 @@ None of these changes what is proven: every answer is checked by the independent
 routine of :mod:`countdp.design.optimality` and the exact DP test of the released weights.  They
 choose which path answers and how fast.  Limits on simplex work count iterations (times rows),
 not seconds, so that the path taken is the same on any machine and under any load; the one
-wall-clock bound, :attr:`SolverSettings.simplex_safety_seconds`, only stops a machine many
+wall-clock bound, :attr:`SolverTuning.simplex_safety_seconds`, only stops a machine many
 times slower than expected.  Why each value is what it is, with the measurements behind it, is
-in ``docs/performance.md`` and ``CHANGELOG.md``.
+in ``docs/performance.md`` and ``docs/tuning.md``.
 
-Tests and benchmarks build their own (``SolverSettings(template_min_n=10_000)``) and pass it to
-:func:`countdp.design.designer.design_lp` or the planner, instead of changing module globals.
+The constants are grouped by the part of the engine they tune: :class:`SolverSettings` holds a
+:class:`SolverTuning` (``solver``), a :class:`TemplateTuning` (``template``), a
+:class:`ChainTuning` (``chains``) and a :class:`ProofTuning` (``proof``); a field keeps its name
+in its group (``settings.template.template_min_n``), and :data:`FIELD_GROUPS` says which group
+holds each name.  Tests and benchmarks build their own, by group or by field name
+(``SolverSettings.of(template_min_n=10_000)``), and pass it to
+:func:`countdp.design.designer.design_lp` or the planner, instead of changing module globals;
+every sub-solve of a request gets the settings its caller passed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field, fields, replace
 
 
 @dataclass(frozen=True)
-class SolverSettings:
-    """Tuning of the design engine (see the module docstring); the defaults are the engine's."""
+class SolverTuning:
+    """The solvers: which algorithm ``method="auto"`` runs, Clarabel's and HiGHS's tolerances and
+    work limits, the guided simplex from Clarabel's basis, and whether the solvers print."""
 
-    # --- which path: the method choice and the closed forms
     auto_min_n: int = 16
     """``design_lp(backend="auto")`` uses the reduced model from this ``n``; smaller models go to
     the plain cvxpy model, whose vertex choice the small-n figures were made with."""
@@ -30,13 +37,6 @@ class SolverSettings:
     point (L0) or the guided simplex (the other objectives)."""
     large_method: str = "clarabel"
     """The interior point method ``auto`` uses on large L0 models."""
-    check_closed_form_max_n: int = 128
-    """Up to this ``n`` a closed form is also checked by an LP dual when its explicit dual does
-    not close; above it the theorem alone stands (recorded as unchecked)."""
-    gm_tol: float = 1e-12
-    """Largest property violation of a closed form's matrix accepted as holding the property."""
-
-    # --- Clarabel
     clarabel_tol: float = 1e-12
     """Clarabel's gap and feasibility tolerances on the reduced model."""
     clarabel_direct_method: str = "qdldl"
@@ -48,8 +48,6 @@ class SolverSettings:
     refine_max_residual: float = 1e-11
     """A stalled ('AlmostSolved') point with at most this relative primal residual is solved again
     with iterative refinement; above it refinement stalls too and is skipped."""
-
-    # --- HiGHS
     highs_tol: float = 1e-10
     """HiGHS primal and dual feasibility tolerances (its smallest allowed)."""
     tight_row_scales: tuple[float, ...] = (1e3, 1e6)
@@ -66,11 +64,20 @@ class SolverSettings:
     """Wall-clock bound on each iteration-limited simplex."""
     quick_vertex_work: tuple[float, float] = (7.5e7, 3e7)
     """Work (iterations times rows) of the dual, then the primal simplex from Clarabel's basis
-    before Clarabel's point is offered to the proof, below :attr:`template_min_n`."""
+    before Clarabel's point is offered to the proof, below :attr:`TemplateTuning.template_min_n`."""
     guided_simplex_iterations: int = 6000
     """Iterations of each simplex from Clarabel's basis (a good guess needs a few pivots)."""
+    verbose: bool = False
+    """Let the solvers print their own output: HiGHS's once-per-process banner (on standard error,
+    if the process's first HiGHS model is made under these settings) and HiGHS's, Clarabel's and
+    cvxpy's logs (where they write them, standard output).  Off, the library prints nothing of theirs."""
 
-    # --- the template guide and the large-n template
+
+@dataclass(frozen=True)
+class TemplateTuning:
+    """The templates: the guide template of the general LP, the large-n template (its widths, its
+    restricted dual and support dual) and the square-corner template."""
+
     template_min_n: int = 160
     """Smallest ``n`` guided by a template or answered by the large-n template path."""
     guide_decay: float = 1e-2
@@ -105,6 +112,27 @@ class SolverSettings:
     """Most surplus support rows the support dual pins by seeded random rows."""
     support_refinements: int = 3
     """Steps of iterative refinement of the support dual's sparse solve."""
+    large_n_seconds: float = 120.0
+    """Time budget of the large-n template path (it then gives way to the general LP)."""
+    square_width_factor: float = 1.4
+    """The square-corner template's corner width for L0 with S: ``ceil(k / (1 - alpha))`` plus
+    :attr:`square_width_margin` (its corners are about ``1.3 / (1 - alpha)`` wide: at alpha = 0.99
+    the restricted optimum is the full one from ``W = 136``, above it at ``W = 120``)."""
+    square_width_margin: int = 2
+    """Added to the square-corner template's width rule."""
+    square_min_width: int = 36
+    """The square-corner template is tried from this corner width (alpha from about 0.959, with the
+    width rule above); below it the three-width large-n template is as fast."""
+    square_slack_tol: float = 1e-6
+    """A row whose slack at the square-corner primal exceeds this fraction of its magnitude is slack:
+    its class gets no multiplier in the restricted dual (complementary slackness)."""
+
+
+@dataclass(frozen=True)
+class ChainTuning:
+    """The relaxed large-n template: its width rules, the template-size dual whose support it copies,
+    the chain elimination that solves that dual on the full LP, and the support's completion."""
+
     relaxed_width_log_factors: tuple[tuple[str, float], ...] = (("L1", 1.25), ("L2", 2.1))
     """The relaxed template's corner width for these objectives: ``ceil(k ln(1 - alpha) / ln alpha)``
     plus :attr:`relaxed_width_margin` (their corners hold ``alpha^W`` down to about ``(1 - alpha)^k``)."""
@@ -144,22 +172,17 @@ class SolverSettings:
     completion_tight_tol: float = 1e-9
     """A template row counts as tight at the template's vertex (a candidate of the completion) when
     its slack is at most this fraction of its terms' size."""
-    large_n_seconds: float = 120.0
-    """Time budget of the large-n template path (it then gives way to the general LP)."""
-    square_width_factor: float = 1.4
-    """The square-corner template's corner width for L0 with S: ``ceil(k / (1 - alpha))`` plus
-    :attr:`square_width_margin` (its corners are about ``1.3 / (1 - alpha)`` wide: at alpha = 0.99
-    the restricted optimum is the full one from ``W = 136``, above it at ``W = 120``)."""
-    square_width_margin: int = 2
-    """Added to the square-corner template's width rule."""
-    square_min_width: int = 36
-    """The square-corner template is tried from this corner width (alpha from about 0.959, with the
-    width rule above); below it the three-width large-n template is as fast."""
-    square_slack_tol: float = 1e-6
-    """A row whose slack at the square-corner primal exceeds this fraction of its magnitude is slack:
-    its class gets no multiplier in the restricted dual (complementary slackness)."""
 
-    # --- the CM relaxation and the dual repair
+
+@dataclass(frozen=True)
+class ProofTuning:
+    """The proofs: the closed forms' checks, the CM relaxation's optimal face and the dual repair."""
+
+    check_closed_form_max_n: int = 128
+    """Up to this ``n`` a closed form is also checked by an LP dual when its explicit dual does
+    not close; above it the theorem alone stands (recorded as unchecked)."""
+    gm_tol: float = 1e-12
+    """Largest property violation of a closed form's matrix accepted as holding the property."""
     face_tol: float = 1e-8
     """A multiplier or reduced cost above this times the largest cost marks its row tight on the
     relaxation's optimal face."""
@@ -168,12 +191,60 @@ class SolverSettings:
     repair_gap_limit: float = 1e-8
     """A dual is repaired only when its relative gap is below this (else it is far from optimal)."""
 
-    # --- what the solvers print
-    verbose: bool = False
-    """Let the solvers print their own output: HiGHS's once-per-process banner (on standard error,
-    if the process's first HiGHS model is made under these settings) and HiGHS's, Clarabel's and
-    cvxpy's logs (where they write them, standard output).  Off, the library prints nothing of theirs."""
 
+@dataclass(frozen=True)
+class SolverSettings:
+    """Tuning of the design engine (see the module docstring), in four groups; the defaults are the engine's."""
+
+    solver: SolverTuning = field(default_factory=SolverTuning)
+    """The solvers' tolerances, work limits and output."""
+    template: TemplateTuning = field(default_factory=TemplateTuning)
+    """The guide, large-n and square-corner templates."""
+    chains: ChainTuning = field(default_factory=ChainTuning)
+    """The relaxed large-n template and its chain elimination."""
+    proof: ProofTuning = field(default_factory=ProofTuning)
+    """The closed forms' checks, the CM relaxation's face and the dual repair."""
+
+    @classmethod
+    def of(cls, **values) -> SolverSettings:
+        """The default settings with the fields named in ``values`` (by their own name, whatever
+        their group: ``SolverSettings.of(template_min_n=60, ipm_min_nnz=0)``) set.
+
+        Raises ``TypeError`` for a name no group has."""
+        return DEFAULT_SETTINGS.with_values(**values)
+
+    def with_values(self, **values) -> SolverSettings:
+        """These settings with the fields named in ``values`` (by their own name) replaced."""
+        unknown = sorted(set(values) - set(FIELD_GROUPS))
+        if unknown:
+            raise TypeError(f"no setting named {', '.join(unknown)}")
+        changed = {}
+        for group in GROUPS:
+            mine = {name: value for name, value in values.items() if FIELD_GROUPS[name] == group}
+            if mine:
+                changed[group] = replace(getattr(self, group), **mine)
+        return replace(self, **changed)
+
+
+GROUPS = tuple(f.name for f in fields(SolverSettings))
+"""The groups of :class:`SolverSettings`, by attribute name."""
+
+FIELD_GROUPS: dict[str, str] = {f.name: group.name for group in fields(SolverSettings)
+                                for f in fields(getattr(SolverSettings(), group.name))}
+"""Which group holds each setting (``FIELD_GROUPS["template_min_n"] == "template"``): the name a
+field had in the flat settings is its name in its group."""
 
 DEFAULT_SETTINGS = SolverSettings()
 """The engine's settings when none are passed."""
+
+SUB_SOLVES = logging.getLogger("countdp.design.sub_solves")
+"""Where every solver run and proof of the engine says, at DEBUG, which settings it runs under
+(``record.settings``; ``record.sub_solve`` names it): a caller's settings can be seen to reach
+every sub-solve of its request."""
+
+
+def running(settings: SolverSettings, sub_solve: str) -> SolverSettings:
+    """``settings``, after saying on :data:`SUB_SOLVES` that ``sub_solve`` runs under them."""
+    if SUB_SOLVES.isEnabledFor(logging.DEBUG):
+        SUB_SOLVES.debug("%s", sub_solve, extra={"settings": settings, "sub_solve": sub_solve})
+    return settings

@@ -22,6 +22,7 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.design.forms import canonical_design, canonical_size_for, structural_form, structure_problem
+from countdp.design.settings import SolverSettings
 from countdp.structural.catalogue import NARROW_MAX_N, SPREADS
 from countdp.structural.spread import StructuralSpread
 from countdp.structural.template import TEMPLATE_MECHANISMS
@@ -37,7 +38,8 @@ LP_CHOICES = ("solver", "method", "backend")
 """Options of :func:`countdp.design.designer.design_lp` that ask for the LP itself, not the spread."""
 
 
-def spread_serves(name: str, n: int, alpha: Fraction, objective: object, options: dict) -> bool:
+def spread_serves(name: str, n: int, alpha: Fraction, objective: object, options: dict,
+                  settings: SolverSettings) -> bool:
     """Whether the named design ``name`` at ``(n, alpha)`` under ``objective`` is its spread: a
     template design under L0, ``n`` from its canonical size up to the matrix path's largest, an alpha
     with a structure, and no LP backend or method asked for in place of the planner's shortcuts (a
@@ -47,18 +49,20 @@ def spread_serves(name: str, n: int, alpha: Fraction, objective: object, options
         asked -= {"solver", "method"}
     if name not in SPREADS or str(parse_objective(objective)) != "L0" or asked:
         return False
-    if n > NARROW_MAX_N or structure_problem(name, alpha) is not None:
+    if n > NARROW_MAX_N or structure_problem(name, alpha, settings) is not None:
         return False
-    return n >= canonical_size_for(Fraction(alpha))
+    return n >= canonical_size_for(Fraction(alpha), settings=settings)
 
 
-def proven_spread(name: str, n: int, alpha: Fraction) -> tuple[StructuralSpread, np.ndarray | None, dict]:
-    """``(form, matrix, record)``: ``name``'s spread at size ``n`` (certified by its structure), the
+def proven_spread(name: str, n: int, alpha: Fraction,
+                  settings: SolverSettings) -> tuple[StructuralSpread, np.ndarray | None, dict]:
+    """``(form, matrix, record)``: ``name``'s spread at size ``n`` under the design engine's
+    ``settings`` (certified by its structure), the
     float matrix its weights stand for, proven optimal at ``n`` (or ``None`` when the gap stays
     open: ``record["reason"]``), and the record of the proof (the certificate of
     :func:`countdp.design.optimality.check_optimality` without its arrays, the canonical design's)."""
-    form = structural_form(name, n, alpha)
-    design = canonical_design(name, Fraction(alpha), form.K)
+    form = structural_form(name, n, alpha, settings=settings)
+    design = canonical_design(name, Fraction(alpha), form.K, settings)
     width = int(design.source["template_width"])
     LOG.info("%s n = %d: the spread of its canonical design (n = %d), proven with the template's dual", name, n,
              form.m)

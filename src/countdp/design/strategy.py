@@ -6,45 +6,75 @@ applies (``None``) or why not (a reason); :meth:`Strategy.attempt` tries it and 
 :class:`countdp.design.request.Attempt`.  A strategy imports the numerical kernels it needs
 (solvers, reductions, proofs) but never another strategy or the planner: the sub-solves it
 shares with them (the general LP with its fallbacks, Clarabel's proven points, re-proving a
-matrix) go through the :class:`SolveContext` the planner provides.
+matrix) go through the :class:`SolveContext` the planner provides, whose :class:`SubSolves` all
+run under the caller's settings.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
-from countdp.design.request import Answer, Attempt, DesignRequest
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.request import Answer, Attempt, DesignRequest, Stage
+from countdp.design.settings import SolverSettings
+
+if TYPE_CHECKING:  # annotations only: the reduced model and the solvers' shapes
+    import numpy as np
+
+    from countdp.design.model import DesignProblem
+    from countdp.design.reduce import ReducedLP
+    from countdp.design.solvers.solved import Solved
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 
-@dataclass
+class SubSolves(Protocol):
+    """The sub-solves strategies share, every one under :attr:`settings` (the planner's are
+    :class:`countdp.design.planner.EngineSolves`, bound to :mod:`countdp.design.lp_solve`)."""
+
+    settings: SolverSettings
+    """The settings every sub-solve runs under: the caller's."""
+
+    def reduced_lp(self, problem: DesignProblem, fold: bool = True, drop_implied: bool = True) -> ReducedLP:
+        """The reduced model of ``problem`` (cached per problem)."""
+
+    def solve_proven(self, lp: ReducedLP, method: str, fallback: bool = True,
+                     methods: tuple[str, ...] | None = None) -> tuple[np.ndarray, str, Solved, dict]:
+        """``(P, method, run, optimality)``: ``lp`` solved, polished and proven, with fallbacks."""
+
+    def proven_points(self, lp: ReducedLP, prover=None, what: str = "") -> Iterator[tuple[Solved | None, dict]]:
+        """Clarabel's points of ``lp``, each with its proof."""
+
+    def proven_point(self, lp: ReducedLP, prover=None, what: str = "") -> tuple[Solved | None, dict]:
+        """The first proven of :meth:`proven_points` (or the last)."""
+
+    def prove_matrix(self, problem: DesignProblem, matrix: np.ndarray, fallback: bool = True) -> dict:
+        """The certificate of a matrix found elsewhere."""
+
+    def choose_method(self, lp: ReducedLP) -> str:
+        """The algorithm ``method="auto"`` runs on ``lp``."""
+
+
+@dataclass(frozen=True)
 class SolveContext:
-    """What the planner lends a strategy: the settings, the time the request started, and the
-    shared sub-solves (bound by the planner to :mod:`countdp.design.lp_solve`).
+    """What the planner lends a strategy: the shared sub-solves (with the settings they run under),
+    the time the request started, and the attempts made before this one (``earlier``: a later
+    stage finds there the :class:`countdp.design.request.Stage` an earlier one left)."""
 
-    * ``reduced_lp(problem, fold, drop_implied)``: the reduced model of a
-      :class:`countdp.design.model.DesignProblem` (cached per request);
-    * ``solve_proven(lp, method, fallback=True, methods=None)``: ``(P, method, run, optimality)``;
-    * ``proven_points(lp, prover=None, what="")``: Clarabel's points of ``lp``, each with its proof;
-    * ``proven_point(lp, prover=None, what="")``: the first proven of them (or the last);
-    * ``prove_matrix(problem, matrix, fallback=True)``: the certificate of a matrix found elsewhere;
-    * ``choose_method(lp)``: the algorithm ``method="auto"`` runs on ``lp``.
-    """
+    solves: SubSolves
+    start: float
+    earlier: tuple[Attempt, ...] = ()
 
-    settings: SolverSettings = DEFAULT_SETTINGS
-    start: float = 0.0
-    reduced_lp: Callable = None
-    solve_proven: Callable = None
-    proven_points: Callable[..., Iterator] = None
-    proven_point: Callable = None
-    prove_matrix: Callable = None
-    choose_method: Callable = None
-    notes: dict = field(default_factory=dict)
+    @property
+    def settings(self) -> SolverSettings:
+        """The caller's settings: those of every sub-solve."""
+        return self.solves.settings
+
+    def stage(self) -> Stage | None:
+        """The stage the latest earlier attempt left, if any."""
+        return next((attempt.stage for attempt in reversed(self.earlier) if attempt.stage is not None), None)
 
 
 class Strategy(Protocol):

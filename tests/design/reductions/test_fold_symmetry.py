@@ -26,6 +26,7 @@ from countdp.design.reductions.fold_symmetry import (
     symmetrize,
     unfolded_dual,
 )
+from countdp.design.settings import DEFAULT_SETTINGS
 
 
 @pytest.mark.parametrize("props", [(), ("F",), ("CH", "RM"), ("RH", "RM", "CH", "CM", "F", "WH")])
@@ -108,8 +109,8 @@ def test_folded_dual_proves_the_lp_without_s(props, objective, alpha):
     folded_problem, inverse = FoldS().apply(plain)
     assert "S" in folded_problem.properties
     folded = lp_solve.reduced_lp(folded_problem)
-    P, _, run, _ = lp_solve.solve_proven(folded, "simplex")
-    proof = prove_unfolded(folded, run, P, plain)
+    P, _, run, _ = lp_solve.solve_proven(folded, "simplex", settings=DEFAULT_SETTINGS)
+    proof = prove_unfolded(folded, run, P, plain, settings=DEFAULT_SETTINGS)
     assert proof["certified"]
     reference = design_lp(n, alpha, props, objective, backend="cvxpy")
     assert proof["primal_objective"] == pytest.approx(reference.solver_objective, abs=1e-8)
@@ -129,11 +130,11 @@ def test_a_dual_for_another_lp_is_not_unfolded():
     :func:`prove_unfolded` says why."""
     n, alpha = 7, 0.8
     folded = lp_solve.reduced_lp(DesignProblem(n, alpha, ("RM", "S"), "L1"))
-    P, _, run, _ = lp_solve.solve_proven(folded, "simplex")
+    P, _, run, _ = lp_solve.solve_proven(folded, "simplex", settings=DEFAULT_SETTINGS)
     other = DesignProblem(n, alpha, ("RH", "CH"), "L1")
     u, v = full_dual(folded, run.row_dual, run.col_dual)
     assert unfolded_dual(folded.problem, other.lp(), u, v) is None
-    found = prove_unfolded(folded, run, P, other)
+    found = prove_unfolded(folded, run, P, other, settings=DEFAULT_SETTINGS)
     assert not found["certified"] and "mirror" in found["reason"]
 
 
@@ -146,15 +147,15 @@ def test_a_point_without_s_symmetrized_is_proven_with_s():
     plain, inverse = DropS().apply(target)
     assert plain.properties == ("RH",)
     lp = lp_solve.reduced_lp(plain)
-    P, _, run, _ = lp_solve.solve_proven(lp, "simplex")
+    P, _, run, _ = lp_solve.solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)
     u, v = inverse.invert_dual(*full_dual(lp, run.row_dual, run.col_dual))
     kind, rows = target.blocks["S"]
     assert kind == "eq" and not v[rows].any() and v.size == target.lp().b_eq.size
     Q = inverse.invert_primal(P)
     assert np.array_equal(Q, symmetrize(P)) and np.array_equal(Q, Q[::-1, ::-1])
-    proof = prove_dual(target.lp(), target.point(Q), u, v)
+    proof = prove_dual(target.lp(), target.point(Q), u, v, settings=DEFAULT_SETTINGS)
     assert proof["certified"]
     reference = design_lp(n, alpha, ("RH", "S"), "L0d:1", backend="cvxpy")
     assert proof["primal_objective"] == pytest.approx(reference.solver_objective, abs=1e-8)
     assert property_rows("S", n).violation(P.ravel()) > 1e-6  # this vertex is not symmetric
-    assert not prove_dual(target.lp(), target.point(P), u, v)["certified"]
+    assert not prove_dual(target.lp(), target.point(P), u, v, settings=DEFAULT_SETTINGS)["certified"]

@@ -22,7 +22,7 @@ from countdp.design.reductions.relax_cm import (
     spread_dual,
     target_dual,
 )
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 
 
 @pytest.mark.parametrize("n", [1, 2, 7])
@@ -77,9 +77,10 @@ def test_the_relaxations_point_is_proven_on_the_lp_with_cm(props, objective, alp
     the optimum of that LP solved on its own (simplex on the model with CM, no relaxation)."""
     n = 12
     target, relaxed, lp = _relaxation(n, alpha, props, objective)
-    run, optimality = lp_solve.proven_point(lp, prover=prover(target, relaxed))
+    run, optimality = lp_solve.proven_point(lp, prover=prover(target, relaxed, settings=DEFAULT_SETTINGS),
+                                            settings=DEFAULT_SETTINGS)
     assert optimality["certified"], optimality
-    direct = lp_solve.solve_proven(lp_solve.reduced_lp(target), "simplex")[3]
+    direct = lp_solve.solve_proven(lp_solve.reduced_lp(target), "simplex", settings=DEFAULT_SETTINGS)[3]
     assert direct["certified"]
     assert optimality["upper_bound"] == pytest.approx(direct["upper_bound"], rel=1e-8, abs=1e-9)
 
@@ -88,8 +89,8 @@ def test_the_proof_on_the_lp_with_cm_can_fail():
     """A point that breaks a CM row, or CH multipliers not spread (CM rows given 0), is not proven."""
     n, alpha, props = 12, 0.8, ("RM", "CM", "WH")
     target, relaxed, lp = _relaxation(n, alpha, props, "L1")
-    prove = prover(target, relaxed)
-    run, optimality = lp_solve.proven_point(lp, prover=prove)
+    prove = prover(target, relaxed, settings=DEFAULT_SETTINGS)
+    run, optimality = lp_solve.proven_point(lp, prover=prove, settings=DEFAULT_SETTINGS)
     assert optimality["certified"]
     P = lp_solve.vertex_matrix(lp, run)
     assert prove(lp, run, P)["certified"]
@@ -100,8 +101,8 @@ def test_the_proof_on_the_lp_with_cm_can_fail():
     u, v = target_dual(target, relaxed, lp, run)
     unspread = u.copy()
     unspread[target.blocks["CM"][1]] = 0.0
-    assert check_with(target, u, v, P)["certified"]
-    assert not check_with(target, unspread, v, P)["certified"]
+    assert check_with(target, u, v, P, settings=DEFAULT_SETTINGS)["certified"]
+    assert not check_with(target, unspread, v, P, settings=DEFAULT_SETTINGS)["certified"]
 
 
 def test_a_relaxed_optimum_off_cm_is_not_proven():
@@ -109,7 +110,8 @@ def test_a_relaxed_optimum_off_cm_is_not_proven():
     (the gap closes) but its point, the centre of a larger optimal face, breaks CM."""
     n, alpha, props = 12, 0.91, ("CM", "WH")
     target, relaxed, lp = _relaxation(n, alpha, props, "L0d:1")
-    run, optimality = next(lp_solve.proven_points(lp, prover=prover(target, relaxed)))
+    run, optimality = next(lp_solve.proven_points(lp, prover=prover(target, relaxed, settings=DEFAULT_SETTINGS),
+                                                  settings=DEFAULT_SETTINGS))
     assert optimality["gap"] <= 1e-12 and optimality["max_primal_violation"] > 1e-6
     assert not optimality["certified"] and only_cm_broken(optimality)
     P = lp_solve.vertex_matrix(lp, run)
@@ -132,7 +134,7 @@ def test_face_model_marks_rows_by_their_multipliers():
     lp = lp_solve.reduced_lp(DesignProblem(n, alpha, ("CM",), "L1"))
     full = lp.problem.lp()
     settings = SolverSettings()
-    unit = settings.face_tol * np.abs(lp.cost).max()
+    unit = settings.proof.face_tol * np.abs(lp.cost).max()
     u, v = np.zeros(full.b_ub.size), np.zeros(full.b_eq.size)
     inequality = np.flatnonzero(~np.isfinite(lp.row_upper))
     u[lp.row_origin[inequality[:3]]] = [2 * unit, unit / 2, 1.0]
@@ -144,7 +146,7 @@ def test_face_model_marks_rows_by_their_multipliers():
     assert np.array_equal(np.isfinite(face.row_upper), np.isfinite(lp.row_upper) | np.isin(
         np.arange(lp.A.shape[0]), inequality[[0, 2]]))
     assert face.col_upper[0] == 0 and face.col_upper[4] == lp.col_upper[4] and not face.cost.any()
-    coarse = face_model(lp, u, v, reduced, settings=SolverSettings(face_tol=4 * settings.face_tol))
+    coarse = face_model(lp, u, v, reduced, settings=SolverSettings.of(face_tol=4 * settings.proof.face_tol))
     assert np.isinf(coarse.row_upper[inequality[0]]) and coarse.col_upper[0] == lp.col_upper[0]
 
 
@@ -155,11 +157,11 @@ def test_the_spread_dual_of_a_solve_closes_on_the_lp_with_cm():
     target = DesignProblem(n, alpha, ("RM", "CM"), "L1")
     relaxed, inverse = RelaxCM().apply(target)
     lp = lp_solve.reduced_lp(relaxed)
-    _, _, run, _ = lp_solve.solve_proven(lp, "simplex")
+    _, _, run, _ = lp_solve.solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)
     u, v = full_dual(lp, run.row_dual, run.col_dual)
-    P = lp_solve.solve_proven(lp_solve.reduced_lp(target), "simplex")[0]
-    assert check_with(target, *inverse.invert_dual(u, v), P)["certified"]
-    assert not check_with(target, *target.dual_from(relaxed, u, v), P)["certified"]
+    P = lp_solve.solve_proven(lp_solve.reduced_lp(target), "simplex", settings=DEFAULT_SETTINGS)[0]
+    assert check_with(target, *inverse.invert_dual(u, v), P, settings=DEFAULT_SETTINGS)["certified"]
+    assert not check_with(target, *target.dual_from(relaxed, u, v), P, settings=DEFAULT_SETTINGS)["certified"]
 
 
 def test_a_dual_that_cannot_be_unfolded_proves_nothing():
@@ -169,7 +171,7 @@ def test_a_dual_that_cannot_be_unfolded_proves_nothing():
     target = DesignProblem(n, alpha, ("RH", "CM"), "L1")
     relaxed, _ = RelaxCM().apply(target)
     lp = lp_solve.reduced_lp(DesignProblem(n, alpha, ("CH", "S"), "L1"))
-    P, _, run, _ = lp_solve.solve_proven(lp, "simplex")
+    P, _, run, _ = lp_solve.solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)
     assert target_dual(target, relaxed, lp, run) is None
-    found = prover(target, relaxed)(lp, run, P)
+    found = prover(target, relaxed, settings=DEFAULT_SETTINGS)(lp, run, P)
     assert not found["certified"] and "mirror" in found["reason"]

@@ -12,6 +12,7 @@ from countdp.design.designer import design_lp
 from countdp.design.lp_solve import prove, vertex_matrix
 from countdp.design.reduce import build_reduced_lp
 from countdp.design.reductions.substitute_f import SubstituteF, fair_rows, lift, substitution
+from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.design.solvers.clarabel import run_clarabel
 from countdp.privacy.certify import certify
 
@@ -24,15 +25,15 @@ def test_fairness_substituted_for_clarabel_and_lifted_back():
     lp = build_reduced_lp(n, alpha, props, "L0d:1")
     sub, M, rows, cols = substitution(lp)
     assert rows.size == n and sub.A.shape == (lp.A.shape[0] - n, lp.A.shape[1] - n)
-    run = lift(lp, (sub, M, rows, cols), run_clarabel(sub))
+    run = lift(lp, (sub, M, rows, cols), run_clarabel(sub, settings=DEFAULT_SETTINGS))
     P = vertex_matrix(lp, run)
     assert np.ptp(np.diag(P)) == 0.0
     reference = design_lp(n, alpha, props, "L0d:1", backend="cvxpy")
-    optimality = prove(lp, run, certify(P, alpha)[0])
+    optimality = prove(lp, run, certify(P, alpha)[0], settings=DEFAULT_SETTINGS)
     assert optimality["certified"]
     assert optimality["upper_bound"] == pytest.approx(reference.objective_value, abs=1e-9)
     run.row_dual[rows] = 0.0
-    assert not prove(lp, run, certify(P, alpha)[0])["certified"]
+    assert not prove(lp, run, certify(P, alpha)[0], settings=DEFAULT_SETTINGS)["certified"]
 
 
 def test_the_reduction_object_maps_points_and_duals_back():
@@ -40,7 +41,7 @@ def test_the_reduction_object_maps_points_and_duals_back():
     diagonal column of F a reduced cost of exactly 0 (up to rounding), and the point holds F."""
     lp = build_reduced_lp(10, 0.7, ("F",), "L1")
     sub, inverse = SubstituteF().apply(lp)
-    run = run_clarabel(sub)
+    run = run_clarabel(sub, settings=DEFAULT_SETTINGS)
     y = inverse.invert_primal(run.y)
     np.testing.assert_allclose(lp.A[fair_rows(lp)] @ y, 0.0, atol=1e-15)
     row_dual, col_dual = inverse.invert_dual(run.row_dual, run.col_dual)
@@ -55,7 +56,8 @@ def test_no_substitution_without_f_or_for_rows_not_of_its_form():
     """No F: nothing to substitute.  An F row whose right-hand side is not 0 (a broken model) is not
     the equality ``a_d y_d + a_z y_z = 0``: the model is kept as it is."""
     plain = build_reduced_lp(10, 0.7, ("RH",), "L1")
-    assert substitution(plain) is None and SubstituteF().apply(plain) == (plain, None)
+    assert substitution(plain) is None and not SubstituteF().accepts(plain)
+    assert SubstituteF().apply(plain)[0] is plain
     lp = build_reduced_lp(10, 0.7, ("F",), "L1")
     assert substitution(lp) is not None
     lower, upper = lp.row_lower.copy(), lp.row_upper.copy()

@@ -10,7 +10,7 @@ import pytest
 
 from countdp.design.highspy_loader import load_highspy
 from countdp.design.reduce import build_reduced_lp
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers.basis_guess import guess_basis
 from countdp.design.solvers.highs import run_highs
 from countdp.design.solvers.interior import interior_point
@@ -23,7 +23,7 @@ def _statuses(basis):
 
 
 def _scaled(lp, run):
-    col, row = scales(lp)
+    col, row = scales(lp, settings=DEFAULT_SETTINGS)
     return scaled_model(lp, col, row), replace(run, y=run.y / col, row_dual=run.row_dual / row,
                                                col_dual=run.col_dual * col)
 
@@ -33,11 +33,12 @@ def test_guess_from_clarabels_point_is_square_and_near_the_optimum(props, object
     """As many basic columns as active rows; the dual simplex from the guess reaches the cold
     simplex's optimal value in fewer pivots than the cold start."""
     lp = build_reduced_lp(30, 0.8, props, objective)
-    scaled, point = _scaled(lp, interior_point(lp))
-    basic, active = _statuses(guess_basis(scaled, point, settings=SolverSettings(guess_tail=1e-8)))
+    scaled, point = _scaled(lp, interior_point(lp, settings=DEFAULT_SETTINGS))
+    basic, active = _statuses(guess_basis(scaled, point, settings=SolverSettings.of(guess_tail=1e-8)))
     assert basic.sum() == active.sum()
-    cold = run_highs(lp, "simplex", None)
-    warm = run_highs(lp, "simplex", None, start=guess_basis(scaled, point))
+    cold = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
+    warm = run_highs(lp, "simplex", None, start=guess_basis(scaled, point, settings=DEFAULT_SETTINGS),
+                     settings=DEFAULT_SETTINGS)
     assert warm.objective == pytest.approx(cold.objective, rel=1e-9) and warm.pivots < cold.pivots
 
 
@@ -45,13 +46,13 @@ def test_a_square_prior_is_taken_as_it_is_and_an_uneven_one_flipped_once():
     """Given the statuses of an optimal basis, the guess is that basis: no flips.  With one
     non-basic column marked basic, exactly one decision is flipped back to make it square."""
     lp = build_reduced_lp(30, 0.8, ("WH", "S"), "L1")
-    run = run_highs(lp, "simplex", None)
+    run = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
     scaled, point = _scaled(lp, run)
     basic, _, active, _ = run.basis
-    got_basic, got_active = _statuses(guess_basis(scaled, point, (basic, active)))
+    got_basic, got_active = _statuses(guess_basis(scaled, point, (basic, active), settings=DEFAULT_SETTINGS))
     assert np.array_equal(got_basic, basic) and np.array_equal(got_active, active)
     extra = basic.copy()
     extra[np.flatnonzero(~basic)[0]] = True
-    got_basic, got_active = _statuses(guess_basis(scaled, point, (extra, active)))
+    got_basic, got_active = _statuses(guess_basis(scaled, point, (extra, active), settings=DEFAULT_SETTINGS))
     assert got_basic.sum() == got_active.sum()
     assert (got_basic != extra).sum() + (got_active != active).sum() == 1

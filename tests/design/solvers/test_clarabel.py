@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import build_reduced_lp
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers.clarabel import clarabel_lp, objective_scale, run_clarabel
 from countdp.mechanisms.closed_forms import geometric
 from countdp.values.objectives import objective_value
@@ -36,7 +36,7 @@ def test_an_infeasible_lp_is_reported_and_run_clarabel_raises():
     assert not point.solved
     lp = build_reduced_lp(10, 0.7, ("WH",), "L1")
     with pytest.raises(RuntimeError, match="Clarabel returned"):
-        run_clarabel(replace(lp, col_upper=np.full(lp.A.shape[1], 1e-3)))
+        run_clarabel(replace(lp, col_upper=np.full(lp.A.shape[1], 1e-3)), settings=DEFAULT_SETTINGS)
 
 
 @pytest.mark.parametrize("cost_scale", [1.0, 50.0])
@@ -45,7 +45,7 @@ def test_point_has_the_theorem_3_optimum_in_the_models_units(cost_scale):
     duals in the model's units (``col_dual = cost - A^T row_dual`` up to Clarabel's tolerance)."""
     n, alpha = 16, 0.62
     lp = build_reduced_lp(n, alpha, ("WH", "S"), "L0")
-    run = run_clarabel(lp, cost_scale)
+    run = run_clarabel(lp, cost_scale, settings=DEFAULT_SETTINGS)
     assert run.objective == pytest.approx(objective_value(geometric(n, alpha), "L0"), abs=1e-9)
     np.testing.assert_allclose(run.col_dual, lp.cost - lp.A.T @ run.row_dual, atol=1e-8)
 
@@ -55,7 +55,7 @@ def test_implied_bounds_left_out_only_when_asked():
     columns get no bound dual; with the bounds kept, some of them carry one."""
     lp = build_reduced_lp(20, 0.9, ("RM",), "L2")
     implied = implied_nonnegative(lp.A, lp.row_lower, lp.row_upper, lp.col_lower)
-    kept = run_clarabel(lp, objective_scale(lp))
+    kept = run_clarabel(lp, objective_scale(lp), settings=DEFAULT_SETTINGS)
     dropped = run_clarabel(lp, objective_scale(lp), drop_implied_bounds=True, settings=SolverSettings())
     assert implied.sum() > 0 and dropped.objective == pytest.approx(kept.objective, rel=1e-8)
     assert np.all(dropped.col_dual[implied] == 0.0) and np.any(kept.col_dual[implied] != 0.0)

@@ -10,18 +10,18 @@ import pytest
 
 from countdp.design.designer import design_lp
 from countdp.design.reduce import build_reduced_lp
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers import guided, interior
 from countdp.design.solvers.highs import run_highs
 from countdp.design.solvers.solved import INTERIOR_GUIDE, polish_run
 
-NO_QUICK = SolverSettings(quick_vertex_work=(0, 0))
+NO_QUICK = SolverSettings.of(quick_vertex_work=(0, 0))
 
 
 @pytest.mark.parametrize("props, objective, alpha", [(("RM", "CM", "WH", "S"), "L2", 0.91), (("F",), "L0d:1", 0.62)])
 def test_guided_vertex_has_the_plain_cvxpy_optimum(props, objective, alpha):
     n = 24
-    run = guided.run_guided(build_reduced_lp(n, alpha, props, objective))
+    run = guided.run_guided(build_reduced_lp(n, alpha, props, objective), settings=DEFAULT_SETTINGS)
     assert run.guide == "clarabel" and run.basis is not None and run.status == "Optimal"
     reference = design_lp(n, alpha, props, objective, backend="cvxpy")
     assert run.objective == pytest.approx(reference.solver_objective, rel=1e-7)
@@ -40,10 +40,10 @@ def test_a_rejected_interior_point_is_followed_by_the_simplex():
     assert point.basis is None and point.guide == INTERIOR_GUIDE
     assert point.objective == pytest.approx(vertex.objective, rel=1e-8)
     quick = guided.run_guided(lp, template=False, accept=lambda p: seen.append(p) or True,
-                              settings=SolverSettings(quick_vertex_work=(1e12, 1e12)))
+                              settings=SolverSettings.of(quick_vertex_work=(1e12, 1e12)))
     assert quick.basis is not None and len(seen) == 1
     first = guided.run_guided(lp, template=False, accept=lambda p: seen.append(p) or True,
-                              settings=SolverSettings(template_min_n=30))
+                              settings=SolverSettings.of(template_min_n=30))
     assert first.basis is None and len(seen) == 2
 
 
@@ -59,7 +59,7 @@ def test_an_inaccurate_point_rejected_from_min_n_ends_the_run(monkeypatch):
     monkeypatch.setattr(guided, "run_highs", no_simplex)
     lp = build_reduced_lp(40, 0.99, ("F", "S"), "L0d:1")
     with pytest.raises(RuntimeError, match="AlmostSolved"):
-        guided.run_guided(lp, template=False, accept=lambda point: False, settings=SolverSettings(template_min_n=30))
+        guided.run_guided(lp, template=False, accept=lambda point: False, settings=SolverSettings.of(template_min_n=30))
 
 
 def test_a_given_guide_seeds_the_simplex_and_its_failure_is_recorded():
@@ -67,16 +67,16 @@ def test_a_given_guide_seeds_the_simplex_and_its_failure_is_recorded():
     a simplex that needs no pivot; its point alone needs few.  A guide that fails leaves its reason
     in ``guide`` after Clarabel's; ``template=False`` does not call it."""
     lp = build_reduced_lp(30, 0.8, ("WH", "S"), "L1")
-    optimum = polish_run(lp, run_highs(lp, "simplex", None))
+    optimum = polish_run(lp, run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS))
     basic, _, active, _ = optimum.basis
-    run = guided.run_guided(lp, guide=lambda model: (optimum, basic, active, 7))
+    run = guided.run_guided(lp, guide=lambda model: (optimum, basic, active, 7), settings=DEFAULT_SETTINGS)
     assert run.guide == "the design at n = 7" and run.pivots == 0
     assert run.objective == pytest.approx(optimum.objective, rel=1e-12)
-    alone = guided.run_guided(lp, guide=lambda model: (optimum, None, None, 7))
+    alone = guided.run_guided(lp, guide=lambda model: (optimum, None, None, 7), settings=DEFAULT_SETTINGS)
     assert alone.guide == "the design at n = 7, its point only"
 
     def broken(model):
         raise RuntimeError("boom")
 
-    assert guided.run_guided(lp, guide=broken).guide == "clarabel (boom)"
-    assert guided.run_guided(lp, template=False, guide=broken).guide == "clarabel"
+    assert guided.run_guided(lp, guide=broken, settings=DEFAULT_SETTINGS).guide == "clarabel (boom)"
+    assert guided.run_guided(lp, template=False, guide=broken, settings=DEFAULT_SETTINGS).guide == "clarabel"

@@ -9,14 +9,15 @@ import pytest
 
 from countdp.design import lp_solve
 from countdp.design.reduce import build_reduced_lp
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers import interior
 from countdp.design.solvers.solved import INTERIOR_GUIDE
 from countdp.privacy.certify import certify
 
 
 def _proven(lp, run, alpha):
-    return lp_solve.prove(lp, run, certify(lp_solve.vertex_matrix(lp, run), alpha)[0])["certified"]
+    return lp_solve.prove(lp, run, certify(lp_solve.vertex_matrix(lp, run), alpha)[0],
+                          settings=DEFAULT_SETTINGS)["certified"]
 
 
 def test_interior_points_next_formulation_only_after_almost_solved(monkeypatch):
@@ -39,22 +40,22 @@ def test_interior_points_next_formulation_only_after_almost_solved(monkeypatch):
     for first, expected in ((True, [(sub, False), (sub, True), (rows, False)]),
                             (False, [(rows, False), (sub, False)])):
         calls.clear()
-        points = list(interior.interior_points(lp, " (note)", substituted_first=first))
+        points = list(interior.interior_points(lp, " (note)", substituted_first=first, settings=DEFAULT_SETTINGS))
         assert calls == expected and all(p.guide == INTERIOR_GUIDE + " (note)" for p in points)
         assert all(_proven(lp, run, alpha) for run in points)
     no_f = build_reduced_lp(n, alpha, ("RH",), "L0d:1")
-    settings = SolverSettings(refine_max_residual=1e-11)
+    settings = SolverSettings.of(refine_max_residual=1e-11)
     calls.clear()
     points = list(interior.interior_points(no_f, substituted_first=True, settings=settings))
     assert calls == [(no_f.A.shape[0], False), (no_f.A.shape[0], True)]
-    assert points[0].primal_residual <= settings.refine_max_residual
-    residual["as"] = 10 * settings.refine_max_residual
+    assert points[0].primal_residual <= settings.solver.refine_max_residual
+    residual["as"] = 10 * settings.solver.refine_max_residual
     calls.clear()
     list(interior.interior_points(no_f, substituted_first=True, settings=settings))
     assert calls == [(no_f.A.shape[0], False)]
     residual["as"], status["as"] = None, "Solved"
     calls.clear()
-    list(interior.interior_points(lp, substituted_first=True))
+    list(interior.interior_points(lp, substituted_first=True, settings=DEFAULT_SETTINGS))
     assert calls == [(sub, False)]
 
 
@@ -62,17 +63,17 @@ def test_implied_bounds_dropped_only_where_alpha_is_too_near_one_for_a_template(
     """From ``template_min_n`` with no template width (alpha near 1) the point is the answer, so
     Clarabel may drop the implied bounds; below it, or far from 1, not."""
     lp = build_reduced_lp(24, 0.99, ("RM",), "L2")
-    assert not interior.drops_implied_bounds(lp)  # below the default template_min_n
-    assert interior.drops_implied_bounds(lp, SolverSettings(template_min_n=20))
+    assert not interior.drops_implied_bounds(lp, settings=DEFAULT_SETTINGS)  # below the default template_min_n
+    assert interior.drops_implied_bounds(lp, SolverSettings.of(template_min_n=20))
     far = build_reduced_lp(24, 0.5, ("RM",), "L2")  # W = 7: a template of 25 fits in 1.1 n, not in 0.7 n
-    assert interior.drops_implied_bounds(far, SolverSettings(template_min_n=20))
-    assert not interior.drops_implied_bounds(far, SolverSettings(template_min_n=20, guide_max_template_fraction=1.1))
-    assert not interior.drops_implied_bounds(replace(lp, problem=None), SolverSettings(template_min_n=20))
+    assert interior.drops_implied_bounds(far, SolverSettings.of(template_min_n=20))
+    assert not interior.drops_implied_bounds(far, SolverSettings.of(template_min_n=20, guide_max_template_fraction=1.1))
+    assert not interior.drops_implied_bounds(replace(lp, problem=None), SolverSettings.of(template_min_n=20))
 
 
 def test_interior_point_is_the_plain_optimum():
     """Clarabel's first point of LP with CH and RM, L1, has the cold simplex's optimal value."""
     lp = build_reduced_lp(20, 0.8, ("CH", "RM"), "L1")
-    point = interior.interior_point(lp)
-    _, _, run, optimality = lp_solve.solve_proven(lp, "simplex")
+    point = interior.interior_point(lp, settings=DEFAULT_SETTINGS)
+    _, _, run, optimality = lp_solve.solve_proven(lp, "simplex", settings=DEFAULT_SETTINGS)
     assert optimality["certified"] and point.objective == pytest.approx(run.objective, rel=1e-8)

@@ -11,13 +11,13 @@ import scipy.sparse as sp
 from countdp.design.designer import design_lp
 from countdp.design.lp_solve import solve_proven
 from countdp.design.reduce import build_reduced_lp
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.solved import Solved
 from countdp.design.solvers.template_guide import reduced_rows, spread, template_guide, template_rows
 from countdp.mechanisms.closed_forms import geometric
 
-LOW = SolverSettings(template_min_n=60)
+LOW = SolverSettings.of(template_min_n=60)
 """Templates from n = 60: at n = 80, alpha = 0.5 or 0.62, the corner width is 16 (n0 = 52)."""
 
 
@@ -71,7 +71,7 @@ def test_template_rows_copy_rows_of_the_same_kind():
 
 def test_no_template_where_the_policy_says_none():
     """Below ``template_min_n``, or alpha too near 1 for a template of at most 0.7 n: no guide."""
-    assert template_guide(build_reduced_lp(80, 0.5, ("WH", "S"), "L1")) is None
+    assert template_guide(build_reduced_lp(80, 0.5, ("WH", "S"), "L1"), settings=DEFAULT_SETTINGS) is None
     assert template_guide(build_reduced_lp(80, 0.99, ("WH", "S"), "L1"), settings=LOW) is None
 
 
@@ -87,7 +87,8 @@ def test_template_guided_design_is_the_optimum(props, objective, alpha, plain):
     if plain:
         reference = design_lp(n, alpha, props, objective, backend="cvxpy").solver_objective
     else:
-        reference = solve_proven(build_reduced_lp(n, alpha, props, objective), "simplex")[2].objective
+        reference = solve_proven(build_reduced_lp(n, alpha, props, objective), "simplex",
+                                 settings=DEFAULT_SETTINGS)[2].objective
     assert run.objective == pytest.approx(reference, rel=1e-7)
 
 
@@ -95,7 +96,7 @@ def test_a_template_that_is_not_solved_says_so():
     """With no simplex work for the template's own solve, it is not solved: ``RuntimeError`` naming
     the template, which the guided run records after Clarabel's guide."""
     lp = build_reduced_lp(80, 0.5, ("WH", "S"), "L1")
-    starved = SolverSettings(template_min_n=60, template_simplex_work=(0.0, 0.0))
+    starved = SolverSettings.of(template_min_n=60, template_simplex_work=(0.0, 0.0))
     with pytest.raises(RuntimeError, match="the design at n = 52 was not solved"):
         template_guide(lp, settings=starved)
     run = run_guided(lp, guide=partial(template_guide, settings=starved), settings=starved)

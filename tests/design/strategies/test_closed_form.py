@@ -9,7 +9,7 @@ import pytest
 from countdp.design.designer import design_lp
 from countdp.design.planner import make_context
 from countdp.design.request import DesignRequest
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.closed_form import REMAPPED_GM, STRATEGY, closed_form, satisfies
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 
@@ -28,7 +28,7 @@ def test_gm_where_theorem_3_and_lemma_2_apply():
         np.testing.assert_array_equal(P, geometric(n, alpha))
     assert found(6, alpha, ("WH", "S")) is None  # below the threshold
     assert found(10, alpha, ("CM",)) is None  # GM is not column monotone for alpha > 1/2
-    attempt = STRATEGY.attempt(DesignRequest.of(10, alpha, ("WH", "S")), make_context())
+    attempt = STRATEGY.attempt(DesignRequest.of(10, alpha, ("WH", "S")), make_context(DEFAULT_SETTINGS))
     assert attempt.proven and attempt.answer.method == "GM"
     assert attempt.answer.solver_objective == pytest.approx(2 * alpha / (1 + alpha), abs=1e-12)  # L0 of GM
     assert attempt.answer.extra["optimality"]["checked"]
@@ -40,7 +40,7 @@ def test_em_where_theorem_4_applies(n):
     assert name == "EM"
     np.testing.assert_array_equal(P, explicit_fair(n, 0.91))
     plain = design_lp(n, 0.91, ("F",), "L0", backend="cvxpy")
-    attempt = STRATEGY.attempt(DesignRequest.of(n, 0.91, ("F",)), make_context())
+    attempt = STRATEGY.attempt(DesignRequest.of(n, 0.91, ("F",)), make_context(DEFAULT_SETTINGS))
     assert attempt.answer.method == "EM"
     assert attempt.answer.solver_objective == pytest.approx(plain.objective_value, abs=1e-7)
 
@@ -51,7 +51,7 @@ def test_gm_remapped_is_the_plain_lp_optimum(objective):
     weights = np.random.default_rng(3).dirichlet(np.ones(n + 1))
     name, _ = found(n, alpha, (), objective, weights)
     assert name == REMAPPED_GM
-    attempt = STRATEGY.attempt(DesignRequest.of(n, alpha, (), objective, weights), make_context())
+    attempt = STRATEGY.attempt(DesignRequest.of(n, alpha, (), objective, weights), make_context(DEFAULT_SETTINGS))
     plain = design_lp(n, alpha, (), objective, weights=weights, backend="cvxpy")
     assert attempt.proven and attempt.answer.solver_objective == pytest.approx(plain.objective_value, abs=1e-7)
 
@@ -61,12 +61,12 @@ def test_a_property_the_closed_form_breaks_is_detected():
     GM's WH (it holds exactly from the threshold)."""
     P = geometric(10, 0.76)
     assert not satisfies(P, ("CM",), S)
-    assert satisfies(P, ("WH", "S"), SolverSettings(gm_tol=0.0))
+    assert satisfies(P, ("WH", "S"), SolverSettings.of(gm_tol=0.0))
 
 
 def test_switched_off_and_out_of_reach():
     assert STRATEGY.accepts(DesignRequest.of(10, 0.5, use_closed_forms=False), S) is not None
-    attempt = STRATEGY.attempt(DesignRequest.of(10, 0.76, ("CM",)), make_context())
+    attempt = STRATEGY.attempt(DesignRequest.of(10, 0.76, ("CM",)), make_context(DEFAULT_SETTINGS))
     assert attempt.outcome == "skipped"
 
 

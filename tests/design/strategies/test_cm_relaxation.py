@@ -16,20 +16,21 @@ from countdp.design.reductions.relax_cm import FACE, RELAXATION, RelaxCM
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.cm_relaxation import STRATEGY, CMRelaxation
+from tests.helpers.design import overriding
 
-SMALL = SolverSettings(template_min_n=10, ipm_min_nnz=0)
+SMALL = SolverSettings.of(template_min_n=10, ipm_min_nnz=0)
 """Small models treated as large ones: no template fits them, and they are solved ``guided``."""
 
 
 def _optimum_with_cm(request: DesignRequest) -> float:
     """The optimum of the LP with CM, by simplex on its own model (no relaxation)."""
-    optimality = lp_solve.solve_proven(lp_solve.reduced_lp(request.problem), "simplex")[3]
+    optimality = lp_solve.solve_proven(lp_solve.reduced_lp(request.problem), "simplex", settings=DEFAULT_SETTINGS)[3]
     assert optimality["certified"]
     return optimality["upper_bound"]
 
 
 def test_accepts_where_clarabels_point_would_answer_and_says_why_not_otherwise():
-    near = SolverSettings(template_min_n=16)
+    near = SolverSettings.of(template_min_n=16)
     assert STRATEGY.accepts(DesignRequest.of(12, 0.8, ("CM",), "L1"), SMALL) is None
     assert "CM" in STRATEGY.accepts(DesignRequest.of(12, 0.8, ("CH",), "L1"), SMALL)
     assert "n from 160" in STRATEGY.accepts(DesignRequest.of(12, 0.8, ("CM",), "L1"), DEFAULT_SETTINGS)
@@ -44,7 +45,7 @@ def test_accepts_where_clarabels_point_would_answer_and_says_why_not_otherwise()
 
 def test_a_relaxation_solved_by_simplex_is_skipped():
     request = DesignRequest.of(12, 0.8, ("CM",), "L1")
-    attempt = STRATEGY.attempt(request, make_context(SolverSettings(template_min_n=10)))
+    attempt = STRATEGY.attempt(request, make_context(SolverSettings.of(template_min_n=10)))
     assert attempt.outcome == "skipped" and "guided" in attempt.reason
 
 
@@ -71,7 +72,7 @@ def test_no_point_of_the_relaxation_is_a_failed_attempt():
     def no_point(lp, prover=None, what=""):
         yield None, {"certified": False, "reason": f"{what}made to fail"}
 
-    context = replace(make_context(SMALL), proven_points=no_point)
+    context = overriding(make_context(SMALL), proven_points=no_point)
     attempt = STRATEGY.attempt(DesignRequest.of(12, 0.8, ("CM",), "L1"), context)
     assert attempt.outcome == "failed" and attempt.answer is None
     assert attempt.info == {"certified": False, "reason": "relaxation: made to fail"}
@@ -81,7 +82,7 @@ def test_when_no_face_is_proven_the_attempt_is_unproven_and_says_why():
     """The case whose centre breaks CM, with every face's point made to fail: not proven, the
     face's reason recorded."""
     failing = {"certified": False, "reason": "face: made to fail"}
-    context = replace(make_context(SMALL), proven_point=lambda lp, prover=None, what="": (None, dict(failing)))
+    context = overriding(make_context(SMALL), proven_point=lambda lp, prover=None, what="": (None, dict(failing)))
     attempt = STRATEGY.attempt(DesignRequest.of(12, 0.91, ("RH", "CM"), "L0d:1"), context)
     assert attempt.outcome == "unproven" and attempt.answer is None
     assert attempt.info["certified"] is False and attempt.info["face"] == failing
@@ -110,7 +111,7 @@ def test_when_the_first_points_face_is_not_proven_the_next_point_is_tried():
     offered, faces = [], []
 
     def twice(lp, prover=None, what=""):
-        first = next(real.proven_points(lp, prover=prover, what=what))
+        first = next(real.solves.proven_points(lp, prover=prover, what=what))
         for _ in range(2):
             offered.append(first)
             yield first[0], dict(first[1])
@@ -119,9 +120,9 @@ def test_when_the_first_points_face_is_not_proven_the_next_point_is_tried():
         faces.append(what)
         if len(faces) == 1:
             return None, {"certified": False, "reason": "made to fail"}
-        return real.proven_point(lp, prover=prover, what=what)
+        return real.solves.proven_point(lp, prover=prover, what=what)
 
-    context = replace(real, proven_points=twice, proven_point=first_face_fails)
+    context = overriding(real, proven_points=twice, proven_point=first_face_fails)
     attempt = STRATEGY.attempt(DesignRequest.of(12, 0.91, ("RH", "CM"), "L0d:1"), context)
     assert len(offered) == 2 and faces == ["face: ", "face: "]
     assert attempt.outcome == "proven" and attempt.answer.extra["reductions"][-2:] == [RELAXATION, FACE]

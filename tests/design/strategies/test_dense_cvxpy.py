@@ -8,14 +8,14 @@ import pytest
 
 from countdp.design.planner import make_context
 from countdp.design.request import DesignRequest
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.dense_cvxpy import STRATEGY, solver_dual_certificate
 from countdp.mechanisms.closed_forms import geometric
 
 
 def test_the_solvers_own_duals_prove_the_answer():
     request = DesignRequest.of(8, 0.8, ("WH", "S"), "L1", solver="HIGHS", backend="cvxpy", method="simplex")
-    attempt = STRATEGY.attempt(request, make_context())
+    attempt = STRATEGY.attempt(request, make_context(DEFAULT_SETTINGS))
     assert attempt.proven
     optimality = attempt.answer.extra["optimality"]
     assert optimality["certified"] and optimality["dual_from"].startswith("cvxpy")
@@ -23,15 +23,15 @@ def test_the_solvers_own_duals_prove_the_answer():
 
 def test_minimax_is_proven_by_the_reduced_models_dual():
     request = DesignRequest.of(8, 0.8, ("F",), "L1", aggregate="max", backend="cvxpy", method="simplex")
-    attempt = STRATEGY.attempt(request, make_context())
+    attempt = STRATEGY.attempt(request, make_context(DEFAULT_SETTINGS))
     assert attempt.proven and attempt.answer.extra["optimality"]["dual_from"].startswith("reduced model")
 
 
 def test_clarabel_through_cvxpy_agrees_with_highs():
     highs = STRATEGY.attempt(DesignRequest.of(7, 0.7, ("RH",), "L2", backend="cvxpy", method="simplex"),
-                             make_context())
+                             make_context(DEFAULT_SETTINGS))
     clarabel = STRATEGY.attempt(DesignRequest.of(7, 0.7, ("RH",), "L2", solver="CLARABEL", backend="cvxpy",
-                                                 method="ipm"), make_context())
+                                                 method="ipm"), make_context(DEFAULT_SETTINGS))
     assert clarabel.answer.solver_objective == pytest.approx(highs.answer.solver_objective, abs=1e-6)
 
 

@@ -3,8 +3,6 @@ with S folded in and proven without it (Theorem 1)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -14,14 +12,16 @@ from countdp.design.reductions.fold_symmetry import FOLDED
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.folded import STRATEGY
+from tests.helpers.design import overriding
 
-GUIDED_SMALL = SolverSettings(ipm_min_nnz=0)
+GUIDED_SMALL = SolverSettings.of(ipm_min_nnz=0)
 """Small models solved as large ones are: ``guided`` (L0: Clarabel) from any size."""
 
 
 def _unfolded_optimum(request: DesignRequest) -> float:
     """The optimum of the LP without S, by simplex on its own model (not folded)."""
-    optimality = lp_solve.solve_proven(lp_solve.reduced_lp(request.problem, fold=False), "simplex")[3]
+    optimality = lp_solve.solve_proven(lp_solve.reduced_lp(request.problem, fold=False), "simplex",
+                                       settings=DEFAULT_SETTINGS)[3]
     assert optimality["certified"]
     return optimality["upper_bound"]
 
@@ -29,7 +29,7 @@ def _unfolded_optimum(request: DesignRequest) -> float:
 def test_accepts_a_symmetric_lp_without_s_and_says_why_not_otherwise():
     weights = np.linspace(1, 2, 21)
     weights /= weights.sum()
-    near_one = SolverSettings(template_min_n=16)
+    near_one = SolverSettings.of(template_min_n=16)
     assert STRATEGY.accepts(DesignRequest.of(20, 0.62, ("F",), "L1"), DEFAULT_SETTINGS) is None
     assert STRATEGY.accepts(DesignRequest.of(20, 0.99, ("CH",), "L0"), near_one) is None
     assert "L0" in STRATEGY.accepts(DesignRequest.of(20, 0.99, ("CH",), "L0"), DEFAULT_SETTINGS)
@@ -40,18 +40,18 @@ def test_accepts_a_symmetric_lp_without_s_and_says_why_not_otherwise():
     assert "switched off" in STRATEGY.accepts(off, DEFAULT_SETTINGS)
     asked = DesignRequest.of(20, 0.62, ("F",), "L1", method="simplex")
     assert "method" in STRATEGY.accepts(asked, DEFAULT_SETTINGS)
-    assert STRATEGY.attempt(asked, make_context()).outcome == "skipped"
+    assert STRATEGY.attempt(asked, make_context(DEFAULT_SETTINGS)).outcome == "skipped"
 
 
 def test_a_small_model_solved_by_simplex_is_skipped():
     """Below ipm_min_nnz the folded model would be solved by simplex, not ``guided``: not tried."""
-    attempt = STRATEGY.attempt(DesignRequest.of(20, 0.62, ("F",), "L1"), make_context())
+    attempt = STRATEGY.attempt(DesignRequest.of(20, 0.62, ("F",), "L1"), make_context(DEFAULT_SETTINGS))
     assert attempt.outcome == "skipped" and "guided" in attempt.reason and attempt.answer is None
 
 
 @pytest.mark.parametrize("props, objective, alpha, settings", [
     (("F",), "L1", 0.62, GUIDED_SMALL),
-    (("CH",), "L0", 0.99, replace(GUIDED_SMALL, template_min_n=16)),  # alpha too near 1 for a template
+    (("CH",), "L0", 0.99, GUIDED_SMALL.with_values(template_min_n=16)),  # alpha too near 1 for a template
 ])
 def test_the_folded_answer_is_proven_at_the_lp_without_s_optimum(props, objective, alpha, settings):
     """Solved folded, proven on the LP without S with the unfolded dual, at the optimum the LP
@@ -81,9 +81,9 @@ def test_the_folded_model_gets_the_cold_simplex_only_where_a_template_applies(n,
     """Where a guide template applies (alpha far from 1) the cold simplex on the folded model
     follows the guided methods; near alpha = 1 only the guided methods run there.  No answer:
     a failed attempt, the solver's reason kept."""
-    settings = replace(GUIDED_SMALL, template_min_n=16)
+    settings = GUIDED_SMALL.with_values(template_min_n=16)
     asked = []
-    context = replace(make_context(settings), solve_proven=_raising(asked))
+    context = overriding(make_context(settings), solve_proven=_raising(asked))
     attempt = STRATEGY.attempt(DesignRequest.of(n, alpha, ("F",), "L1"), context)
     assert attempt.outcome == "failed" and attempt.answer is None
     assert attempt.info == {"certified": False, "reason": "not solved here"}
@@ -98,9 +98,9 @@ def test_a_folded_answer_not_proven_without_s_is_not_returned():
 
     def wrong_objective(lp, method, fallback=True, methods=None):
         assert lp.A.shape == other.A.shape
-        return lp_solve.solve_proven(other, "simplex")
+        return lp_solve.solve_proven(other, "simplex", settings=DEFAULT_SETTINGS)
 
-    context = replace(make_context(GUIDED_SMALL), solve_proven=wrong_objective)
+    context = overriding(make_context(GUIDED_SMALL), solve_proven=wrong_objective)
     attempt = STRATEGY.attempt(request, context)
     assert attempt.outcome == "unproven" and attempt.answer is None
     assert attempt.info["certified"] is False and attempt.info["folded_optimality"]["certified"] is True

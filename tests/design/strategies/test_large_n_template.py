@@ -40,12 +40,12 @@ def test_accepts_exactly_the_uniform_sums_with_cm_or_ch_from_the_minimum_n(reque
 def test_the_minimum_n_is_a_setting():
     request = DesignRequest.of(104, 0.62, CH_RM, "L1")
     assert STRATEGY.accepts(request, DEFAULT_SETTINGS) == "n below 160"
-    assert STRATEGY.accepts(request, SolverSettings(template_min_n=104)) is None
+    assert STRATEGY.accepts(request, SolverSettings.of(template_min_n=104)) is None
 
 
 def test_attempt_answers_wm_proven_at_the_general_lps_optimum_and_exactly_dp():
     n, alpha = 160, 0.91  # the template solved at 2 * 52 = 104 < n, expanded
-    attempt = STRATEGY.attempt(DesignRequest.of(n, alpha, WM), make_context())
+    attempt = STRATEGY.attempt(DesignRequest.of(n, alpha, WM), make_context(DEFAULT_SETTINGS))
     assert attempt.outcome == "proven" and attempt.strategy == "large-n template"
     answer = attempt.answer
     assert (answer.solver, answer.method, answer.status) == ("CLARABEL", "large-n template", "optimal")
@@ -59,7 +59,7 @@ def test_attempt_answers_wm_proven_at_the_general_lps_optimum_and_exactly_dp():
 def test_attempt_fails_with_its_record_when_alpha_is_too_close_to_one():
     """At alpha = 0.99 the corners (W = 140, a template 424 wide) do not fit twice in n = 160: no
     template is solved, and the record says why (the planner keeps it in extra["large_n"])."""
-    attempt = STRATEGY.attempt(DesignRequest.of(160, 0.99, WM), make_context())
+    attempt = STRATEGY.attempt(DesignRequest.of(160, 0.99, WM), make_context(DEFAULT_SETTINGS))
     assert attempt.outcome == "failed" and attempt.answer is None
     assert attempt.info["used"] is False and attempt.info["tried"] == []
     assert attempt.reason == attempt.info["reason"] and "below twice the template of width 140" in attempt.reason
@@ -68,7 +68,7 @@ def test_attempt_fails_with_its_record_when_alpha_is_too_close_to_one():
 def test_the_support_dual_answers_l1_and_l0d_falls_back_with_a_reason():
     """From n = 104 (a setting) the W = 16 template (n = 52) fits twice: L1 at alpha = 0.62 is
     proven by the support dual; L0,1 at 0.91 is not tried (alpha^16 = 0.22 > 0.05)."""
-    context = make_context(SolverSettings(template_min_n=104))
+    context = make_context(SolverSettings.of(template_min_n=104))
     attempt = STRATEGY.attempt(DesignRequest.of(104, 0.62, CH_RM, "L1"), context)
     assert attempt.outcome == "proven" and attempt.answer.extra["optimality"]["certified"]
     attempt = STRATEGY.attempt(DesignRequest.of(104, 0.91, CH_RM, "L0d:1"), context)
@@ -79,7 +79,7 @@ def test_the_support_dual_answers_l1_and_l0d_falls_back_with_a_reason():
 def test_no_template_is_solved_at_full_size_and_no_wider_one_past_half_of_n():
     """A width whose template does not fit twice in n is tried only first and only at full size:
     here W = 16 and 20 are tried (they fit twice in 130), W = 40 (124 wide) is not."""
-    context = make_context()
+    context = make_context(DEFAULT_SETTINGS)
     P, info = large_n_design(DesignRequest.of(130, 0.97, WM), widths=(16, 20, 40), context=context)
     assert P is None and [t["width"] for t in info["tried"]] == [16, 20] and not any(t["certified"]
                                                                                       for t in info["tried"])
@@ -97,7 +97,7 @@ def test_widths_narrower_than_the_corners_are_not_tried():
     close, so by default the path starts at the narrowest multiple of 4 with alpha^W <= 1/4
     (W = 28), which closes."""
     assert 0.95 ** 28 <= 0.25 < 0.95 ** 24
-    context = make_context()
+    context = make_context(DEFAULT_SETTINGS)
     P, info = large_n_design(DesignRequest.of(200, 0.95, WM), widths=(16,), context=context)
     assert P is None and info["tried"][0]["certified"] is False
     P, info = large_n_design(DesignRequest.of(200, 0.95, WM), context=context)

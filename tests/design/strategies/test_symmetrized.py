@@ -3,8 +3,6 @@ Clarabel's point of the LP without S, averaged with its mirror image, proven wit
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -19,8 +17,9 @@ from countdp.privacy.certify import certify
 from countdp.privacy.exact import exact_dp_check
 from countdp.privacy.rounding import round_to_release
 from countdp.values.alpha import exact_alpha
+from tests.helpers.design import overriding
 
-GUIDED_SMALL = SolverSettings(ipm_min_nnz=0)
+GUIDED_SMALL = SolverSettings.of(ipm_min_nnz=0)
 """Small models solved as large ones are: ``guided`` from any size."""
 
 REQUEST = DesignRequest.of(20, 0.9, ("RM", "S"), "L1")
@@ -35,14 +34,14 @@ def test_accepts_an_lp_with_s_near_alpha_one_and_says_why_not_otherwise():
     assert "symmetric" in STRATEGY.accepts(DesignRequest.of(20, 0.9, ("RM", "S"), "L1", weights), DEFAULT_SETTINGS)
     template = DesignRequest.of(40, 0.2, ("RM", "S"), "L1")  # a guide template fits from template_min_n
     assert STRATEGY.accepts(template, DEFAULT_SETTINGS) is None
-    assert "template" in STRATEGY.accepts(template, SolverSettings(template_min_n=16))
+    assert "template" in STRATEGY.accepts(template, SolverSettings.of(template_min_n=16))
     asked = DesignRequest.of(20, 0.9, ("RM", "S"), "L1", method="guided")
     assert "method" in STRATEGY.accepts(asked, DEFAULT_SETTINGS)
-    assert STRATEGY.attempt(asked, make_context()).outcome == "skipped"
+    assert STRATEGY.attempt(asked, make_context(DEFAULT_SETTINGS)).outcome == "skipped"
 
 
 def test_a_small_model_solved_by_simplex_is_skipped():
-    attempt = STRATEGY.attempt(REQUEST, make_context())
+    attempt = STRATEGY.attempt(REQUEST, make_context(DEFAULT_SETTINGS))
     assert attempt.outcome == "skipped" and "guided" in attempt.reason
 
 
@@ -59,7 +58,8 @@ def test_the_symmetrized_point_is_symmetric_proven_with_s_and_releasable():
     assert "S's rows given 0" in optimality["dual"]
     P = answer.matrix
     assert np.array_equal(P, P[::-1, ::-1]) and property_rows("S", 20).violation(P.ravel()) == 0
-    direct = lp_solve.solve_proven(lp_solve.reduced_lp(REQUEST.problem, fold=False), "simplex")[3]
+    direct = lp_solve.solve_proven(lp_solve.reduced_lp(REQUEST.problem, fold=False), "simplex",
+                                   settings=DEFAULT_SETTINGS)[3]
     assert direct["certified"]
     assert optimality["upper_bound"] == pytest.approx(direct["upper_bound"], rel=1e-8, abs=1e-10)
     released = round_to_release(certify(P, REQUEST.alpha)[0], REQUEST.alpha)
@@ -67,9 +67,9 @@ def test_the_symmetrized_point_is_symmetric_proven_with_s_and_releasable():
 
 
 def test_no_point_without_s_is_a_failed_attempt():
-    context = replace(make_context(GUIDED_SMALL),
-                      proven_point=lambda lp, prover=None, what="": (None, {"certified": False,
-                                                                            "reason": f"{what}made to fail"}))
+    context = overriding(make_context(GUIDED_SMALL),
+                         proven_point=lambda lp, prover=None, what="": (None, {"certified": False,
+                                                                               "reason": f"{what}made to fail"}))
     attempt = STRATEGY.attempt(REQUEST, context)
     assert attempt.outcome == "failed" and attempt.answer is None
     assert attempt.info == {"certified": False, "reason": "without S: made to fail"}
@@ -79,10 +79,10 @@ def test_a_point_not_proven_without_s_is_not_symmetrized():
     real = make_context(GUIDED_SMALL)
 
     def unproven(lp, prover=None, what=""):
-        run, optimality = real.proven_point(lp, prover=prover, what=what)
+        run, optimality = real.solves.proven_point(lp, prover=prover, what=what)
         return run, {**optimality, "certified": False}
 
-    attempt = STRATEGY.attempt(REQUEST, replace(real, proven_point=unproven))
+    attempt = STRATEGY.attempt(REQUEST, overriding(real, proven_point=unproven))
     assert attempt.outcome == "unproven" and attempt.answer is None
     assert attempt.info["reason"] == "without S: not proven"
 
@@ -95,9 +95,9 @@ def test_a_wrong_point_symmetrized_is_not_proven_with_s():
 
     def wrong_objective(lp, prover=None, what=""):
         assert lp.A.shape == other.A.shape
-        run, optimality = real.proven_point(other, what=what)
+        run, optimality = real.solves.proven_point(other, what=what)
         return run, {**optimality, "certified": True}
 
-    attempt = STRATEGY.attempt(REQUEST, replace(real, proven_point=wrong_objective))
+    attempt = STRATEGY.attempt(REQUEST, overriding(real, proven_point=wrong_objective))
     assert attempt.outcome == "unproven" and attempt.answer is None
     assert attempt.info["certified"] is False and attempt.info["gap"] > 1e-6

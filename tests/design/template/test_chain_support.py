@@ -11,16 +11,17 @@ from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality
 from countdp.design.planner import make_context
 from countdp.design.polish import full_dual
+from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.design.template.relaxed_proof import chain_dual
 
 
 def simplex_optimum(n: int, alpha: float, props: tuple[str, ...], objective: str):
     """``(problem, P, u, v)``: the optimal vertex of the general LP and its dual on the full model,
     by HiGHS's dual simplex (polished from its basis), proven optimal."""
-    context = make_context()
+    context = make_context(DEFAULT_SETTINGS)
     problem = DesignProblem(n, alpha, props, objective)
-    lp = context.reduced_lp(problem)
-    P, _, run, optimality = context.solve_proven(lp, "simplex", fallback=False)
+    lp = context.solves.reduced_lp(problem)
+    P, _, run, optimality = context.solves.solve_proven(lp, "simplex", fallback=False)
     assert optimality["certified"] and run.basis is not None
     u, v = full_dual(lp, run.row_dual, run.col_dual)
     return problem, P, u, v
@@ -37,7 +38,7 @@ def test_the_support_gives_back_the_simplex_dual_and_vertex(props, objective, al
     problem, P, u, v = simplex_optimum(n, alpha, props, objective)
     N = n + 1
     support = np.flatnonzero(u > 1e-12 * u.max())
-    y, x = chain_dual(problem.lp(), support, P.max(axis=1) > 0)
+    y, x = chain_dual(problem.lp(), support, P.max(axis=1) > 0, settings=DEFAULT_SETTINGS)
     assert np.abs(x.reshape(N, N) - P).max() <= 1e-12
     assert np.abs(y - np.concatenate([u, v[:N]])).max() <= 1e-10 * max(1.0, np.abs(u).max())
 
@@ -48,7 +49,7 @@ def test_a_support_with_a_row_too_many_is_refused_with_the_count():
     idle = np.flatnonzero(u[ch_rows] == 0)[0] + ch_rows.start  # a CH row with no multiplier
     support = np.union1d(np.flatnonzero(u > 1e-12 * u.max()), [idle])
     with pytest.raises(ValueError, match=r"\+1 coupling rows"):
-        chain_dual(problem.lp(), support, P.max(axis=1) > 0)
+        chain_dual(problem.lp(), support, P.max(axis=1) > 0, settings=DEFAULT_SETTINGS)
 
 
 def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():
@@ -59,7 +60,7 @@ def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():
     ch_rows = problem.blocks["CH"][1]
     dropped = support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]
     full = problem.lp()
-    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0)
+    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, settings=DEFAULT_SETTINGS)
     assert x is None
     N = problem.N
     v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
@@ -80,7 +81,8 @@ def test_a_support_missing_a_row_is_completed_from_the_rows_tight_at_the_vertex(
     tight = np.flatnonzero(slack <= 1e-9 * (abs(full.A_ub) @ P.ravel()))  # P is the rounded vertex
     assert dropped in tight
     for candidates in (tight, np.arange(full.b_ub.size)):  # the tight rows, then every row: the LP chooses
-        y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, candidates=candidates)
+        y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, candidates=candidates,
+                          settings=DEFAULT_SETTINGS)
         assert x is not None and np.abs(x.reshape(N, N) - P).max() <= 1e-12
         dual = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
         assert check_optimality(full, P.ravel(), y[: full.b_ub.size], dual)["certified"]
@@ -95,7 +97,8 @@ def test_a_support_short_of_a_row_that_no_candidate_supplies_stays_short():
     support = np.flatnonzero(u > 1e-12 * u.max())
     ch_rows = problem.blocks["CH"][1]
     dropped = support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]
-    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, candidates=np.arange(N - 1))
+    y, x = chain_dual(full, support[support != dropped], P.max(axis=1) > 0, candidates=np.arange(N - 1),
+                      settings=DEFAULT_SETTINGS)
     assert x is None
     v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
     assert not check_optimality(full, P.ravel(), y[: full.b_ub.size], v)["certified"]

@@ -34,7 +34,8 @@ from countdp.design.dual_repair import prove_dual
 from countdp.design.model import DesignLP, DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.polish import full_dual
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.reductions.chain import Reduction
+from countdp.design.settings import SolverSettings
 
 SYMMETRIC_PROPERTIES = {"RH", "RM", "CH", "CM", "F", "WH", "S"}
 """Properties mapped to themselves by the mirror (all seven of the paper)."""
@@ -50,6 +51,12 @@ FOLDED = "S folded without S requested (Theorem 1)"
 
 SYMMETRIZED = "solved without S, averaged with its mirror image"
 """The entry of ``extra["reductions"]`` of a design with S answered by the LP without S, symmetrized."""
+
+UNFOLDED_DUAL = "the S-folded model's, mirrored and averaged"
+"""The ``dual`` recorded in the certificate of a folded design."""
+
+PADDED_DUAL = "the LP's without S, S's rows given 0"
+"""The ``dual`` recorded in the certificate of a symmetrized design."""
 
 NOT_CLOSED = "rows not closed under the mirror"
 """The reason recorded when a dual cannot be mirrored."""
@@ -165,7 +172,7 @@ def symmetrize(P: np.ndarray) -> np.ndarray:
 
 
 def prove_unfolded(folded_lp, run, P: np.ndarray, plain: DesignProblem, *,
-                   settings: SolverSettings = DEFAULT_SETTINGS) -> dict:
+                   settings: SolverSettings) -> dict:
     """The optimality certificate of ``P`` for ``plain`` (no S) from ``run``, a solve of the
     reduced model ``folded_lp`` (with S): :func:`unfolded_dual`, then the independent check (an
     interior point's dual repaired as ``settings`` say, :func:`countdp.design.dual_repair.prove_dual`)."""
@@ -204,8 +211,14 @@ class Unfold:
         return P
 
 
-class FoldS:
+class FoldS(Reduction):
     """Add S to a mirror-symmetric LP (Theorem 1: the same optimum, half the variables once folded)."""
+
+    refusal = "not mirror symmetric"
+
+    def accepts(self, problem: DesignProblem) -> bool:
+        """A mirror-symmetric LP without S."""
+        return "S" not in problem.properties and mirror_symmetric(problem)
 
     def apply(self, problem: DesignProblem) -> tuple[DesignProblem, Unfold]:
         """``problem`` with S added, and the inverse that turns its dual into one of ``problem``."""
@@ -229,8 +242,14 @@ class Symmetrize:
         return symmetrize(P)
 
 
-class DropS:
+class DropS(Reduction):
     """Remove S from a mirror-symmetric LP that asks for it: solve without, symmetrize the answer."""
+
+    refusal = "not mirror symmetric"
+
+    def accepts(self, problem: DesignProblem) -> bool:
+        """A mirror-symmetric LP with S."""
+        return "S" in problem.properties and mirror_symmetric(problem)
 
     def apply(self, problem: DesignProblem) -> tuple[DesignProblem, Symmetrize]:
         """``problem`` without S, and the inverse that maps its answers back to ``problem``."""

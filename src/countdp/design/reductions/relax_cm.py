@@ -29,8 +29,9 @@ from countdp.design.dual_repair import prove_dual
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.polish import full_dual
+from countdp.design.reductions.chain import Reduction
 from countdp.design.reductions.fold_symmetry import NOT_CLOSED, unfolded_dual
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings
 from countdp.values.properties import parse_properties
 
 RELAXATION = "CM relaxed to CH, proven with CM"
@@ -90,13 +91,13 @@ def target_dual(target: DesignProblem, relaxed: DesignProblem, lp, run) -> tuple
 
 
 def check_with(target: DesignProblem, u: np.ndarray, v: np.ndarray, P: np.ndarray, repair: bool = True, *,
-               settings: SolverSettings = DEFAULT_SETTINGS) -> dict:
+               settings: SolverSettings) -> dict:
     """The independent check (:mod:`countdp.design.optimality`) of ``P`` on ``target``'s LP with the
     dual ``(u, v)``, repaired first if it does not close and ``repair`` (:mod:`countdp.design.dual_repair`)."""
     return prove_dual(target.lp(), target.point(P), u, v, repair, settings=settings)
 
 
-def prover(target: DesignProblem, relaxed: DesignProblem, *, settings: SolverSettings = DEFAULT_SETTINGS):
+def prover(target: DesignProblem, relaxed: DesignProblem, *, settings: SolverSettings):
     """A ``prover`` for the proven points of a reduced model of ``relaxed`` (S folded or not):
     ``prove(lp, run, P)`` is the certificate of ``P`` on ``target``'s LP, with the spread dual."""
 
@@ -110,13 +111,13 @@ def prover(target: DesignProblem, relaxed: DesignProblem, *, settings: SolverSet
 
 
 def face_model(lp, u: np.ndarray, v: np.ndarray, reduced_cost: np.ndarray, *,
-               settings: SolverSettings = DEFAULT_SETTINGS):
+               settings: SolverSettings):
     """``lp`` (a reduced model of the LP with CM) cut down to the optimal face of a dual ``(u, v)``
     of its full model (``reduced_cost``: in ``lp``'s columns): each inequality row with a
-    multiplier above :attr:`~SolverSettings.face_tol` times the largest cost made an equality,
+    multiplier above :attr:`~ProofTuning.face_tol` times the largest cost made an equality,
     each variable with a reduced cost above it fixed at 0 (complementary slackness), the cost
     dropped.  Every feasible point of it is optimal, with ``(u, v)`` as its certificate."""
-    unit = settings.face_tol * float(np.abs(lp.cost).max(initial=0.0))
+    unit = settings.proof.face_tol * float(np.abs(lp.cost).max(initial=0.0))
     multipliers = np.concatenate([u, np.abs(v)])[lp.row_origin]
     tight = (multipliers > unit) & ~np.isfinite(lp.row_upper)
     fixed = reduced_cost > unit
@@ -143,10 +144,20 @@ class Spread:
         """A dual of ``relaxed``'s full LP as one of ``target``'s (:func:`spread_dual`)."""
         return spread_dual(self.relaxed, self.target, u, v)
 
+    def invert_primal(self, P: np.ndarray) -> np.ndarray:
+        """A point of the relaxation is a candidate point of the LP with CM (the proof checks CM)."""
+        return P
 
-class RelaxCM:
+
+class RelaxCM(Reduction):
     """Replace CM by CH: a relaxation whose dual, spread, is a dual of the LP with CM.  A point of
     the relaxation is one of the LP only if it holds CM, which the proof on the LP checks."""
+
+    refusal = "no CM to relax"
+
+    def accepts(self, problem: DesignProblem) -> bool:
+        """An LP with CM."""
+        return "CM" in problem.properties
 
     def apply(self, problem: DesignProblem) -> tuple[DesignProblem, Spread]:
         """``problem`` with CM replaced by CH, and the inverse that spreads its dual back."""

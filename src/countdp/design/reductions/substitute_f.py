@@ -27,6 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.reduce import ReducedLP
+from countdp.design.reductions.chain import Reduction, Unchanged
 
 
 def fair_rows(lp: ReducedLP) -> np.ndarray:
@@ -136,10 +137,14 @@ class Lift:
         return lift(self.lp, self.found, run)
 
 
-class SubstituteF:
+class SubstituteF(Reduction):
     """Substitute F's rows out of a reduced model (module docstring)."""
 
-    def apply(self, lp: ReducedLP) -> tuple[ReducedLP, Lift | None]:
-        """``(sub, inverse)``; ``(lp, None)`` when ``lp`` has no F rows of the substitutable form."""
+    def accepts(self, lp: ReducedLP) -> bool:
+        """A model with F rows of the substitutable form."""
+        return substitution(lp) is not None
+
+    def apply(self, lp: ReducedLP) -> tuple[ReducedLP, Lift | Unchanged]:
+        """``(sub, inverse)``; ``lp`` unchanged when it has no F rows of the substitutable form."""
         found = substitution(lp)
-        return (lp, None) if found is None else (found[0], Lift(lp, found))
+        return (lp, Unchanged()) if found is None else (found[0], Lift(lp, found))

@@ -13,7 +13,7 @@ import numpy as np
 
 from countdp.design.highspy_loader import load_highspy
 from countdp.design.reduce import ReducedLP, dp_rows_kept
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings
 from countdp.design.solvers.solved import Solved
 
 TINY = 1e-300
@@ -56,12 +56,12 @@ def _balanced(c_score: np.ndarray, r_score: np.ndarray, eq: np.ndarray, tail: np
 
 
 def guess_basis(lp: ReducedLP, run: Solved, prior: tuple[np.ndarray, np.ndarray] | None = None, *,
-                settings: SolverSettings = DEFAULT_SETTINGS):
+                settings: SolverSettings):
     """A ``highspy.HighsBasis`` read off an interior point ``run`` of ``lp`` (both in scaled units).
 
     A column is non-basic at the bound whose distance is smaller than its reduced cost, a row
     active at the bound whose slack is smaller than its multiplier (equalities always).  Tail
-    entries (scaled value below ``settings.guess_tail``: too small for their slacks and multipliers
+    entries (scaled value below ``settings.solver.guess_tail``: too small for their slacks and multipliers
     to tell active rows from inactive ones) are basic and decay away from the diagonal as in GM:
     of the DP rows on them, those bounding the entry farther from the diagonal from below
     (:func:`countdp.design.reduce.dp_rows_kept`) are active, the others and the property rows
@@ -72,7 +72,7 @@ def guess_basis(lp: ReducedLP, run: Solved, prior: tuple[np.ndarray, np.ndarray]
     highspy = load_highspy()
 
     c_score, r_score, to_lo, to_hi, s_lo, s_hi, eq = _scores(lp, run)
-    tail = np.abs(run.y) < settings.guess_tail
+    tail = np.abs(run.y) < settings.solver.guess_tail
     tail_rows = (abs(lp.A) @ tail.astype(float)) > 0
     n_dp = 2 * lp.n * (lp.n + 1)
     decay = np.zeros(n_dp + 1, bool)

@@ -2,7 +2,7 @@
 
 An interior point is not a vertex and has no basis; Clarabel's ``AlmostSolved`` is returned too,
 since the caller proves the point optimal (:mod:`countdp.design.lp_solve`) or falls back.  The
-factorisation of its KKT system is :attr:`~countdp.design.settings.SolverSettings.clarabel_direct_method`.
+factorisation of its KKT system is :attr:`~countdp.design.settings.SolverTuning.clarabel_direct_method`.
 ``clarabel`` itself is imported only when a model is solved.
 """
 
@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import ReducedLP
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.solved import Solved
 from countdp.mechanisms.closed_forms import geometric
 from countdp.values.objectives import objective_value
@@ -89,11 +89,11 @@ def clarabel_lp(A: sp.spmatrix, cost: np.ndarray, col_lo: np.ndarray, col_hi: np
 
 
 def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None, refine: bool = False, *,
-                 drop_implied_bounds: bool = False, settings: SolverSettings = DEFAULT_SETTINGS) -> Solved:
+                 drop_implied_bounds: bool = False, settings: SolverSettings) -> Solved:
     """Clarabel's interior point method on ``lp`` (not a vertex, no basis); ``AlmostSolved`` is
     returned too, any other status raises ``RuntimeError``.  ``cost_scale``: Clarabel minimises
     ``cost / cost_scale`` (e.g. :func:`objective_scale`); duals and objective are returned in
-    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default ``settings.clarabel_tol``).
+    ``lp``'s units.  ``tol``: the gap and feasibility tolerances (default ``settings.solver.clarabel_tol``).
 
     ``refine``: Clarabel's iterative refinement of its KKT solves.  It costs time, and the answer
     is proven afterwards or another method is tried, so it is off unless asked for; it gives
@@ -104,14 +104,16 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     Clarabel faster.  The caller asks for it where the point is the answer (alpha too near 1 for a
     template, :func:`countdp.design.policy.too_near_one`); elsewhere the points guide a simplex or
     are repaired, with methods tuned on the model with the bounds."""
+    running(settings, "Clarabel")
     A, lo, hi = lp.A, lp.row_lower, lp.row_upper
     lower = np.isfinite(lp.col_lower)
     if drop_implied_bounds:
         lower &= ~implied_nonnegative(A, lo, hi, lp.col_lower)
     LOG.info("Clarabel's interior point method: %s rows, %s columns%s", f"{A.shape[0]:,}", f"{A.shape[1]:,}",
              ", refined" if refine else "")
-    point = clarabel_lp(A, lp.cost, lp.col_lower, lp.col_upper, lo, hi, settings.clarabel_tol if tol is None else tol,
-                        settings.clarabel_direct_method, refine, cost_scale, lower, settings.verbose)
+    tuning = settings.solver
+    point = clarabel_lp(A, lp.cost, lp.col_lower, lp.col_upper, lo, hi, tuning.clarabel_tol if tol is None else tol,
+                        tuning.clarabel_direct_method, refine, cost_scale, lower, tuning.verbose)
     if not point.solved:
         raise RuntimeError(f"Clarabel returned {point.status!r}")
     return Solved(point.x, point.row_dual, point.col_dual, point.status, point.objective, point.seconds,

@@ -7,7 +7,7 @@ a smaller ``n``, spread out; else Clarabel's point on the scaled model
 basis).  The caller's proof may accept Clarabel's point itself (``accept``): DP-closed, it is often
 proven outright where the simplex grinds (large optimal faces; alpha near 1).  Every simplex is
 limited by iterations (times rows), so the path taken is the same on any machine; the wall-clock
-bound :attr:`~countdp.design.settings.SolverSettings.simplex_safety_seconds` only stops a machine
+bound :attr:`~countdp.design.settings.SolverTuning.simplex_safety_seconds` only stops a machine
 many times slower than expected.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from countdp.design.policy import point_before_template
 from countdp.design.reduce import ReducedLP
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings
 from countdp.design.solvers.basis_guess import guess_basis
 from countdp.design.solvers.highs import run_highs, work_limits
 from countdp.design.solvers.interior import scaled_points
@@ -36,28 +36,28 @@ Guide = Callable[[ReducedLP], "tuple | None"]
 
 def run_guided(lp: ReducedLP, iterations: int | tuple[int, int] | None = None, template: bool = True,
                accept: Callable[[Solved], bool] | None = None, tol: float | None = None, *,
-               guide: Guide | None = None, settings: SolverSettings = DEFAULT_SETTINGS) -> Solved:
+               guide: Guide | None = None, settings: SolverSettings) -> Solved:
     """HiGHS simplex from the basis :func:`countdp.design.solvers.basis_guess.guess_basis` reads off a
     guide point, in ``lp``'s units; ``Solved.guide`` says which guide was used, and why ``guide`` did not.
 
     ``guide`` (tried when ``template``): its point with its basis statuses first, then its point
-    alone, each by a dual simplex of ``settings.template_simplex_iterations``; else Clarabel's point.
+    alone, each by a dual simplex of ``settings.template.template_simplex_iterations``; else Clarabel's point.
     From Clarabel's basis the dual simplex, then the primal one (the dual stops at the huge duals of
     an ill-conditioned guess), each of ``iterations`` (one limit, or the dual's and the primal's;
-    default ``settings.guided_simplex_iterations``).  ``RuntimeError`` when the last step fails.
+    default ``settings.solver.guided_simplex_iterations``).  ``RuntimeError`` when the last step fails.
 
     ``accept``: a test of Clarabel's point (in ``lp``'s units); when it passes, that point is
     returned as it is (no basis; ``guide`` :data:`~countdp.design.solvers.solved.INTERIOR_GUIDE`).
-    From ``settings.template_min_n`` the point is tested before any simplex, and when Clarabel
+    From ``settings.template.template_min_n`` the point is tested before any simplex, and when Clarabel
     ended 'AlmostSolved' nothing else is tried; below, only when the simplex from its basis has
-    not ended within ``settings.quick_vertex_work``.  Where
+    not ended within ``settings.solver.quick_vertex_work``.  Where
     :func:`countdp.design.policy.point_before_template`, from ``template_min_n`` Clarabel's points (F
     substituted out first) are offered before ``guide`` is called.  ``tol``: Clarabel's
-    tolerances for its points (default ``settings.guide_clarabel_tol``)."""
+    tolerances for its points (default ``settings.solver.guide_clarabel_tol``)."""
     col, row = scales(lp, settings=settings)
     scaled = scaled_model(lp, col, row)
     began, spent = time.perf_counter(), 0.0
-    early = accept is not None and lp.n >= settings.template_min_n and point_before_template(lp.problem)
+    early = accept is not None and lp.n >= settings.template.template_min_n and point_before_template(lp.problem)
     points, offered = scaled_points(lp, scaled, early, tol, settings=settings), []
     if early:  # Clarabel's points (F substituted first) offered before any template
         for point in points:
@@ -70,7 +70,7 @@ def run_guided(lp: ReducedLP, iterations: int | tuple[int, int] | None = None, t
     run, note, spent = _from_template(lp, scaled, (col, row), guide if template else None, spent, settings)
     if run is not None:
         return run
-    limits = settings.guided_simplex_iterations if iterations is None else iterations
+    limits = settings.solver.guided_simplex_iterations if iterations is None else iterations
     return _from_interior(lp, scaled, (col, row), points, offered, note, spent, limits, accept, settings)
 
 
@@ -92,9 +92,9 @@ def _from_template(lp: ReducedLP, scaled: ReducedLP, scale: tuple[np.ndarray, np
     for prior in ((basic, active), None) if basic is not None else (None,):
         began = time.perf_counter()
         try:
-            run = run_highs(lp, "simplex", settings.simplex_safety_seconds,
+            run = run_highs(lp, "simplex", settings.solver.simplex_safety_seconds,
                             start=guess_basis(scaled, point, prior, settings=settings),
-                            iterations=settings.template_simplex_iterations, settings=settings)
+                            iterations=settings.template.template_simplex_iterations, settings=settings)
         except RuntimeError as exc:
             spent += time.perf_counter() - began
             note = f" (the design at n = {n0} did not guide: {exc})"
@@ -113,8 +113,8 @@ def _steps(lp: ReducedLP, ipm: Solved, iterations: int | tuple[int, int], accept
     dual_limit, primal_limit = iterations if isinstance(iterations, tuple) else (iterations, iterations)
     if accept is None:  # the dual simplex, then the primal one (the dual stops at huge duals)
         return ((dual_limit, False), (primal_limit, True))
-    if lp.n < settings.template_min_n:  # a vertex if a few pivots find one, then the point, then more pivots
-        quick_dual, quick_primal = work_limits(settings.quick_vertex_work, lp)
+    if lp.n < settings.template.template_min_n:  # a vertex if a few pivots find one, then the point, then more pivots
+        quick_dual, quick_primal = work_limits(settings.solver.quick_vertex_work, lp)
         return ((quick_dual, False), (quick_primal, True), ("point", None), (primal_limit, True))
     if ipm.status == "Solved":
         return (("point", None), (dual_limit, False), (primal_limit, True))
@@ -144,7 +144,7 @@ def _from_interior(lp: ReducedLP, scaled: ReducedLP, scale: tuple[np.ndarray, np
         try:
             if not start:
                 start.append(guess_basis(scaled, ipm, settings=settings))
-            run = run_highs(lp, "simplex", settings.simplex_safety_seconds, start=start[0], primal=primal,
+            run = run_highs(lp, "simplex", settings.solver.simplex_safety_seconds, start=start[0], primal=primal,
                             iterations=limit, settings=settings)
             break
         except RuntimeError:

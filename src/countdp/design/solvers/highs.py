@@ -1,7 +1,7 @@
 """HiGHS on a reduced design LP: simplex, or IPX + crossover, with the basis of the vertex found.
 
 :func:`run_highs` solves the scaled model (:mod:`countdp.design.solvers.scaling`) with HiGHS's
-smallest feasibility tolerances (:attr:`~countdp.design.settings.SolverSettings.highs_tol`) and
+smallest feasibility tolerances (:attr:`~countdp.design.settings.SolverTuning.highs_tol`) and
 returns the vertex in the model's units with its basis, which
 :func:`countdp.design.solvers.solved.polish_run` turns into the exact vertex.  :func:`highs_lp`
 builds a ``highspy.HighsLp`` from arrays and :func:`basis_statuses` reads a HiGHS basis as the
@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from countdp.design.highspy_loader import load_highspy
 from countdp.design.reduce import ReducedLP
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.scaling import scaled_model, scales
 from countdp.design.solvers.solved import Solved
 
@@ -56,7 +56,7 @@ def highs_lp(A: sp.spmatrix, cost: np.ndarray, col_lower: np.ndarray, col_upper:
 
 def work_limits(work: tuple[float, ...], lp: ReducedLP) -> tuple[int, ...]:
     """Iteration limits for a work budget (iterations times rows, e.g.
-    :attr:`~countdp.design.settings.SolverSettings.quick_vertex_work`) on ``lp``: an iteration's
+    :attr:`~countdp.design.settings.SolverTuning.quick_vertex_work`) on ``lp``: an iteration's
     cost grows about with the rows, and iterations, not seconds, keep the path machine-independent."""
     return tuple(int(w / max(1, lp.A.shape[0])) for w in work)
 
@@ -66,12 +66,12 @@ def _configured(highspy, chosen: str, time_limit: float | None, warm_start: bool
     """A ``Highs`` with :func:`run_highs`'s options set (its docstring): simplex when ``warm_start``
     (a starting basis was asked for), priced for a warm start when there is a basis ``warm``."""
     h = highspy.Highs()
-    h.setOptionValue("output_flag", settings.verbose)
-    h.setOptionValue("primal_feasibility_tolerance", settings.highs_tol)
-    h.setOptionValue("dual_feasibility_tolerance", settings.highs_tol)
+    h.setOptionValue("output_flag", settings.solver.verbose)
+    h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
+    h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("solver", "simplex" if warm_start else chosen)
     if warm is not None:
-        h.setOptionValue("simplex_dual_edge_weight_strategy", settings.warm_edge_weights)
+        h.setOptionValue("simplex_dual_edge_weight_strategy", settings.solver.warm_edge_weights)
     if primal:
         h.setOptionValue("simplex_strategy", 4)
     if chosen == "ipm":
@@ -94,19 +94,20 @@ def basis_statuses(highspy, basis) -> tuple:
 
 def run_highs(lp: ReducedLP, chosen: str, time_limit: float | None,
               tight_from: Solved | None = None, row_boost: float = 1.0, start=None, primal: bool = False,
-              iterations: int | None = None, *, settings: SolverSettings = DEFAULT_SETTINGS) -> Solved:
+              iterations: int | None = None, *, settings: SolverSettings) -> Solved:
     """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model, with the basis of the vertex
     found (statuses do not change under scaling); values in ``lp``'s units.
 
     ``tight_from``: a previous run whose vertex broke a row by up to HiGHS's tolerance; simplex
     restarts from its basis with every row scaled up by ``row_boost`` (one of
-    ``settings.tight_row_scales``), so the tolerance allows that much less (a few pivots to a
+    ``settings.solver.tight_row_scales``), so the tolerance allows that much less (a few pivots to a
     feasible basis).  ``start``: a ``highspy.HighsBasis`` simplex starts from (e.g.
     :func:`countdp.design.solvers.basis_guess.guess_basis`).  Both warm starts price with
-    ``settings.warm_edge_weights``.  ``primal``: HiGHS's primal simplex instead of its dual
+    ``settings.solver.warm_edge_weights``.  ``primal``: HiGHS's primal simplex instead of its dual
     simplex.  ``iterations``: HiGHS's simplex iteration limit ('Iteration limit reached' raises
     ``RuntimeError``, as 'Time limit reached' and every other non-optimal status do)."""
-    highspy = load_highspy(settings.verbose)
+    running(settings, "HiGHS")
+    highspy = load_highspy(settings.solver.verbose)
     warm = start if tight_from is None else tight_from.highs_basis
     h = _configured(highspy, chosen, time_limit, tight_from is not None or start is not None, warm, primal,
                     iterations, settings)

@@ -2,7 +2,7 @@
 
 Column ``k`` is scaled by ``alpha^|i-j|`` of its first entry ``(i, j)`` (an entry's natural size:
 DP ties it to its row's diagonal by that factor; floor
-:attr:`~countdp.design.settings.SolverSettings.col_scale_floor`) and each row by one over its
+:attr:`~countdp.design.settings.SolverTuning.col_scale_floor`) and each row by one over its
 largest column-scaled coefficient.  Without this an entry of size ``alpha^40 ~ 1e-12``
 (``alpha = 1/2``) can be left 0 beside a neighbour of 1e-10, breaking a DP row by ~1e-10.
 Scaling is an exact change of units: :class:`Scaling` applies it, its inverse maps a solve back.
@@ -16,12 +16,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from countdp.design.reduce import ReducedLP
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.reductions.chain import Reduction
+from countdp.design.settings import SolverSettings
 from countdp.design.solvers.solved import INTERIOR_GUIDE, Solved
 
 
-def scales(lp: ReducedLP, *, settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[np.ndarray, np.ndarray]:
-    """``(col, row)``: column scales ``alpha^|i-j|`` (at least ``settings.col_scale_floor``: HiGHS's
+def scales(lp: ReducedLP, *, settings: SolverSettings) -> tuple[np.ndarray, np.ndarray]:
+    """``(col, row)``: column scales ``alpha^|i-j|`` (at least ``settings.solver.col_scale_floor``: HiGHS's
     dual tolerance acts on ``scale * reduced cost``, so a tinier scale would let it accept reduced
     costs wrong by ``tolerance / scale``) and row scales ``1 / max |coefficient|`` of the
     column-scaled rows (module docstring)."""
@@ -30,7 +31,7 @@ def scales(lp: ReducedLP, *, settings: SolverSettings = DEFAULT_SETTINGS) -> tup
     first = E.indices[E.indptr[:-1]]
     i, j = np.divmod(np.minimum(first, N * N - 1), N)
     d = np.where(first < N * N, np.abs(i - j), 0)
-    col = np.maximum(lp.problem.alpha ** d.astype(float), settings.col_scale_floor)
+    col = np.maximum(lp.problem.alpha ** d.astype(float), settings.solver.col_scale_floor)
     scaled = sp.csr_matrix(lp.A @ sp.diags(col))
     row = 1.0 / np.maximum(abs(scaled).max(axis=1).toarray().ravel(), 1e-300)
     return col, row
@@ -70,11 +71,11 @@ class ScalingInverse:
 
 
 @dataclass(frozen=True)
-class Scaling:
+class Scaling(Reduction):
     """The scaling of the module docstring as a reduction: ``apply(lp) -> (scaled, inverse)``.
     ``row_boost`` multiplies every row scale (a tightened re-solve's rows)."""
 
-    settings: SolverSettings = DEFAULT_SETTINGS
+    settings: SolverSettings
     row_boost: float = 1.0
 
     def apply(self, lp: ReducedLP) -> tuple[ReducedLP, ScalingInverse]:

@@ -30,19 +30,19 @@ import scipy.sparse as sp
 
 from countdp.design.policy import guide_applies, guide_width, template_clarabel_tol
 from countdp.design.reduce import ReducedLP, build_reduced_lp, row_hashes
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings
 from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.highs import work_limits
 from countdp.design.solvers.solved import Solved, polish_run
 from countdp.design.template.geometry import feature_map, row_map
 
 
-def template_guide(lp: ReducedLP, *, settings: SolverSettings = DEFAULT_SETTINGS):
+def template_guide(lp: ReducedLP, *, settings: SolverSettings):
     """``(guide, basic, active, n0)``: a guide point of ``lp`` (a :class:`~countdp.design.solvers.solved.Solved`
     in ``lp``'s units) and basis statuses from the optimal vertex at ``n0`` (:func:`spread`); ``None``
     when :func:`countdp.design.policy.guide_applies` is false.  The template is solved by
     :func:`countdp.design.solvers.guided.run_guided` guided by this function in turn (so it may be
-    guided by a smaller template), within ``settings.template_simplex_work``, and polished;
+    guided by a smaller template), within ``settings.template.template_simplex_work``, and polished;
     ``RuntimeError`` when it is not solved."""
     if not guide_applies(lp.problem, settings):
         return None
@@ -51,7 +51,7 @@ def template_guide(lp: ReducedLP, *, settings: SolverSettings = DEFAULT_SETTINGS
     n0 = 3 * W + 4
     small = build_reduced_lp(n0, problem.alpha, problem.properties, problem.objective, None, "sum", lp.folded)
     try:
-        run0 = polish_run(small, run_guided(small, work_limits(settings.template_simplex_work, small),
+        run0 = polish_run(small, run_guided(small, work_limits(settings.template.template_simplex_work, small),
                                             tol=template_clarabel_tol(problem, settings),
                                             guide=partial(template_guide, settings=settings), settings=settings))
     except RuntimeError as exc:

@@ -2,11 +2,11 @@
 
 * ``GM`` (Theorem 3 of the paper): objective L0, uniform weights, the sum, and GM satisfies every
   requested property (checked on GM's matrix with the LP's own operators, tolerance
-  :attr:`~countdp.design.settings.SolverSettings.gm_tol`).  GM is an L0-optimal BasicDP mechanism,
+  :attr:`~countdp.design.settings.ProofTuning.gm_tol`).  GM is an L0-optimal BasicDP mechanism,
   so the LP optimum with extra properties is at least L0(GM); GM is feasible, so it is optimal.
   This covers BasicDP alone, and WH (+S, +RM, +RH) when ``n >= 2a/(1-a)`` (Lemma 2).  It is
   checked by the explicit dual of GM remapped (for L0 the remap is the identity), else by an LP
-  dual up to :attr:`~countdp.design.settings.SolverSettings.check_closed_form_max_n`.
+  dual up to :attr:`~countdp.design.settings.ProofTuning.check_closed_form_max_n`.
 * ``GM remapped`` (:mod:`countdp.design.remapped_gm`): the sum, any prior and any objective (each
   loss is non-decreasing in ``|i - j|``), except where ``GM`` applies.  GM followed by the best remap
   of its outputs (Ghosh, Roughgarden and Sundararajan) is an optimum of the LP without properties,
@@ -53,9 +53,9 @@ def closed_form(request: DesignRequest, settings: SolverSettings) -> tuple[str, 
 
 
 def satisfies(P: np.ndarray, properties: tuple[str, ...], settings: SolverSettings) -> bool:
-    """Whether ``P`` breaks no row of any of ``properties`` by more than ``settings.gm_tol``."""
+    """Whether ``P`` breaks no row of any of ``properties`` by more than ``settings.proof.gm_tol``."""
     x = P.ravel()
-    return all(property_rows(p, P.shape[0] - 1).violation(x) <= settings.gm_tol for p in properties)
+    return all(property_rows(p, P.shape[0] - 1).violation(x) <= settings.proof.gm_tol for p in properties)
 
 
 def _answer(request: DesignRequest, name: str, P: np.ndarray, note: str, optimality: dict, start: float) -> Answer:
@@ -87,7 +87,7 @@ class ClosedForm:
         optimality = remap_certificate(request.n, request.alpha, request.objective, request.weights, P,
                                        request.properties)
         optimality["checked"] = bool(optimality["certified"])
-        if not optimality["certified"] and request.n > context.settings.check_closed_form_max_n:
+        if not optimality["certified"] and request.n > context.settings.proof.check_closed_form_max_n:
             optimality = {"certified": True, "proof": THEOREM, "checked": False, "dual_check": optimality}
         if optimality["certified"]:
             answer = _answer(request, REMAPPED_GM, P, REMAPPED_GM, optimality, context.start)
@@ -105,8 +105,8 @@ class ClosedForm:
                                          request.properties)
         if explicit is not None and explicit["certified"]:
             optimality = {**explicit, "proof": f"{theorem}; explicit dual", "checked": True}
-        elif request.n <= context.settings.check_closed_form_max_n:  # also check it with an LP dual
-            checked = context.prove_matrix(request.problem, certify(P, request.alpha)[0], fallback=False)
+        elif request.n <= context.settings.proof.check_closed_form_max_n:  # also check it with an LP dual
+            checked = context.solves.prove_matrix(request.problem, certify(P, request.alpha)[0], fallback=False)
             if checked["certified"]:
                 optimality = {**checked, "proof": theorem, "checked": True}
             else:  # the theorem stands; the LP dual found did not confirm it to the gap

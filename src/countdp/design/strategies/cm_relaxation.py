@@ -9,7 +9,7 @@ CM (the relaxation's optimal face is larger than the LP's), a point of the LP wi
 is sought (:meth:`CMRelaxation.on_face`) and proven by the same dual.  When neither proves it
 (the relaxation strictly better, say), the general LP follows.
 
-Tried from :attr:`~countdp.design.settings.SolverSettings.template_min_n` where no guide template
+Tried from :attr:`~countdp.design.settings.TemplateTuning.template_min_n` where no guide template
 applies (alpha near 1: a template's simplex is faster where one does), except for L0,d
 (``d >= 1``) with F (:func:`countdp.design.policy.point_before_template`), whose templates rarely
 guide; and for L0 where alpha is too near 1 for the large-n template
@@ -25,11 +25,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from countdp.design.lp_solve import proven_result
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
-from countdp.design.policy import guide_applies, point_before_template, too_near_one
-from countdp.design.reductions.fold_symmetry import NOT_CLOSED, FoldS, mirror_symmetric, mirrored_multipliers
+from countdp.design.policy import guide_applies, point_before_template
+from countdp.design.reductions.chain import Chain
+from countdp.design.reductions.fold_symmetry import NOT_CLOSED, FoldS, mirrored_multipliers
 from countdp.design.reductions.relax_cm import (
     FACE,
     RELAXATION,
@@ -43,53 +43,44 @@ from countdp.design.reductions.relax_cm import (
 )
 from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext, skipped_unless_accepted
+from countdp.design.strategies.through_reductions import Reduced, ThroughReductions
+from countdp.design.strategy import SolveContext
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
 
-class CMRelaxation:
+class CMRelaxation(ThroughReductions):
     """The relaxation's point (or a point on its optimal face), proven on the LP with CM."""
 
     name = "CM relaxation"
     extra_key = "cm_relaxation"
+    reductions = (RelaxCM(),)
+    optional = (FoldS(),)
+    model = "the relaxation"
+    zero_one_near_one = True
 
-    def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
-        if request.method != "auto":
-            return "a method was asked for"
-        if "CM" not in request.properties or request.n < settings.template_min_n:
-            return f"needs CM and n from {settings.template_min_n}"
-        if request.zero_one and not too_near_one(request.n, request.alpha, settings):
-            return "L0 away from alpha near 1 (the large-n template's)"
-        relaxed, _ = RelaxCM().apply(request.problem)
-        if guide_applies(relaxed, settings) and not point_before_template(relaxed):
+    def conditions(self, request: DesignRequest, settings: SolverSettings) -> str | None:
+        if "CM" not in request.properties or request.n < settings.template.template_min_n:
+            return f"needs CM and n from {settings.template.template_min_n}"
+        return None
+
+    def conditions_reduced(self, request: DesignRequest, settings: SolverSettings,
+                           reduced: DesignProblem) -> str | None:
+        if guide_applies(reduced, settings) and not point_before_template(reduced):
             return "a guide template applies (its simplex answers)"
         return None
 
-    def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
-        began = time.perf_counter()
-        skipped = skipped_unless_accepted(self, request, context)
-        if skipped is not None:
-            return skipped
+    def solve_reduced(self, request: DesignRequest, context: SolveContext, start: Reduced) -> Attempt:
         target = request.problem
-        relaxed, _ = RelaxCM().apply(target)
-        fold = "S" not in target.properties and mirror_symmetric(target)
-        lp = context.reduced_lp(FoldS().apply(relaxed)[0] if fold else relaxed, True, request.drop_implied)
-        chosen = context.settings.large_method if request.zero_one else "guided"
-        if context.choose_method(lp) != chosen:
-            return Attempt(self.name, "skipped", f"the relaxation is not solved by {chosen}",
-                           time.perf_counter() - began)
-        build = time.perf_counter() - context.start
+        relaxed, _ = Chain(self.reductions).apply(target)
+        fold = len(start.chain.reductions) > len(self.reductions)
         LOG.info("CM relaxed to CH: the relaxation's interior point, proven with CM")
-        lp, run, optimality, reductions = self.relaxation_points(request, context, target, relaxed, lp, fold)
-        seconds = time.perf_counter() - began
+        lp, run, optimality, reductions = self.relaxation_points(request, context, target, relaxed, start.lp, fold)
         if run is None:
-            return Attempt(self.name, "failed", optimality.get("reason", "no point"), seconds, info=optimality)
-        if not optimality["certified"]:
-            return Attempt(self.name, "unproven", "the relaxation's points are not proven with CM", seconds,
-                           info=optimality)
-        return Attempt(self.name, "proven", seconds=seconds,
-                       answer=proven_result(lp, run, "guided", build, optimality, reductions))
+            return Attempt(self.name, "failed", optimality.get("reason", "no point"),
+                           time.perf_counter() - start.began, info=optimality)
+        unproven = ("the relaxation's points are not proven with CM", optimality)
+        return self.finish(start, (lp, run, "guided"), optimality, reductions, unproven)
 
     def relaxation_points(self, request: DesignRequest, context: SolveContext, target: DesignProblem,
                           relaxed: DesignProblem, lp, fold: bool) -> tuple:
@@ -101,7 +92,7 @@ class CMRelaxation:
         reductions, face_why = [RELAXATION], None
         run, optimality = None, {}
         prove = prover(target, relaxed, settings=context.settings)
-        for run, optimality in context.proven_points(lp, prover=prove, what="relaxation: "):
+        for run, optimality in context.solves.proven_points(lp, prover=prove, what="relaxation: "):
             if run is None or optimality["certified"]:
                 break
             if only_cm_broken(optimality):  # a point holding CM on the same optimal face, else the next point's
@@ -130,7 +121,8 @@ class CMRelaxation:
         if dual is None:
             return not_proven(NOT_CLOSED), None
         u, v = dual
-        full_lp = context.reduced_lp(FoldS().apply(target)[0] if fold else target, True, request.drop_implied)
+        folded, _ = Chain(CMRelaxation.optional if fold else ()).apply(target)
+        full_lp = context.solves.reduced_lp(folded, True, request.drop_implied)
         face_u, face_v = full_lp.problem.dual_from(target, u, v)
         if full_lp.folded:  # a folded row stands for a row and its mirror image: tight if either is
             face_u = np.maximum(face_u, mirrored_multipliers(full_lp.problem, face_u))
@@ -139,7 +131,7 @@ class CMRelaxation:
         def prove_on_face(_lp, _run, P):  # the spread dual proves every point of the face
             return check_with(target, u, v, P, settings=context.settings)
 
-        point, optimality = context.proven_point(face, prover=prove_on_face, what="face: ")
+        point, optimality = context.solves.proven_point(face, prover=prove_on_face, what="face: ")
         if point is None:
             return optimality, None
         optimality["dual"] = SPREAD_DUAL

@@ -1,6 +1,6 @@
 """The plain dense model through cvxpy: one variable per entry of ``P``, every constraint row.
 
-Used for small models (``n`` below :attr:`~countdp.design.settings.SolverSettings.auto_min_n`,
+Used for small models (``n`` below :attr:`~countdp.design.settings.SolverTuning.auto_min_n`,
 whose vertex choice the small-n figures were made with), for Clarabel through cvxpy, and when
 ``backend="cvxpy"`` is asked.  The answer is proven with the duals cvxpy returns, checked by the
 independent routine of :mod:`countdp.design.optimality`; where they do not close (or there are
@@ -18,7 +18,7 @@ from countdp.design.dual_repair import prove_dual
 from countdp.design.highspy_loader import load_highspy
 from countdp.design.optimality import not_proven
 from countdp.design.request import Answer, Attempt, DesignRequest
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings, running
 from countdp.design.strategy import SolveContext
 from countdp.privacy.certify import certify
 
@@ -27,22 +27,23 @@ DEFAULT_METHODS = {"HIGHS": "simplex", "CLARABEL": "ipm"}
 
 
 def _solve(problem, solver: str, method: str, settings: SolverSettings) -> None:
+    running(settings, "cvxpy")
     import cvxpy as cp  # lazy: the modelling layer is only needed on this path
 
     if solver == "HIGHS":
-        load_highspy(settings.verbose)  # cvxpy's model is not the first of the process: its banner stays silent
-        tol = settings.highs_tol
-        problem.solve(solver=cp.HIGHS, verbose=settings.verbose,
+        load_highspy(settings.solver.verbose)  # cvxpy's model is not the first of the process: its banner stays silent
+        tol = settings.solver.highs_tol
+        problem.solve(solver=cp.HIGHS, verbose=settings.solver.verbose,
                       highs_options={"solver": method, "primal_feasibility_tolerance": tol,
                                      "dual_feasibility_tolerance": tol})
     elif solver == "CLARABEL":
-        problem.solve(solver=cp.CLARABEL, verbose=settings.verbose)
+        problem.solve(solver=cp.CLARABEL, verbose=settings.solver.verbose)
     else:  # pragma: no cover - guarded by the designer's check_solver
         raise ValueError(solver)
 
 
 def solver_dual_certificate(model, constraints: list, matrix: np.ndarray, solver: str, *,
-                            settings: SolverSettings = DEFAULT_SETTINGS) -> dict:
+                            settings: SolverSettings) -> dict:
     """The optimality certificate of ``matrix`` with the duals cvxpy's ``solver`` returned for
     ``constraints`` (``[A_ub x >= b_ub, A_eq x == b_eq]`` of ``model.system()``), checked by the
     independent routine of :mod:`countdp.design.optimality` on ``model.lp()``.
@@ -106,7 +107,7 @@ class DenseCvxpy:
         optimality = solver_dual_certificate(request.problem, constraints, matrix, request.solver,
                                              settings=context.settings)
         if not optimality["certified"]:  # a dual of the reduced model instead (another solve)
-            optimality = context.prove_matrix(request.problem, matrix)
+            optimality = context.solves.prove_matrix(request.problem, matrix)
         status = problem.status if optimality["certified"] else "not proven optimal"
         answer = Answer(raw, request.solver, method, status, elapsed, 0.0, float(problem.value),
                         {"backend": "cvxpy", "optimality": optimality})

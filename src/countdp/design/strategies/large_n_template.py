@@ -2,7 +2,7 @@
 optimal on the full model (:mod:`countdp.design.template`), or given up with the reason.
 
 It applies to L0, L0d, L1 and L2 with a uniform prior summed over inputs, CM or CH and no F,
-from :attr:`~countdp.design.settings.SolverSettings.template_min_n` (:func:`countdp.design.policy.large_n_applies`),
+from :attr:`~countdp.design.settings.TemplateTuning.template_min_n` (:func:`countdp.design.policy.large_n_applies`),
 when the planner chooses the method and closed forms are allowed.  The template widths tried are
 :func:`countdp.design.policy.template_widths`; a template is solved at twice its size (the rows of
 every kind appear there), and one that does not fit twice in ``n`` costs about as much as the
@@ -35,7 +35,7 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
     """``(P, info)``: a proven-optimal design of ``request`` (L0, L0d, L1 or L2, uniform prior, the
     sum; the prior given is not used), or ``(None, info)`` with ``info["reason"]``.  ``widths``
     default: :func:`countdp.design.policy.template_widths`; ``time_limit`` default
-    :attr:`~SolverSettings.large_n_seconds`; tuning and the general sub-solve from ``context``.
+    :attr:`~TemplateTuning.large_n_seconds`; tuning and the general sub-solve from ``context``.
 
     A template is solved at twice its size.  One that does not fit twice in ``n`` is solved at
     ``n`` itself if it is the first width and ``at_full_size``, else not at all (the planner's
@@ -50,7 +50,7 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
     (:func:`countdp.design.template.proof.prove_copied_dual`)."""
     settings = context.settings
     n, alpha, objective = request.n, request.alpha, request.objective
-    time_limit = settings.large_n_seconds if time_limit is None else time_limit
+    time_limit = settings.template.large_n_seconds if time_limit is None else time_limit
     start = time.perf_counter()
     tried = []
     if widths is None:
@@ -88,7 +88,8 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
 
 def _no_width_reason(settings: SolverSettings) -> str:
     """Why no width is tried for an objective other than L0 (its corners are wider than every one)."""
-    return (f"alpha^W > {settings.support_corner_decay} for every width W in {settings.support_widths}: "
+    tuning = settings.template
+    return (f"alpha^W > {tuning.support_corner_decay} for every width W in {tuning.support_widths}: "
             "corners wider than every template")
 
 

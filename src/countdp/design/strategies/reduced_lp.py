@@ -4,9 +4,10 @@ The algorithm is chosen by size and objective (:func:`countdp.design.policy.choo
 asked, then :func:`countdp.design.lp_solve.solve_proven` falls back along its chain until an
 answer is proven.  For an LP with S whose model is ``guided``, the work is split in two stages so
 that the symmetrized solve (:mod:`countdp.design.strategies.symmetrized`) can come between them:
-:class:`ReducedLP` runs only the guided methods and leaves the model in the context's notes;
-:class:`ColdMethods` runs the cold simplex and interior point on it after.  An answer no method
-proves is returned with ``status = "not proven optimal"`` and every attempt listed.
+:class:`ReducedLP` runs only the guided methods and leaves the model as its attempt's
+:class:`countdp.design.request.Stage`; :class:`ColdMethods` runs the cold simplex and interior
+point on it after.  Unstaged, the reduced LP's attempt is final: no later strategy follows.  An
+answer no method proves is returned with ``status = "not proven optimal"`` and every attempt listed.
 """
 
 from __future__ import annotations
@@ -15,14 +16,11 @@ import logging
 import time
 
 from countdp.design.lp_solve import CLARABEL_GUIDED, gap, lp_extra, solver_label, vertex_matrix
-from countdp.design.request import Answer, Attempt, DesignRequest
+from countdp.design.request import Answer, Attempt, DesignRequest, Stage
 from countdp.design.settings import SolverSettings
 from countdp.design.strategy import SolveContext
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
-
-STAGED = "reduced_lp_stage"
-"""The context note that holds ``(lp, build, first, error)`` between the guided and the cold stage."""
 
 
 def answer_of(lp, build: float, solved: tuple, settings: SolverSettings) -> Answer:
@@ -30,16 +28,16 @@ def answer_of(lp, build: float, solved: tuple, settings: SolverSettings) -> Answ
     _, used, run, optimality = solved
     extra = lp_extra(lp, build, optimality)
     if used == "clarabel":
-        extra["kkt_solver"] = settings.clarabel_direct_method
+        extra["kkt_solver"] = settings.solver.clarabel_direct_method
     solver, label = solver_label(used, run)
     status = "optimal" if optimality["certified"] else "not proven optimal"
     return Answer(vertex_matrix(lp, run), solver, label, status, run.seconds, build, run.objective, extra)
 
 
-def _attempt(name: str, answer: Answer, seconds: float) -> Attempt:
+def _attempt(name: str, answer: Answer, seconds: float, final: bool = False) -> Attempt:
     outcome = "proven" if answer.status == "optimal" else "unproven"
     reason = "" if outcome == "proven" else "no method closed the certificate"
-    return Attempt(name, outcome, reason, seconds, answer)
+    return Attempt(name, outcome, reason, seconds, answer, final=final)
 
 
 def staged(request: DesignRequest, chosen: str) -> bool:
@@ -58,28 +56,30 @@ class ReducedLP:
         return None
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
-        lp = context.reduced_lp(request.problem, request.fold_symmetry, request.drop_implied)
+        lp = context.solves.reduced_lp(request.problem, request.fold_symmetry, request.drop_implied)
         build = time.perf_counter() - context.start
-        chosen = context.choose_method(lp) if request.method == "auto" else request.method
+        chosen = context.solves.choose_method(lp) if request.method == "auto" else request.method
         LOG.info("the reduced LP: %s rows, %s columns; method %s", f"{lp.A.shape[0]:,}", f"{lp.A.shape[1]:,}",
                  chosen)
         began = time.perf_counter()
         if not staged(request, chosen):
             try:
-                solved = context.solve_proven(lp, chosen)
+                solved = context.solves.solve_proven(lp, chosen)
             except RuntimeError as exc:
-                return Attempt(self.name, "failed", str(exc), time.perf_counter() - began)
-            return _attempt(self.name, answer_of(lp, build, solved, context.settings), time.perf_counter() - began)
+                return Attempt(self.name, "failed", str(exc), time.perf_counter() - began, final=True)
+            return _attempt(self.name, answer_of(lp, build, solved, context.settings), time.perf_counter() - began,
+                            final=True)
         first, error = None, ""
         try:  # the LP without S (symmetrized) comes before the cold methods
-            first = context.solve_proven(lp, "guided", methods=("guided", CLARABEL_GUIDED))
+            first = context.solves.solve_proven(lp, "guided", methods=("guided", CLARABEL_GUIDED))
         except RuntimeError as exc:
             error = str(exc)
-        context.notes[STAGED] = (lp, build, first, error)
+        stage = Stage(lp, build, first, error)
         if first is not None and first[3]["certified"]:
-            return _attempt(self.name, answer_of(lp, build, first, context.settings), time.perf_counter() - began)
+            answer = answer_of(lp, build, first, context.settings)
+            return Attempt(self.name, "proven", seconds=time.perf_counter() - began, answer=answer, stage=stage)
         return Attempt(self.name, "failed", error or "the guided methods did not prove it; cold methods follow",
-                       time.perf_counter() - began)
+                       time.perf_counter() - began, stage=stage)
 
 
 class ColdMethods:
@@ -93,12 +93,13 @@ class ColdMethods:
         return None if request.method == "auto" and "S" in request.properties else "only after the guided stage"
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
-        if STAGED not in context.notes:
+        stage = context.stage()
+        if stage is None:
             return Attempt(self.name, "skipped", "no guided stage ran")
-        lp, build, first, error = context.notes.pop(STAGED)
+        lp, build, first, error = stage.lp, stage.build, stage.first, stage.error
         began = time.perf_counter()
         try:
-            rest = context.solve_proven(lp, "guided", methods=("simplex", "ipm"))
+            rest = context.solves.solve_proven(lp, "guided", methods=("simplex", "ipm"))
         except RuntimeError as exc:
             if first is None:
                 return Attempt(self.name, "failed", f"{error}; {exc}", time.perf_counter() - began)

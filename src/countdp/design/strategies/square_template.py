@@ -4,10 +4,10 @@ classes and by complementary slackness), proven on the full model
 (:mod:`countdp.design.template.square_proof`).
 
 It applies where the large-n template does (:func:`countdp.design.policy.large_n_applies`: a
-uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.SolverSettings.template_min_n`)
+uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.TemplateTuning.template_min_n`)
 for L0 whose LP the mirror maps to itself (with S or without: by Theorem 1 an L0 optimum has a
 symmetric one beside it, so the template's symmetric answer, proven on the LP as asked, is optimal
-either way), from a corner width of :attr:`~countdp.design.settings.SolverSettings.square_min_width`
+either way), from a corner width of :attr:`~countdp.design.settings.TemplateTuning.square_min_width`
 (:func:`countdp.design.template.square_proof.square_width`), when both corners and a middle fit
 twice in ``n``.  The three-width template's unknowns grow as ``9 W^2``, these as ``W^2``: it is
 tried first where the corners are wide.  Only a certificate that closes on the full model answers;
@@ -41,7 +41,7 @@ class SquareTemplate:
     def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
         """``None`` when the planner chooses the method, closed forms are allowed, the objective is
         L0 with a mirror-symmetric LP, :func:`countdp.design.policy.large_n_applies` holds, the corner width is at least
-        :attr:`~SolverSettings.square_min_width` and ``n >= 4 (W + 1)``; else why not."""
+        :attr:`~TemplateTuning.square_min_width` and ``n >= 4 (W + 1)``; else why not."""
         why = planner_may_shortcut(request)
         if why is not None:
             return why
@@ -53,8 +53,8 @@ class SquareTemplate:
         if not 0.0 < request.alpha < 1.0:
             return f"alpha = {request.alpha:g} outside (0, 1)"
         W = square_width(request.alpha, settings)
-        if W < settings.square_min_width:
-            return f"corners {W} wide, below {settings.square_min_width} (alpha = {request.alpha:g})"
+        if W < settings.template.square_min_width:
+            return f"corners {W} wide, below {settings.template.square_min_width} (alpha = {request.alpha:g})"
         if 4 * (W + 1) > request.n:
             return f"n={request.n} below twice both corners of width {W} (alpha = {request.alpha:g})"
         return None

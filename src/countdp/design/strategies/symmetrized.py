@@ -17,57 +17,48 @@ import logging
 import time
 
 from countdp.design.dual_repair import prove_dual
-from countdp.design.lp_solve import proven_result, vertex_matrix
+from countdp.design.lp_solve import vertex_matrix
+from countdp.design.model import DesignProblem
 from countdp.design.policy import guide_applies
 from countdp.design.polish import full_dual
-from countdp.design.reductions.fold_symmetry import SYMMETRIZED, DropS, mirror_symmetric
+from countdp.design.reductions.fold_symmetry import PADDED_DUAL, SYMMETRIZED, DropS
 from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext, skipped_unless_accepted
+from countdp.design.strategies.through_reductions import Reduced, ThroughReductions
+from countdp.design.strategy import SolveContext
 from countdp.privacy.certify import certify
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
-PADDED_DUAL = "the LP's without S, S's rows given 0"
-"""The ``dual`` recorded in the certificate of a symmetrized design."""
 
-
-class SymmetrizedS:
+class SymmetrizedS(ThroughReductions):
     """Clarabel's point of the LP without S, symmetrized and proven with S (module docstring)."""
 
     name = "S symmetrized"
     extra_key = "symmetrized"
+    reductions = (DropS(),)
+    model = "the model without S"
 
-    def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
-        if request.method != "auto":
-            return "a method was asked for"
+    def conditions(self, request: DesignRequest, settings: SolverSettings) -> str | None:
         if "S" not in request.properties or request.zero_one:
             return "needs S requested, and an objective other than L0"
-        if not mirror_symmetric(request.problem):
-            return "not mirror symmetric"
+        return None
+
+    def conditions_reduced(self, request: DesignRequest, settings: SolverSettings,
+                           reduced: DesignProblem) -> str | None:
         if guide_applies(request.problem, settings):
             return "a guide template applies (the cold simplex on the folded model answers)"
         return None
 
-    def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
-        began = time.perf_counter()
-        skipped = skipped_unless_accepted(self, request, context)
-        if skipped is not None:
-            return skipped
-        target = request.problem
-        plain, inverse = DropS().apply(target)
-        lp = context.reduced_lp(plain, True, request.drop_implied)
-        if context.choose_method(lp) != "guided":
-            return Attempt(self.name, "skipped", "the model without S is not solved by guided",
-                           time.perf_counter() - began)
-        build = time.perf_counter() - context.start
+    def solve_reduced(self, request: DesignRequest, context: SolveContext, start: Reduced) -> Attempt:
+        target, lp, inverse = request.problem, start.lp, start.inverse
         LOG.info("the LP without S, then averaged with its mirror image")
-        run, plain_optimality = context.proven_point(lp, what="without S: ")
+        run, plain_optimality = context.solves.proven_point(lp, what="without S: ")
         if run is None:
-            return Attempt(self.name, "failed", plain_optimality["reason"], time.perf_counter() - began,
+            return Attempt(self.name, "failed", plain_optimality["reason"], time.perf_counter() - start.began,
                            info=plain_optimality)
         if not plain_optimality["certified"]:
-            return Attempt(self.name, "unproven", "without S: not proven", time.perf_counter() - began,
+            return Attempt(self.name, "unproven", "without S: not proven", time.perf_counter() - start.began,
                            info={**plain_optimality, "reason": "without S: not proven"})
         raw = inverse.invert_primal(vertex_matrix(lp, run))
         u, v = inverse.invert_dual(*full_dual(lp, run.row_dual, run.col_dual))
@@ -76,12 +67,8 @@ class SymmetrizedS:
         optimality.update(method="guided", guide=run.guide, dual=PADDED_DUAL)
         if run.dp_closure:
             optimality["dp_closure"] = True
-        seconds = time.perf_counter() - began
-        if not optimality["certified"]:
-            return Attempt(self.name, "unproven", "the symmetrized point is not proven with S", seconds,
-                           info=optimality)
-        return Attempt(self.name, "proven", seconds=seconds,
-                       answer=proven_result(lp, run, "guided", build, optimality, [SYMMETRIZED], raw))
+        unproven = ("the symmetrized point is not proven with S", optimality)
+        return self.finish(start, (lp, run, "guided"), optimality, [SYMMETRIZED], unproven, raw)
 
 
 STRATEGY = SymmetrizedS()

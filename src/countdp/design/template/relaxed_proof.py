@@ -50,7 +50,7 @@ from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.polish import full_dual
 from countdp.design.reductions.relax_cm import only_cm_broken, relaxed_properties
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.guided import run_guided
 from countdp.design.solvers.highs import run_highs
 from countdp.design.solvers.solved import Solved, polish_run
@@ -125,7 +125,7 @@ def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, con
             return not_proven(why)
         vertex, info["primal"] = maps.E @ z, "the restricted primal's point"
         seconds["template primal"] = time.perf_counter() - began - sum(seconds.values())
-    closure = target.objective.name in settings.closure_objectives
+    closure = target.objective.name in settings.chains.closure_objectives
     result = certify_expansion(target, vertex.reshape(N, N), y, props, info, closure_first=closure)
     seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
     if "CM" in target.properties and "CM" not in props and only_cm_broken(result):
@@ -162,7 +162,7 @@ class TemplateVertex(NamedTuple):
     """Its objective."""
     tight: np.ndarray
     """Which of the template's inequality rows are tight at it, within
-    :attr:`~SolverSettings.completion_tight_tol` of their terms' size."""
+    :attr:`~ChainTuning.completion_tight_tol` of their terms' size."""
 
 
 def template_stage(target: DesignProblem, W: int, context: SolveContext) -> tuple:
@@ -170,21 +170,21 @@ def template_stage(target: DesignProblem, W: int, context: SolveContext) -> tupl
     ``n``, the copy maps and the copied support (:func:`template_support`).
 
     The LP is :func:`relaxed_problem`'s unless the relaxation is strictly better at template size:
-    where the relaxed vertex breaks CM by more than :attr:`~SolverSettings.cm_break_tol` of its
+    where the relaxed vertex breaks CM by more than :attr:`~ChainTuning.cm_break_tol` of its
     largest entry, the template with CM kept (:func:`kept_problem`) is solved too, and if its
-    optimum is above the relaxed one by more than :attr:`~SolverSettings.relaxation_gap_tol`
+    optimum is above the relaxed one by more than :attr:`~ChainTuning.relaxation_gap_tol`
     (relative), no dual of the relaxation proves the target and the LP with CM kept is used.  A
     vertex that breaks CM at the same optimum (a larger optimal face, as RH+CM's under L0,d) keeps
     the relaxation, whose point is then replaced by one with CM (:func:`point_with_cm`)."""
     settings, n0 = context.settings, 3 * W + 4
     problem, kept = relaxed_problem(target), kept_problem(target)
     vertex = template_solution(problem, W, context)
-    if "CM" in target.properties and cm_break(vertex.point, kept, n0) > settings.cm_break_tol:
+    if "CM" in target.properties and cm_break(vertex.point, kept, n0) > settings.chains.cm_break_tol:
         try:
             with_cm = template_solution(kept, W, context)
         except ValueError:  # no vertex with CM at template size: the relaxation's path goes on
             with_cm = None
-        gap_tol = settings.relaxation_gap_tol
+        gap_tol = settings.chains.relaxation_gap_tol
         if with_cm is not None and with_cm.value - vertex.value > gap_tol * max(1.0, abs(with_cm.value)):
             problem, vertex = kept, with_cm
     full = problem.lp()
@@ -201,17 +201,17 @@ def cm_break(point: np.ndarray, kept: DesignProblem, n0: int) -> float:
 
 def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> TemplateVertex:
     """An optimal vertex of ``problem``'s LP at template size ``n0 = 3 W + 4`` (by
-    :attr:`~SolverSettings.support_dual_methods`).  Raises ``ValueError`` when no method finds one."""
+    :attr:`~ChainTuning.support_dual_methods`).  Raises ``ValueError`` when no method finds one."""
     settings = context.settings
     n0, N0 = 3 * W + 4, 3 * W + 5
     small = sized(problem, n0)
-    lp = context.reduced_lp(small, fold=True, drop_implied=True)
+    lp = context.solves.reduced_lp(small, fold=True, drop_implied=True)
     run = template_vertex(lp, settings)
     if run is None:
-        raise ValueError(f"no vertex dual of the template-size LP by {', '.join(settings.support_dual_methods)}")
+        raise ValueError(f"no vertex dual of the template-size LP by {', '.join(settings.chains.support_dual_methods)}")
     u0, v0 = full_dual(lp, run.row_dual, run.col_dual)
     point, model = (lp.expand @ run.y)[: N0 * N0], small.lp()
-    tight = model.A_ub @ point - model.b_ub <= settings.completion_tight_tol * (abs(model.A_ub) @ point)
+    tight = model.A_ub @ point - model.b_ub <= settings.chains.completion_tight_tol * (abs(model.A_ub) @ point)
     return TemplateVertex(np.concatenate([u0, v0[:N0]]), point.reshape(N0, N0), float(model.c @ point), tight)
 
 
@@ -219,7 +219,7 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
                      settings: SolverSettings) -> TemplateSupport:
     """The support copied from the template's vertex (:func:`template_solution`):
     the rows of the full LP ``full`` whose template row has a multiplier above
-    :attr:`~SolverSettings.support_tol` of the largest, plus the rows tight at every ``E z`` (their
+    :attr:`~TemplateTuning.support_tol` of the largest, plus the rows tight at every ``E z`` (their
     template copy cancels to an empty row); which output rows of size ``n`` are used (not all
     zero), each as its template row (that of its diagonal entry); and the rows whose template row
     is tight at the vertex (:attr:`TemplateVertex.tight`)."""
@@ -230,20 +230,21 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
     diagonal = np.arange(problem.N)
     row0, _, _ = feature_map(diagonal, diagonal, problem.n, N0 - 1, W)
     copied = maps.F[: full.b_ub.size].indices  # each row's template row (one entry per row)
-    return TemplateSupport(np.flatnonzero((y > settings.support_tol * y.max()) | tight), point.max(axis=1)[row0] > 0,
+    return TemplateSupport(np.flatnonzero((y > settings.template.support_tol * y.max()) | tight),
+                           point.max(axis=1)[row0] > 0,
                            np.flatnonzero(at_vertex[copied]))
 
 
 def template_vertex(lp, settings: SolverSettings) -> Solved | None:
     """An optimal vertex of the reduced model ``lp``, polished from its basis, by the first of
-    :attr:`~SolverSettings.support_dual_methods` that finds one (``guided``: the simplex from the
+    :attr:`~ChainTuning.support_dual_methods` that finds one (``guided``: the simplex from the
     basis of Clarabel's point, never the point itself); ``None`` when none does."""
-    for method in settings.support_dual_methods:
+    for method in settings.chains.support_dual_methods:
         try:
             if method == "guided":
                 run = run_guided(lp, template=False, settings=settings)
             else:
-                run = run_highs(lp, method, settings.simplex_safety_seconds, settings=settings)
+                run = run_highs(lp, method, settings.solver.simplex_safety_seconds, settings=settings)
         except RuntimeError:
             continue
         run = polish_run(lp, run)
@@ -252,18 +253,19 @@ def template_vertex(lp, settings: SolverSettings) -> Solved | None:
     return None
 
 
-def chain_dual(full, support: np.ndarray, used: np.ndarray, settings: SolverSettings = DEFAULT_SETTINGS,
+def chain_dual(full, support: np.ndarray, used: np.ndarray, settings: SolverSettings,
                candidates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(y, vertex)``: multipliers of ``full``'s inequality rows (nonzero on ``support`` only,
     completed from ``candidates`` by :func:`countdp.design.template.support_completion.completed`
     where the support leaves path conditions unmet) and column sums leaving no reduced cost on the
     entries of the ``used`` output rows, and the vertex (flat) on which the support rows are tight
-    (:mod:`countdp.design.template.chain_support`, :attr:`~SolverSettings.chain_refinements` steps
+    (:mod:`countdp.design.template.chain_support`, :attr:`~ChainTuning.chain_refinements` steps
     of refinement), or ``None`` when the support has fewer rows than conditions (the dual is then
     the least-squares solution of a system consistent at an optimal support, and no vertex is
     singled out).  Raises ``ValueError`` when the support has more rows than its system has
     conditions, or the system is singular."""
-    N, refinements = used.size, settings.chain_refinements
+    running(settings, "the chain dual")
+    N, refinements = used.size, settings.chains.chain_refinements
     live = np.repeat(used, N)
     support = support[(abs(full.A_ub[support]) @ live.astype(float)) > 0]  # rows on used entries only
     candidates = np.empty(0, dtype=np.int64) if candidates is None else candidates

@@ -34,7 +34,7 @@ from countdp.design.highspy_loader import load_highspy
 from countdp.design.optimality import design_lp_model
 from countdp.design.polish import basis_vertex
 from countdp.design.reductions.relax_cm import relaxed_properties
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.clarabel import clarabel_lp
 from countdp.design.solvers.highs import basis_statuses, highs_lp
 from countdp.design.template.geometry import cancel, feature_map, merge_rows, row_map
@@ -83,7 +83,7 @@ def template_maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...])
 
 
 def solve_template(full, maps: TemplateMaps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int,
-                   time_limit: float, l0: bool = True, *, settings: SolverSettings = DEFAULT_SETTINGS):
+                   time_limit: float, l0: bool = True, *, settings: SolverSettings):
     """``(z, duals, info)``: the optimal template primal and candidates for the template dual
     (:func:`copied_duals`) of the two restricted LPs (module docstring); ``(None, None, reason)``
     when the restricted primal is not solved.
@@ -111,7 +111,7 @@ def solve_template(full, maps: TemplateMaps, n: int, alpha: float, props: tuple[
 
 
 def restricted_primal(full, small, maps: TemplateMaps, small_maps: TemplateMaps, n: int, m: int, W: int, *,
-                      settings: SolverSettings = DEFAULT_SETTINGS):
+                      settings: SolverSettings):
     """``(z, info)``: min ``c^T E z`` s.t. ``A E z >= b`` (rows merged), ``z >= 0`` (module
     docstring), solved by Clarabel; ``(None, reason)`` when it is not solved."""
     N, Nm, N0 = n + 1, m + 1, 3 * W + 5
@@ -136,12 +136,12 @@ def restricted_primal(full, small, maps: TemplateMaps, small_maps: TemplateMaps,
 
 
 def copied_duals(small, small_maps: TemplateMaps, m: int, W: int, time_limit: float, *,
-                 settings: SolverSettings = DEFAULT_SETTINGS):
+                 settings: SolverSettings):
     """Solutions ``y0`` of the restricted dual, max ``b^T F y0`` s.t. ``(A^T F y0)_p <= c_p`` for
     every entry ``p``, ``y0_ub >= 0`` (L0: ``small`` has the L0 costs of size ``m``), computed
-    lazily, the cheaper first: up to :attr:`~SolverSettings.dual_simplex_rows` rows HiGHS's vertex
+    lazily, the cheaper first: up to :attr:`~TemplateTuning.dual_simplex_rows` rows HiGHS's vertex
     (its exact duals, polished, close the gap best; its work limited by
-    :attr:`~SolverSettings.dual_simplex_work`), then Clarabel's point; on wider templates
+    :attr:`~TemplateTuning.dual_simplex_work`), then Clarabel's point; on wider templates
     Clarabel's point first."""
     Nm, N0 = m + 1, 3 * W + 5
     _, F, r0, _, _ = small_maps
@@ -152,33 +152,34 @@ def copied_duals(small, small_maps: TemplateMaps, m: int, W: int, time_limit: fl
     yhi = np.full(r0 + N0, np.inf)
 
     def vertex():
-        found = simplex_vertex(D, -gain, ylo, yhi, dlo, dhi, settings.dual_simplex_work,
-                               min(time_limit, settings.simplex_safety_seconds), settings=settings)
+        found = simplex_vertex(D, -gain, ylo, yhi, dlo, dhi, settings.template.dual_simplex_work,
+                               min(time_limit, settings.solver.simplex_safety_seconds), settings=settings)
         return None if found is None else found[0]
 
     def point():  # in units where the costs are 1 (Clarabel's tolerances act relative to them)
         found = clarabel_point(D, -gain, ylo, yhi, dlo * m, dhi * m, settings=settings)
         return None if found is None else found / m
 
-    for solve in (vertex, point) if D.shape[0] <= settings.dual_simplex_rows else (point, vertex):
+    for solve in (vertex, point) if D.shape[0] <= settings.template.dual_simplex_rows else (point, vertex):
         y0 = solve()
         if y0 is not None:
             yield y0
 
 
 def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, time_limit: float, *,
-                   settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[np.ndarray, np.ndarray] | None:
+                   settings: SolverSettings) -> tuple[np.ndarray, np.ndarray] | None:
     """HiGHS primal simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`);
     ``None`` past ``work`` (iterations times rows) or ``time_limit`` seconds.
 
     The restricted dual is wide (about six columns per row); primal simplex is faster than dual
     simplex on it."""
-    highspy = load_highspy(settings.verbose)
+    running(settings, "HiGHS, a template")
+    highspy = load_highspy(settings.solver.verbose)
 
     h = highspy.Highs()
-    h.setOptionValue("output_flag", settings.verbose)
-    h.setOptionValue("primal_feasibility_tolerance", settings.highs_tol)
-    h.setOptionValue("dual_feasibility_tolerance", settings.highs_tol)
+    h.setOptionValue("output_flag", settings.solver.verbose)
+    h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
+    h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("simplex_iteration_limit", int(work / max(1, A.shape[0])))
     h.setOptionValue("simplex_strategy", 4)  # primal simplex
@@ -196,15 +197,17 @@ def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, time_li
 
 
 def clarabel_point(A, cost, col_lo, col_hi, lo, hi, *,
-                   settings: SolverSettings = DEFAULT_SETTINGS) -> np.ndarray | None:
-    """Clarabel (interior point, tolerances :attr:`~SolverSettings.clarabel_tol`, iterative
+                   settings: SolverSettings) -> np.ndarray | None:
+    """Clarabel (interior point, tolerances :attr:`~SolverTuning.clarabel_tol`, iterative
     refinement on) on a restricted LP: the point clipped to its bounds, or ``None``.  For the
     primal: column sums carry coefficients down to ``alpha^n``, which HiGHS drops
     (``small_matrix_value`` >= 1e-12), making the model look infeasible; Clarabel keeps them.  For
     the dual it is the fallback when HiGHS's simplex is slow (wide templates).  Neither point needs
     to be a vertex: the certificate checks both."""
-    point = clarabel_lp(A, cost, col_lo, col_hi, lo, hi, settings.clarabel_tol, settings.clarabel_direct_method,
-                        refine=True, verbose=settings.verbose)
+    running(settings, "Clarabel, a template")
+    tuning = settings.solver
+    point = clarabel_lp(A, cost, col_lo, col_hi, lo, hi, tuning.clarabel_tol, tuning.clarabel_direct_method,
+                        refine=True, verbose=tuning.verbose)
     if not point.solved:
         return None
     return np.clip(point.x, col_lo, col_hi)

@@ -12,7 +12,7 @@ columns, the middle ones replaced by the two rows they span
 (:func:`countdp.design.template.restricted.dual_properties`) restricted to copies of one multiplier
 per class of rows (:func:`~countdp.design.template.square_geometry.row_classes`) and of column sums,
 further restricted by complementary slackness with the primal found: a class with a row slack at
-``x`` (by more than :attr:`~countdp.design.settings.SolverSettings.square_slack_tol` of its
+``x`` (by more than :attr:`~countdp.design.settings.TemplateTuning.square_slack_tol` of its
 magnitude) gets no multiplier, and a positive entry of ``x`` no reduced cost.  What is left is a
 small LP (its optimum is the full optimum only if the guess is right), solved by Clarabel.
 
@@ -40,8 +40,8 @@ from countdp.design.template.square_geometry import column_classes, middle_rows,
 
 def square_width(alpha: float, settings: SolverSettings) -> int:
     """The corner width ``W = ceil(k / (1 - alpha)) + margin``
-    (:attr:`~SolverSettings.square_width_factor`, :attr:`~SolverSettings.square_width_margin`)."""
-    return math.ceil(settings.square_width_factor / (1.0 - alpha)) + settings.square_width_margin
+    (:attr:`~TemplateTuning.square_width_factor`, :attr:`~TemplateTuning.square_width_margin`)."""
+    return math.ceil(settings.template.square_width_factor / (1.0 - alpha)) + settings.template.square_width_margin
 
 
 def essential_properties(props: tuple[str, ...]) -> tuple[str, ...]:
@@ -146,7 +146,7 @@ def square_dual(dual_lp: DesignLP, x: np.ndarray, n: int, W: int, props: tuple[s
     classes, columns = row_classes(n, W, props), column_classes(n, W)
     activity = dual_lp.A_ub @ x
     magnitude = np.maximum(abs(dual_lp.A_ub) @ x + np.abs(dual_lp.b_ub), 1e-300)
-    slack = activity - dual_lp.b_ub > settings.square_slack_tol * magnitude
+    slack = activity - dual_lp.b_ub > settings.template.square_slack_tol * magnitude
     dead = np.zeros(int(classes.max()) + 1, dtype=bool)
     np.logical_or.at(dead, classes, slack)
     live = np.flatnonzero(~dead)

@@ -32,12 +32,12 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
               settings: SolverSettings) -> tuple[np.ndarray, ChainSystem]:
     """``(support, system)``: ``support`` (rows of ``full``'s inequalities) with the candidate rows
     that the completion LP uses added when the chain system on the ``used`` output rows leaves a
-    path residual above :attr:`~SolverSettings.completion_tol` of the largest path condition
+    path residual above :attr:`~ChainTuning.completion_tol` of the largest path condition
     (module docstring), and the chain system of the result.  The support is returned unchanged
     when it is consistent, when no candidate touches the paths left short, or when the completion
-    LP finds no non-negative solution within :attr:`~SolverSettings.simplex_safety_seconds` (the
+    LP finds no non-negative solution within :attr:`~SolverTuning.simplex_safety_seconds` (the
     certificate then reports the failure)."""
-    N, tol = used.size, settings.completion_tol
+    N, tol = used.size, settings.chains.completion_tol
     live, A_sums = np.repeat(used, N), full.A_eq[:N]
     system = build(full.A_ub[support], full.b_ub[support], A_sums, live)
     rhs = system.W @ full.c[live]
@@ -71,14 +71,14 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
 def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
                 settings: SolverSettings) -> np.ndarray | None:
     """Which of the extra rows (columns of ``R_extra``) a basic solution of the completion LP gives
-    a multiplier above :attr:`~SolverSettings.completion_tol` of its largest; ``None`` when the LP
+    a multiplier above :attr:`~ChainTuning.completion_tol` of its largest; ``None`` when the LP
     has no solution in time."""
     kept, sums, k = system.coupling.size, system.N, R_extra.shape[1]
     cost = np.concatenate([np.zeros(kept + sums), np.ones(k)])
     bounds = [(0, None)] * kept + [(None, None)] * sums + [(0, None)] * k
     result = linprog(cost, A_eq=sp.hstack([system.R, R_extra], format="csc"), b_eq=rhs, bounds=bounds,
-                     method="highs", options={"time_limit": settings.simplex_safety_seconds})
+                     method="highs", options={"time_limit": settings.solver.simplex_safety_seconds})
     if result.status != 0:
         return None
     added = result.x[kept + sums:]
-    return np.flatnonzero(added > settings.completion_tol * max(added.max(), 1e-300))
+    return np.flatnonzero(added > settings.chains.completion_tol * max(added.max(), 1e-300))

@@ -21,7 +21,7 @@ import scipy.sparse.linalg as spla
 
 from countdp.design.model import DesignProblem
 from countdp.design.polish import full_dual
-from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.settings import SolverSettings, running
 from countdp.design.strategy import SolveContext
 from countdp.design.template.geometry import cancel
 from countdp.design.template.restricted import TemplateMaps
@@ -48,7 +48,7 @@ def support_dual(full, maps: TemplateMaps, P: np.ndarray, alpha: float, props: t
     y = (F @ np.concatenate([u0, v0[:N0]]))[: full.b_ub.size]
     tight = np.diff(cancel(full.A_ub, col, weight, N0 * N0).indptr) == 0
     live = np.repeat(P.max(axis=1) > 0, N)  # an all-zero output row needs no zero reduced cost
-    support = np.flatnonzero(((y > settings.support_tol * y.max()) | tight) & (abs(full.A_ub) @ live > 0))
+    support = np.flatnonzero(((y > settings.template.support_tol * y.max()) | tight) & (abs(full.A_ub) @ live > 0))
     M = sp.hstack([full.A_ub[support].T, full.A_eq[:N].T], format="csr")[live]
     b = np.concatenate([full.b_ub[support], full.b_eq[:N]])
     dual, vertex = solve_support(M, full.c[live], b, settings=settings)
@@ -60,17 +60,18 @@ def support_dual(full, maps: TemplateMaps, P: np.ndarray, alpha: float, props: t
 
 
 def solve_support(M: sp.csr_matrix, c: np.ndarray, b: np.ndarray, *,
-                  settings: SolverSettings = DEFAULT_SETTINGS) -> tuple[np.ndarray, np.ndarray]:
+                  settings: SolverSettings) -> tuple[np.ndarray, np.ndarray]:
     """``(y, x)`` with ``M y = c`` and ``M^T x = b`` by one LU (plus
-    :attr:`~SolverSettings.support_refinements` steps of iterative refinement).
+    :attr:`~TemplateTuning.support_refinements` steps of iterative refinement).
 
-    A support with ``k <=`` :attr:`~SolverSettings.max_pinned` more rows than equations (a
+    A support with ``k <=`` :attr:`~TemplateTuning.max_pinned` more rows than equations (a
     degenerate dual) gets ``k`` seeded random rows ``pin y = 0`` that single out one solution; then
     ``x`` solves ``M^T x + pin^T w = b``, whose ``w`` is 0 when ``M^T x = b`` is solvable (the
     certificate checks the result either way).  Raises ``ValueError`` for a support with too many
     or too few rows, or a singular system."""
+    running(settings, "the support dual")
     extra = M.shape[1] - M.shape[0]
-    if not 0 <= extra <= settings.max_pinned:
+    if not 0 <= extra <= settings.template.max_pinned:
         raise ValueError(f"support has {extra:+d} rows against the equations")
     K = sp.vstack([M, sp.csr_matrix(np.random.default_rng(0).standard_normal((extra, M.shape[1])))], format="csc")
     try:
@@ -79,7 +80,7 @@ def solve_support(M: sp.csr_matrix, c: np.ndarray, b: np.ndarray, *,
         raise ValueError(f"support system singular ({exc})") from None
     rhs = np.concatenate([c, np.zeros(extra)])
     y, x = lu.solve(rhs), lu.solve(b, trans="T")
-    for _ in range(settings.support_refinements):
+    for _ in range(settings.template.support_refinements):
         y += lu.solve(rhs - K @ y)
         x += lu.solve(b - K.T @ x, trans="T")
     if not (np.all(np.isfinite(y)) and np.all(np.isfinite(x))):
@@ -93,9 +94,9 @@ def general_dual(n: int, alpha: float, props: tuple[str, ...], objective,
     the full model's rows, solved through the context's shared sub-solves (the reduced model and
     the proven solve with its fallbacks).  ``guided`` is replaced by Clarabel's interior dual (the
     support is read off it), or by the simplex where ``alpha^n`` is below Clarabel's tolerance."""
-    lp = context.reduced_lp(DesignProblem(n, alpha, props, objective, None, "sum"), fold=True, drop_implied=True)
-    chosen = context.choose_method(lp)
+    lp = context.solves.reduced_lp(DesignProblem(n, alpha, props, objective, None, "sum"), fold=True, drop_implied=True)
+    chosen = context.solves.choose_method(lp)
     if chosen == "guided":  # the support is read off Clarabel's interior dual (simplex where it fails)
-        chosen = "simplex" if alpha ** n < context.settings.clarabel_tol else "clarabel"
-    _, _, run, _ = context.solve_proven(lp, chosen)
+        chosen = "simplex" if alpha ** n < context.settings.solver.clarabel_tol else "clarabel"
+    _, _, run, _ = context.solves.solve_proven(lp, chosen)
     return full_dual(lp, run.row_dual, run.col_dual)
