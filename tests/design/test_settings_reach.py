@@ -15,10 +15,9 @@ from fractions import Fraction
 
 import pytest
 
-from countdp.design import spread_proof
+from countdp.design import forms, spread_proof
 from countdp.design.designer import design_lp, design_named
 from countdp.design.settings import DEFAULT_SETTINGS, FIELD_GROUPS, SUB_SOLVES, SolverSettings
-from countdp.structural import template
 
 SENTINEL = 60.125
 """``simplex_safety_seconds`` of the caller's settings: a bound no solve here reaches."""
@@ -63,7 +62,7 @@ def test_the_wm_spread_path_solves_its_canonical_design_under_the_callers_settin
     afresh: the cache holds designs by their settings) run under the caller's settings."""
     caller = SolverSettings.of(simplex_safety_seconds=SENTINEL)
     designs = []
-    template.canonical_design.cache_clear()
+    forms.canonical_design.cache_clear()
     seen = sub_solves(caplog, lambda: designs.append(PATHS["WM spread"](caller)))
     assert designs[0].method == spread_proof.METHOD
     assert any("template" in what for what, _ in seen)
