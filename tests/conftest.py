@@ -3,6 +3,7 @@ quick workflow run once per session (``quick_results``, ``quick_results_resumed`
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -17,7 +18,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "lib"))  # the workflow's own modules
 from scipy.optimize import linprog
 
+from tests.helpers.xdist_share import schedule, shared_folder
+
 REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(items):
+    """Long tests first, for pytest-xdist (tests.helpers.xdist_share)."""
+    schedule(items)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -144,12 +152,14 @@ def stray_temp_files(workdir: Path) -> list[str]:
 def quick_results(tmp_path_factory) -> Path:
     """A copy of the repository in which the whole quick workflow ran once, with ``--cores 2``.
 
-    Read-only for the tests that use it: a test that needs to change something copies it.
+    Read-only for the tests that use it: a test that needs to change something copies it.  Under
+    pytest-xdist the workers share one run (tests.helpers.xdist_share.shared_folder).
     """
-    work = copy_workflow(tmp_path_factory.mktemp("quick") / "repo")
-    done = snakemake(work, "--cores", "2")
-    assert done.returncode == 0, done.stderr[-4000:]
-    return work
+    def build(folder: Path) -> None:
+        done = snakemake(copy_workflow(folder / "repo"), "--cores", "2")
+        assert done.returncode == 0, done.stderr[-4000:]
+
+    return shared_folder(tmp_path_factory, "quick", build) / "repo"
 
 
 def _start_and_kill(work: Path, at_least: int, graceful: bool) -> int:
@@ -201,21 +211,30 @@ def quick_results_resumed(tmp_path_factory) -> dict:
     Shared by tests/workflow/test_resume.py (resume leaves no partial file and equals an uninterrupted
     run) and tests/workflow/test_extrinsic_workflow.py (--cores 1 equals --cores 2): one single-core
     run serves both comparisons with ``quick_results``.
-    Returns ``{"path", "killed_at", "left_after_kill", "locked", "resumed"}``.
+    Returns ``{"path", "killed_at", "left_after_kill", "locked", "resumed"}``.  Under pytest-xdist
+    the workers share one such run (its record is kept beside it, in ``run.json``).
     """
-    work = copy_workflow(tmp_path_factory.mktemp("resume") / "repo")
-    first = _start_and_kill(work, 10, graceful=True)
-    _unlock_if_needed(work)
-    second = _start_and_kill(work, first + 10, graceful=False)
-    left = stray_temp_files(work)
-    planted = work / "results" / "mechanisms" / "GM" / "L0" / ".alpha=0.5.json.k1ll3d_x.json"
-    planted.parent.mkdir(parents=True, exist_ok=True)
-    planted.write_text('{"matrix": [[0.5')
-    locked = _unlock_if_needed(work)
-    resumed = snakemake(work, "--cores", "1")
-    assert resumed.returncode == 0, resumed.stderr[-4000:]
-    return {"path": work, "killed_at": (first, second), "left_after_kill": left, "locked": locked,
-            "resumed": resumed}
+    def build(folder: Path) -> None:
+        work = copy_workflow(folder / "repo")
+        first = _start_and_kill(work, 10, graceful=True)
+        _unlock_if_needed(work)
+        second = _start_and_kill(work, first + 10, graceful=False)
+        left = stray_temp_files(work)
+        planted = work / "results" / "mechanisms" / "GM" / "L0" / ".alpha=0.5.json.k1ll3d_x.json"
+        planted.parent.mkdir(parents=True, exist_ok=True)
+        planted.write_text('{"matrix": [[0.5')
+        locked = _unlock_if_needed(work)
+        resumed = snakemake(work, "--cores", "1")
+        assert resumed.returncode == 0, resumed.stderr[-4000:]
+        record = {"killed_at": [first, second], "left_after_kill": left, "locked": locked,
+                  "resumed": [resumed.args, resumed.returncode, resumed.stdout, resumed.stderr]}
+        (folder / "run.json").write_text(json.dumps(record))
+
+    folder = shared_folder(tmp_path_factory, "resume", build)
+    record = json.loads((folder / "run.json").read_text())
+    return {"path": folder / "repo", "killed_at": tuple(record["killed_at"]),
+            "left_after_kill": record["left_after_kill"], "locked": record["locked"],
+            "resumed": subprocess.CompletedProcess(*record["resumed"])}
 
 
 TIMING_FIELDS = frozenset({"solve_time", "build_time", "elapsed_s"})

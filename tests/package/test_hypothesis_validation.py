@@ -143,7 +143,7 @@ def test_complex_matrix_rejected():
         raises_value_error(check_matrix, np.eye(2) * (1 + 1j), word="real")
 
 
-@pytest.mark.parametrize("obj", [{"P": 1}, {1, 2}, object(), "abc"], ids=repr)
+@pytest.mark.parametrize("obj", [{"P": 1}, {1, 2}, object(), "abc"], ids=["dict", "set", "object", "str"])
 def test_object_matrix_raises_value_error(obj):
     raises_value_error(check_matrix, obj, word="matrix")
 
@@ -262,7 +262,7 @@ def test_release_bad_counts(counts):
     raises_value_error(release, GM3, counts, RNG, word="integers in 0..3")
 
 
-@pytest.mark.parametrize("rng", [0, "seed", np.random.RandomState(0)], ids=repr)
+@pytest.mark.parametrize("rng", [0, "seed", np.random.RandomState(0)], ids=["int", "str", "RandomState"])
 def test_release_needs_a_generator_or_the_os_source(rng):
     raises_value_error(release, GM3, np.array([0]), rng, word="rng")
 
