@@ -15,6 +15,10 @@ Reproduces Cormode, Kulkarni, Srivastava, "Constrained Differential Privacy for 
 Data", ICDE 2018.
 """
 
+# The subpackage countdp.release (a curator's table release) is loaded first: a submodule sets its
+# parent's attribute only when it is first loaded, so the sampler bound below stays countdp.release
+# whatever is imported later (countdp.release.engine, ...).
+from countdp import release as _release_subpackage
 from countdp.design.designer import Design, DesignError, design_lp, design_named
 from countdp.evaluate.metrics import empirical_error, expected_error
 from countdp.mechanisms.closed_forms import explicit_fair, geometric, uniform
@@ -26,6 +30,8 @@ from countdp.values.alpha import alpha_from_epsilon, exact_alpha
 from countdp.values.catalogue import NAMED_DESIGNS
 from countdp.values.objectives import objective_value
 from countdp.version import __version__ as __version__
+
+del _release_subpackage
 
 __all__ = [
     "NAMED_DESIGNS",

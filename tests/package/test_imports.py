@@ -49,3 +49,15 @@ def test_closed_form_design_and_check_commands_import_no_lp_stack(tmp_path):
 def test_the_probe_sees_the_lp_stack_when_it_is_loaded():
     """The probe itself sees scipy once the LP model is imported (so the checks above can fail)."""
     assert "scipy" in _imported_after("import countdp.design.model")
+
+
+@pytest.mark.parametrize("first", ["countdp.release.engine", "countdp.release.ledger", "countdp"])
+def test_the_sampler_stays_countdp_release_whatever_is_imported(first):
+    """``countdp.release`` is the exact sampler of the public API and ``countdp.release.*`` the table release's
+    modules: importing one of those modules, before or after the package, leaves the sampler in place."""
+    code = (f"import {first}\nimport countdp, countdp.release.engine, countdp.release.draws\n"
+            "from countdp.release import ledger\nimport countdp.privacy.sampling as s\n"
+            "assert countdp.release is s.release, countdp.release\n"
+            "print(countdp.release(countdp.design_named('GM', 4, '1/2'), [2], None).shape)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "(1,)", result.stderr
