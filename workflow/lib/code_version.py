@@ -32,6 +32,7 @@ DESIGN_SOURCES = (
     "validation.py",
     "version.py",
     "evaluate/__init__.py",
+    "release/__init__.py",
     "evaluate/metrics.py",
     "studies/__init__.py",
     "studies/naming.py",
