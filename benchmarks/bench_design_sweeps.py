@@ -44,9 +44,11 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from child_run import run_child  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "workflow" / "lib"))
+from workflow_copy import copy_workflow_files  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "resources", "environment.yml", "pyproject.toml")
 LIBRARY_CHILD = """
 import json, sys, time
 from fractions import Fraction
@@ -62,18 +64,6 @@ for alpha, n in json.loads(sys.argv[1]):
 
 def spelling(alpha: str) -> str:
     return repr(float(Fraction(alpha)))
-
-
-def checkout(dest: Path, source: Path) -> Path:
-    """The workflow files of ``source`` (a checkout) copied to ``dest``, without results."""
-    dest.mkdir(parents=True)
-    for name in WORKFLOW_FILES:
-        path = source / name
-        if path.is_dir():
-            shutil.copytree(path, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif path.exists():
-            shutil.copy2(path, dest / name)
-    return dest
 
 
 def study_config(work: Path, alphas: list[str], ns: list[int]) -> str:
@@ -232,7 +222,7 @@ def resume_table(args, new_root: Path, base_root: Path | None, src: Path) -> Non
     if base_root is not None:
         runs.append(("baseline (HEAD)", base_root, base_root / "src", args.baseline_timeout))
     for label, root, library, timeout in runs:
-        work = checkout(root.parent / f"{root.name}-resume", root)
+        work = copy_workflow_files(root, root.parent / f"{root.name}-resume")
         study_config(work, alphas, args.ns)
         r = stop_and_resume(work, library, alphas, half, args.stop_wait, timeout)
         stop = f"{r['stop']:.1f}" if r["stopped"] else f"> {args.stop_wait:.0f} (killed)"
@@ -254,13 +244,13 @@ def main(argv: list[str] | None = None) -> int:
     args.alphas, args.ns = args.alphas.split(","), [int(n) for n in args.ns.split(",")]
     tmp = Path(tempfile.mkdtemp(prefix="countdp-sweeps-"))
     src = REPO / "src"
-    new = checkout(tmp / "new", REPO)
+    new = copy_workflow_files(REPO, tmp / "new")
     study_config(new, args.alphas, args.ns)
     base = None
     if not args.no_baseline:
         clone = tmp / "head"
         subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-        base = checkout(tmp / "base", clone)
+        base = copy_workflow_files(clone, tmp / "base")
         shutil.copytree(clone / "src", base / "src", ignore=shutil.ignore_patterns("__pycache__"))
         study_config(base, args.alphas, args.ns)
     print(f"# design sweeps: WM, L0, alphas {', '.join(args.alphas)}, n {args.ns}; cpus={os.cpu_count()}, "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "lib"))  # the workflow's own modules
 from scipy.optimize import linprog
+from workflow_copy import copy_workflow_files  # noqa: E402  (workflow/lib, on the path above)
 
 from tests.helpers.xdist_share import schedule, shared_folder
 
@@ -119,20 +119,12 @@ def repo() -> Path:
 # test_resume.py, the notebook test): results/ of the checkout is never touched.
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "resources", "environment.yml", "pyproject.toml")
 QUICK = "config/quick.yaml"
 
 
 def copy_workflow(dest: Path) -> Path:
-    """Copy what Snakemake needs (no results/, .snakemake/, caches) to ``dest``; return it."""
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif source.exists():
-            shutil.copy2(source, dest / name)
-    return dest
+    """Copy what Snakemake needs of this checkout (no results/, .snakemake/, caches) to ``dest``; return it."""
+    return copy_workflow_files(REPO, dest)
 
 
 def snakemake(workdir: Path, *args: str, configfile: str = QUICK, timeout: float = 1800

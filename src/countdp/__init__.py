@@ -28,6 +28,7 @@ from countdp.privacy.exact import IntegerMechanism, exact_dp_check
 from countdp.privacy.sampling import release
 from countdp.values.alpha import alpha_from_epsilon, exact_alpha
 from countdp.values.catalogue import NAMED_DESIGNS
+from countdp.values.mechanism import Mechanism
 from countdp.values.objectives import objective_value
 from countdp.version import __version__ as __version__
 
@@ -40,6 +41,7 @@ __all__ = [
     "Design",
     "DesignError",
     "IntegerMechanism",
+    "Mechanism",
     "alpha_from_epsilon",
     "certify",
     "check_all",

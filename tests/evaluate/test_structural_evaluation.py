@@ -19,7 +19,8 @@ from countdp.design.forms import FORMS, structural_form, template_form
 from countdp.evaluate.experiments import binomial_sweep, load_mechanisms
 from countdp.evaluate.metrics import binomial_distribution
 from countdp.evaluate.routing import evaluation_form
-from countdp.evaluate.structural import column_losses, release_structural, structural_expected_errors
+from countdp.evaluate.structural import column_losses, structural_expected_errors
+from countdp.privacy.sampling import release_each
 from countdp.structural.catalogue import served_as_structure
 from countdp.structural.errors import structural_errors
 from countdp.structural.form import REPRESENTATION, StructuralMechanism
@@ -118,7 +119,7 @@ def test_wide_sampler_draws_the_exact_column_distribution():
     form = structural_form("GM", 10_000, "91/100")
     assert form.wide
     j = 5_000
-    out = release_structural(form, [np.full(200_000, j)], [np.random.default_rng(3)])[0]
+    out = release_each(form, [np.full(200_000, j)], [np.random.default_rng(3)])[0]
     column = form.column(j).astype(object)
     near = np.arange(j - 8, j + 9)
     p = np.array([float(Fraction(int(column[i]), form.denominator)) for i in near])

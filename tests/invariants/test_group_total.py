@@ -208,7 +208,7 @@ def test_packed_products_are_exact_convolutions():
     (lambda: GroupTotalSampler([mechanism("GM", 3, "1/2")] * 2, [1, 4]), "outside 0..3"),
     (lambda: GroupTotalSampler([mechanism("GM", 3, "1/2")] * 2, [1, -1]), "outside 0..3"),
     (lambda: GroupTotalSampler([mechanism("GM", 3, "1/2")] * 2, [1.0, 2.0]), "one integer per group"),
-    (lambda: GroupTotalSampler([geometric(3, 0.5)], [1]), "IntegerMechanism"),
+    (lambda: GroupTotalSampler([geometric(3, 0.5)], [1]), "one certified mechanism per group"),
     (lambda: GroupTotalSampler([mechanism("GM", 3, "1/2")], [1]).draw(rng=7), "rng must be"),
     (lambda: GroupTotalSettings(method="mcmc"), "method"),
     (lambda: GroupTotalSettings(digits=()), "digits"),

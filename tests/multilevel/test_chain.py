@@ -51,13 +51,13 @@ def test_marginals_are_exact_distributions_close_to_gm(chain):
     for k, a in enumerate(chain.alphas):
         A = chain.marginal(k)
         assert (A == python_chain(chain, k)).all()
-        assert all(s == chain.denominator(k) == 2 ** (RELEASE_K * (k + 1)) for s in A.sum(axis=0))
-        assert np.max(np.abs(A / chain.denominator(k) - geometric(chain.n, float(a)))) < 1e-12
+        assert all(s == chain.level_denominator(k) == 2 ** (RELEASE_K * (k + 1)) for s in A.sum(axis=0))
+        assert np.max(np.abs(A / chain.level_denominator(k) - geometric(chain.n, float(a)))) < 1e-12
     assert (chain.marginal(0) == chain.first.weights).all()
 
 
 def test_certificate_holds_and_each_level_is_alpha_dp_by_fractions(chain):
-    cert = chain.certificate()
+    cert = chain.certify()
     assert cert.holds and all(v.holds for v in cert.levels) and all(c.holds for c in cert.collusion)
     assert {c.levels for c in cert.collusion} == {(0, 1), (0, 2), (1, 2), (0, 1, 2)}
     assert all(c.enumerated is True for c in cert.collusion)
@@ -78,7 +78,7 @@ def test_weights_are_valid_sampling_tables(chain):
 
 def test_certificate_fails_on_a_corrupted_transition(chain):
     broken = corrupted(chain, 1)
-    cert = broken.certificate()
+    cert = broken.certify()
     assert not cert.holds
     assert cert.levels[0].holds and not cert.levels[1].holds
     for c in cert.collusion:
@@ -92,7 +92,7 @@ def test_certificate_fails_on_a_transition_whose_column_does_not_sum(chain):
     T = chain.transitions[1].copy()
     T[0, 0] -= 1
     broken = dataclasses.replace(chain, transitions=(chain.transitions[0], T))
-    cert = broken.certificate()
+    cert = broken.certify()
     assert not cert.holds and cert.levels[1].holds and not cert.levels[2].holds
     assert "not a valid sampling table" in cert.levels[2].reason
 
@@ -126,14 +126,14 @@ def test_sampling_matches_the_exact_marginals_and_joint(chain):
     rng = np.random.default_rng(20240611)
     size, x = 200_000, 2
     draws = [rng.integers(0, 2**chain.K, size, dtype=np.int64) for _ in chain.alphas]
-    levels = chain.sample(np.full(size, x), draws)
+    levels = chain.sample(np.full(size, x), _words(chain, draws))
     for k, r in enumerate(levels):
-        expected = np.array([float(v) for v in chain.marginal(k)[:, x] / chain.denominator(k)]) * size
+        expected = np.array([float(v) for v in chain.marginal(k)[:, x] / chain.level_denominator(k)]) * size
         observed = np.bincount(r, minlength=chain.n + 1)
         stat = float(((observed - expected) ** 2 / expected).sum())
         assert chi2.sf(stat, chain.n) > 1e-6
     J = path_joint(chain.first.weights, chain.transitions, (0, 1))[..., x]
-    expected = np.array([[float(v) for v in row] for row in J / chain.denominator(1)]).ravel() * size
+    expected = np.array([[float(v) for v in row] for row in J / chain.level_denominator(1)]).ravel() * size
     observed = np.bincount(levels[0] * (chain.n + 1) + levels[1], minlength=(chain.n + 1) ** 2)
     assert chi2.sf(float(((observed - expected) ** 2 / expected).sum()), expected.size - 1) > 1e-6
 
@@ -146,20 +146,27 @@ def test_every_interval_boundary_draw_maps_to_the_inverse_cdf(chain):
     x, j, i = (a.ravel() for a in np.meshgrid(np.arange(N), np.arange(N), np.arange(N), indexing="ij"))
     u0 = np.where(j == 0, 0, first_cum[np.maximum(j - 1, 0), x])  # the first draw that gives r_0 = j
     for u1 in (T_cum[i, j] - 1, np.minimum(T_cum[i, j], D - 1)):
-        r = chain.sample(x, [u0, u1, np.zeros_like(u0)])
+        r = chain.sample(x, _words(chain, [u0, u1, np.zeros_like(u0)]))
         assert (r[0] == j).all()
         expected = np.array([np.searchsorted(T_cum[:, jj], uu, side="right") for jj, uu in zip(j, u1, strict=True)])
         assert (r[1] == expected).all()
 
 
+def _words(chain, draws) -> np.ndarray:
+    """The uniform 64-bit words whose top ``K`` bits are ``draws`` (one array per level), levels first."""
+    return np.stack([np.asarray(d, dtype=np.uint64) << np.uint64(64 - chain.K) for d in draws])
+
+
 def test_sample_rejects_bad_input(chain):
-    zeros = np.zeros(3, dtype=np.int64)
-    with pytest.raises(ValueError):
-        chain.sample(np.array([0, 1, 9]), [zeros] * 3)
-    with pytest.raises(ValueError):
-        chain.sample(np.array([0, 1, 2]), [zeros] * 2)
-    with pytest.raises(ValueError):
-        chain.sample(np.array([0, 1, 2]), [zeros, zeros, zeros + 2**chain.K])
+    zeros = np.zeros(3, dtype=np.uint64)
+    with pytest.raises(ValueError, match="0..5"):
+        chain.sample(np.array([0, 1, 9]), np.stack([zeros] * 3))
+    with pytest.raises(ValueError, match="3 levels need"):
+        chain.sample(np.array([0, 1, 2]), np.stack([zeros] * 2))
+    with pytest.raises(ValueError, match="uint64"):
+        chain.sample(np.array([0, 1, 2]), np.zeros((3, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="size 5 only"):
+        chain.sample(np.array([0, 1, 2]), np.stack([zeros] * 3), sizes=np.array([5, 5, 4]))
 
 
 def test_digest_is_reproducible_and_tracks_every_weight(chain):
@@ -172,12 +179,12 @@ def test_the_retry_loop_repairs_a_mixing_weight_that_is_too_small():
     n, a = 4, Fraction(1, 2)
     assert not exact_dp_check(round_table(gm_table(n, a), Fraction(0), RELEASE_K), a, RELEASE_K).holds
     chain = build_level_chain(n, ["1/2", "3/4"], settings=ChainSettings(lambda_margin=0.0))
-    assert chain.certificate().holds and chain.mixing[0] > 0
+    assert chain.certify().holds and chain.mixing[0] > 0
 
 
 def test_moderate_n_certifies_without_enumeration():
     chain = build_level_chain(60, ["1/3", "1/2", "4/5"])
-    cert = chain.certificate()
+    cert = chain.certify()
     assert cert.holds and all(c.enumerated is None and c.structural for c in cert.collusion)
     assert max(v.max_abs_deviation for v in cert.levels) < 1e-12
 
@@ -199,7 +206,7 @@ def test_certificate_fails_on_a_negative_transition_weight(chain):
     T = chain.transitions[1].copy()
     T[0, 0], T[1, 0] = -1, T[1, 0] + T[0, 0] + 1  # the column still sums to 2^K
     broken = dataclasses.replace(chain, transitions=(chain.transitions[0], T))
-    cert = broken.certificate()
+    cert = broken.certify()
     assert cert.levels[0].holds and cert.levels[1].holds and not cert.levels[2].holds and not cert.holds
     with pytest.raises(ValueError):
         broken.marginal(2)

@@ -53,7 +53,7 @@ def test_em_table_is_the_float_closed_form_with_columns_summing_to_one():
 
 def test_em_chain_is_certified_and_starts_from_em_own_release_weights(em_chain):
     n = em_chain.n
-    cert = em_chain.certificate()
+    cert = em_chain.certify()
     assert cert.holds and cert.mechanism == "EM" and em_chain.mechanism == "EM"
     assert all(c.holds for c in cert.collusion) and all(c.enumerated is True for c in cert.collusion)
     assert (em_chain.first.weights == design_named("EM", n, "1/2").released.weights).all()
@@ -70,7 +70,7 @@ def test_em_levels_stay_within_the_stated_bound_of_exact_em(em_chain):
     """
     n, K = em_chain.n, em_chain.K
     exact = [em_exact(n, a) for a in em_chain.alphas]
-    delta = max_deviation(em_chain.marginal(0), em_chain.denominator(0), exact[0])
+    delta = max_deviation(em_chain.marginal(0), em_chain.level_denominator(0), exact[0])
     assert delta < Fraction(1, 10**15)
     for k in range(1, em_chain.levels):
         T = exact_transition(exact[k - 1], exact[k])
@@ -78,7 +78,7 @@ def test_em_levels_stay_within_the_stated_bound_of_exact_em(em_chain):
         rho = max(T.sum(axis=1))
         lam = em_chain.mixing[k]
         bound = lam + (1 - lam) * rho * delta + Fraction(1, 2**K)
-        delta = max_deviation(em_chain.marginal(k), em_chain.denominator(k), exact[k])
+        delta = max_deviation(em_chain.marginal(k), em_chain.level_denominator(k), exact[k])
         assert delta <= bound
         assert delta < Fraction(1, 10**12)
 
@@ -104,14 +104,14 @@ def test_em_at_n8_close_levels_are_refused_with_one_line():
 
 def test_em_at_n8_a_wider_pair_is_released():
     chain = build_level_chain(8, ["1/2", "3/5"], mechanism="EM")
-    assert chain.certificate().holds
+    assert chain.certify().holds
     assert is_alpha_dp(chain.marginal(1), Fraction(3, 5))
 
 
 def test_the_certificate_fails_on_a_corrupted_em_transition(em_chain):
     """Level 1's row n becomes proportional to EM(n, 1/2)'s row 0, whose first ratio is 1/2 < 2/3."""
     broken = corrupted(em_chain, 1)
-    cert = broken.certificate()
+    cert = broken.certify()
     assert not cert.holds and cert.levels[0].holds and not cert.levels[1].holds
     assert not is_alpha_dp(broken.marginal(1), Fraction(2, 3))
 
@@ -136,13 +136,13 @@ def _feasible(source, target) -> bool:
 def test_wm_chain_at_a_derivable_point_is_certified(wm_chain):
     designs = [design_named("WM", 5, a) for a in WM_LEVELS]
     assert all(_feasible(d.matrix, e.matrix) for d, e in zip(designs, designs[1:], strict=False))
-    cert = wm_chain.certificate()
+    cert = wm_chain.certify()
     assert cert.holds and cert.mechanism == "WM"
     assert (wm_chain.first.weights == designs[0].released.weights).all()
     for k, (a, d) in enumerate(zip(wm_chain.alphas, designs, strict=True)):
         A = wm_chain.marginal(k)
         assert is_alpha_dp(A, a)
-        assert np.max(np.abs(A / wm_chain.denominator(k) - d.matrix)) < 1e-9
+        assert np.max(np.abs(A / wm_chain.level_denominator(k) - d.matrix)) < 1e-9
         assert cert.levels[k].max_abs_deviation < 1e-9
 
 
@@ -161,7 +161,7 @@ def test_wh_is_refused_where_its_design_is_not_derivable():
 
 def test_the_retry_loop_certifies_an_lp_chain_and_refuses_when_out_of_doublings():
     chain = build_level_chain(5, WM_LEVELS, settings=ChainSettings(lambda_margin=0.0), mechanism="WM")
-    assert chain.certificate().holds and all(lam > 0 for lam in chain.mixing[1:])
+    assert chain.certify().holds and all(lam > 0 for lam in chain.mixing[1:])
     with pytest.raises(ValueError, match=r"^no certified WM multi-level release found for n = 5 .* 1 doublings"):
         build_level_chain(5, WM_LEVELS, settings=ChainSettings(lambda_margin=0.0, max_doublings=1), mechanism="WM")
 

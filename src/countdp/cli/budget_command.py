@@ -32,25 +32,25 @@ def register(sub) -> None:
                             description=DESCRIPTION)
     actions = budget.add_subparsers(dest="budget_command", metavar="{init,add-account,show}", required=True,
                                     parser_class=Parser)
-    init = actions.add_parser("init", help="create a ledger with a total epsilon (never overwrites one)",
-                              description=DESCRIPTION)
-    init.set_defaults(handler=_init)
-    init.add_argument("ledger", type=Path, help="the ledger file to create (JSON), in an existing folder")
+    init = _action(actions, "init", "create a ledger with a total epsilon (never overwrites one)", _init,
+                   "the ledger file to create (JSON), in an existing folder")
     init.add_argument("--epsilon", type=_epsilon_argument, required=True,
                       help="the bit account's total epsilon, exact: 1, 0.5, 1/3")
     init.add_argument("--invariant-epsilon", type=_epsilon_argument, default=None,
                       help="also an invariant account with this total epsilon (for --invariant releases)")
     init.add_argument("--dataset", default=None, help="the dataset's name (default: the ledger file's name)")
-    add = actions.add_parser("add-account", help="give an existing ledger its invariant account (once)",
-                             description=DESCRIPTION)
-    add.set_defaults(handler=_add_account)
-    add.add_argument("ledger", type=Path, help="a ledger written by `countdp budget init`")
+    add = _action(actions, "add-account", "give an existing ledger its invariant account (once)", _add_account)
     add.add_argument("--invariant-epsilon", type=_epsilon_argument, required=True,
                      help="the invariant account's total epsilon, exact: 1, 0.5, 1/3")
-    show = actions.add_parser("show", help="print each account's total, spent and remaining epsilon and every entry",
-                              description=DESCRIPTION)
-    show.set_defaults(handler=_show)
-    show.add_argument("ledger", type=Path, help="a ledger written by `countdp budget init`")
+    _action(actions, "show", "print each account's total, spent and remaining epsilon and every entry", _show)
+
+
+def _action(actions, name: str, summary: str, handler, ledger: str = "a ledger written by `countdp budget init`"):
+    """One ``budget`` action's parser: its summary, its handler and the ledger it takes."""
+    parser = actions.add_parser(name, help=summary, description=DESCRIPTION)
+    parser.set_defaults(handler=handler)
+    parser.add_argument("ledger", type=Path, help=ledger)
+    return parser
 
 
 def _epsilon_argument(text: str) -> Fraction:

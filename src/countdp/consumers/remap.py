@@ -42,8 +42,8 @@ from countdp.consumers.certificates import (
 from countdp.consumers.losses import check_side
 from countdp.design.highspy_loader import load_highspy
 from countdp.design.solvers.highs import highs_lp
-from countdp.privacy.exact import IntegerMechanism
 from countdp.validation import check_alpha, check_matrix, check_n
+from countdp.values.mechanism import Mechanism, integer_weights, narrow_mechanisms
 
 
 class CertificateError(ValueError):
@@ -178,12 +178,14 @@ def optimal_remap(M: np.ndarray, loss: np.ndarray, side: object = None,
     return Remap(R, certificate.primal, per_input, S, prior, certificate, settings.attain_tol)
 
 
-def optimal_release_remap(released: IntegerMechanism, loss: np.ndarray, side: object = None,
+def optimal_release_remap(released: Mechanism, loss: np.ndarray, side: object = None,
                           settings: RemapSettings = RemapSettings()) -> Remap:
-    """:func:`optimal_remap` of the sampled object ``released.weights / 2**K``, with its certificate
-    recomputed in exact arithmetic on those integer weights (needs an integer-valued loss)."""
-    remap = optimal_remap(released.matrix, loss, side, settings)
-    exact, per_input, _ = exact_remap_certificate(released.weights, released.denominator, np.asarray(loss, dtype=float),
+    """:func:`optimal_remap` of the sampled object ``W / 2**K`` (``W``: the mechanism's columns), with its
+    certificate recomputed in exact arithmetic on those integer weights (needs an integer-valued loss)."""
+    released = narrow_mechanisms([released], "a remap")[0]
+    W = integer_weights(released)
+    remap = optimal_remap(W / float(released.denominator), loss, side, settings)
+    exact, per_input, _ = exact_remap_certificate(W, released.denominator, np.asarray(loss, dtype=float),
                                                remap.side, remap.remap, remap.prior, settings.tol)
     if not exact.holds:
         raise CertificateError(f"remap LP: exact duality gap {float(exact.gap):.3g} > {settings.tol:g}")

@@ -33,10 +33,11 @@ import pandas as pd
 from countdp.evaluate.data import POPULATION, binomial_groups, empirical_distribution, group_counts
 from countdp.evaluate.metrics import binomial_distribution, empirical_errors, expected_error, expected_errors
 from countdp.evaluate.routing import evaluation_form
-from countdp.evaluate.structural import column_losses, release_structural, structural_expected_errors
+from countdp.evaluate.structural import column_losses, structural_expected_errors
 from countdp.privacy.sampling import release_each
 from countdp.services.artifact import load_certified
-from countdp.structural.form import REPRESENTATION, StructuralMechanism
+from countdp.structural.form import REPRESENTATION
+from countdp.values.mechanism import mechanism_of
 
 NOISE_ONLY_KEYS = ("alpha", "mechanism")
 """Parameters that change the released noise but not the drawn data."""
@@ -75,29 +76,28 @@ DrawFor = Callable[[Mapping, np.random.Generator], np.ndarray]
 
 
 def released_matrix(mechanism: object) -> np.ndarray:
-    """The distribution a certified mechanism's sampler draws from, ``W / D``, as floats."""
-    return getattr(mechanism, "released", mechanism).matrix
+    """The distribution a certified mechanism's sampler draws from, ``column / denominator``, as floats."""
+    released = mechanism_of(mechanism, "an evaluation")
+    return released.column(np.arange(released.n + 1)) / float(released.denominator)
 
 
 def released_size(mechanism: object) -> int:
-    """The group size ``n`` a certified mechanism (matrix or structural form) releases."""
-    if isinstance(mechanism, StructuralMechanism):
-        return int(mechanism.n)
-    return int(released_matrix(mechanism).shape[0]) - 1
+    """The group size ``n`` a certified mechanism (any representation) releases."""
+    return int(mechanism_of(mechanism, "an evaluation").n)
 
 
 def release_with(mechanism: object, counts: Sequence[np.ndarray], rngs: Sequence[np.random.Generator]) -> list:
-    """Each array of counts released by ``mechanism``'s own sampler, with draws from its generator."""
-    if isinstance(mechanism, StructuralMechanism):
-        return release_structural(mechanism, counts, rngs)
+    """Each array of counts released by ``mechanism``'s own sampler, with words from its generator."""
     return release_each(mechanism, counts, rngs)
 
 
 def expected_with(mechanism: object, distributions: Sequence[object], measure: str) -> np.ndarray:
-    """The exact expected error of ``mechanism``'s releases under each input distribution."""
-    if isinstance(mechanism, StructuralMechanism):
-        return structural_expected_errors(mechanism, distributions, measure)
-    return expected_errors(released_matrix(mechanism), distributions, measure)
+    """The exact expected error of ``mechanism``'s releases under each input distribution (a structural
+    form's from its tables, without the matrix; any other representation's from its columns)."""
+    released = mechanism_of(mechanism, "an evaluation")
+    if released.representation == REPRESENTATION:
+        return structural_expected_errors(released, distributions, measure)
+    return expected_errors(released_matrix(released), distributions, measure)
 
 
 def simulate(study: str, seed: int, points: Sequence[Mapping], mechanisms: Sequence[str],
@@ -204,9 +204,10 @@ def binomial_sweep(points: Sequence[Mapping], mechanisms: Sequence[str], mechani
         if key not in matrices:
             point = {"n": row["n"], "alpha": row["alpha"], "p": row["p"]}
             mech = mechanism_for(row["mechanism"], point)
-            matrices[key] = mech if isinstance(mech, StructuralMechanism) else released_matrix(mech)
+            released = mechanism_of(mech, "an evaluation")
+            matrices[key] = released if released.representation == REPRESENTATION else released_matrix(released)
         pmf = binomial_distribution(row["n"], row["p"])
-        if isinstance(matrices[key], StructuralMechanism):
+        if not isinstance(matrices[key], np.ndarray):  # a structural form
             held = (key, row["measure"])
             if held not in losses:
                 losses[held] = column_losses(matrices[key], row["measure"])

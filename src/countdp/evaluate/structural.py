@@ -3,12 +3,11 @@
 The two things :func:`countdp.evaluate.experiments.simulate` needs of a mechanism, for a
 :class:`~countdp.structural.form.StructuralMechanism`:
 
-* :func:`release_structural`: noisy counts drawn by the structural sampler itself
-  (:meth:`~countdp.structural.form.StructuralMechanism.sample`) from integer draws of a seeded
-  generator: one raw 64-bit word per count, as :func:`countdp.privacy.sampling.uniform_draws`
-  takes them, and for a wide form (``K > 62``) a second word, from the same generator, for the
+* its releases: drawn by the structural sampler itself through the protocol
+  (:func:`countdp.privacy.sampling.release_each`): one raw 64-bit word per count from a seeded
+  generator, and for a wide form (``K > 62``) a second word, from the same generator, for the
   rare rows whose first word does not settle the draw.  Exact: output ``i`` is released for
-  exactly ``W[i, j]`` of the ``2**K`` draws.
+  exactly ``W[i, j]`` of the ``2**K`` draws;
 * :func:`column_losses`: ``E[loss(out - j) | j]`` for every input ``j``, from the form's
   description (module docstring of :mod:`countdp.structural.form`): a draw is the floor's with
   probability ``R / D`` (output ``i`` then has ``f + [i < r]`` of those ``R`` draws), or else
@@ -44,28 +43,6 @@ from countdp.values.objectives import parse_objective
 
 BLOCK_ENTRIES = 1 << 21
 """Entries of the (inputs x categories) block of :func:`column_losses` (16 MB of int64): its memory bound."""
-
-
-def release_structural(form: StructuralMechanism, true_counts: Sequence[np.ndarray],
-                       rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
-    """Each array of true counts released by ``form``'s sampler with draws from its own generator."""
-    if len(true_counts) != len(rngs):
-        raise ValueError(f"{len(true_counts)} arrays of counts for {len(rngs)} random sources")
-    out = []
-    for counts, rng in zip(true_counts, rngs, strict=True):
-        counts = np.asarray(counts, dtype=np.int64)
-        if counts.size and (counts.min() < 0 or counts.max() > form.n):
-            raise ValueError(f"true counts must lie in 0..{form.n}")
-        words = rng.bit_generator.random_raw(counts.size)
-        fine = None
-        if form.wide:
-            shift = np.uint64(64 - (form.K - form.coarse_bits))
-
-            def fine(rows, rng=rng, shift=shift):  # the second word of each row that needs one
-                return (rng.bit_generator.random_raw(np.size(rows)) >> shift).astype(np.int64)
-
-        out.append(form.sample(counts.ravel(), words, fine=fine).reshape(counts.shape))
-    return out
 
 
 def _loss_kind(measure: str) -> tuple[str, int]:
@@ -136,4 +113,4 @@ def structural_expected_errors(form: StructuralMechanism, input_distributions: S
     return np.sqrt(values) if _loss_kind(measure)[0] == "L2" else values
 
 
-__all__ = ["BLOCK_ENTRIES", "column_losses", "release_structural", "structural_expected_errors"]
+__all__ = ["BLOCK_ENTRIES", "column_losses", "structural_expected_errors"]

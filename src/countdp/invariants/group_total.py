@@ -1,6 +1,6 @@
 """Every group's noisy count, conditioned on the counts summing to the published total, sampled exactly.
 
-Group ``g`` has a certified mechanism (:class:`~countdp.privacy.exact.IntegerMechanism`, weights
+Group ``g`` has a certified mechanism (:class:`~countdp.values.mechanism.Mechanism`, weights
 ``W_g[y, x]``) and a true count ``x_g``.  The release is ``y`` with probability proportional to
 ``prod_g W_g[y_g, x_g]`` on ``{y : sum y = T = sum x}``: Gong and Meng's conditioned mechanism
 (Section 2.2, equation 2.3), without MCMC.
@@ -41,8 +41,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.sampling import SystemRandomSource, uniform_draw
+from countdp.values.mechanism import Mechanism, narrow_mechanisms
 
 _EXACT = Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN,  # raises rather than rounds
                  traps=[decimal.Inexact, decimal.Rounded, decimal.InvalidOperation])
@@ -247,13 +247,9 @@ def choose(low: Sequence, high: Sequence, u: int, bits: int, offset: int = 0) ->
     return (a, bound) if (a == 0) | decided else (None, bound)
 
 
-def _validated(mechanisms: Sequence[IntegerMechanism], counts: object) -> tuple[list[IntegerMechanism], np.ndarray]:
+def _validated(mechanisms: Sequence[Mechanism], counts: object) -> tuple[list[Mechanism], np.ndarray]:
     """The mechanisms and counts, or a one-line ``ValueError``."""
-    mechanisms = list(mechanisms)
-    if not mechanisms:
-        raise ValueError("a release conditioned on its total needs at least one group, got none")
-    if not all(isinstance(m, IntegerMechanism) for m in mechanisms):
-        raise ValueError("every group needs a certified IntegerMechanism (countdp.privacy.rounding.round_to_release)")
+    mechanisms = narrow_mechanisms(mechanisms, "a release conditioned on its total")
     x = np.asarray(counts)
     if x.ndim != 1 or len(x) != len(mechanisms) or (x.size and x.dtype.kind not in "iu"):
         raise ValueError(f"counts must be one integer per group: got shape {x.shape} for {len(mechanisms)} groups")
@@ -272,12 +268,12 @@ class GroupTotalSampler:
     can then be called many times.  ``total`` is ``T``, the published invariant.
     """
 
-    def __init__(self, mechanisms: Sequence[IntegerMechanism], counts: object,
+    def __init__(self, mechanisms: Sequence[Mechanism], counts: object,
                  settings: GroupTotalSettings = GroupTotalSettings()) -> None:
         self.mechanisms, self.counts = _validated(mechanisms, counts)
         self.settings, self.total = settings, int(self.counts.sum())
         self.sizes = np.array([m.n for m in self.mechanisms], dtype=np.int64)
-        self._columns = [[int(v) for v in m.weights[:, x]] for m, x in zip(self.mechanisms, self.counts, strict=True)]
+        self._columns = [[int(v) for v in m.column(int(x))] for m, x in zip(self.mechanisms, self.counts, strict=True)]
         self._exact, self._bounds, self._powers = {}, {}, {}  # caches: (start, stop), (keep, start, stop), keep
         G = len(self.mechanisms)
         if settings.method == "lazy" and G > 1:
@@ -376,7 +372,7 @@ class GroupTotalSampler:
         return Fraction(weight, int(normaliser))
 
 
-def draw_partitioned(mechanisms: Sequence[IntegerMechanism], counts: object, partition_labels: object,
+def draw_partitioned(mechanisms: Sequence[Mechanism], counts: object, partition_labels: object,
                      rng: object = None, settings: GroupTotalSettings = GroupTotalSettings()) -> np.ndarray:
     """One conditioned release per partition (groups sharing a label), each keeping its own total exactly.
 

@@ -43,6 +43,7 @@ from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.rounding import round_to_release
 from countdp.values.alpha import alpha_text, epsilon_upper_bound, exact_alpha
+from countdp.values.mechanism import Mechanism, integer_weights, narrow_mechanisms
 
 K_NEIGHBOURS = 2
 """Records between invariant neighbours (Gong and Meng's ``k``): one count leaves a group, one arrives."""
@@ -108,10 +109,8 @@ class InvariantGuarantee:
                 "mechanism_alpha": alpha_text(self.mechanism_alpha), "witness": self.witness}
 
 
-def _checked(mechanisms: Sequence[IntegerMechanism], total: int | None) -> tuple[list, np.ndarray]:
-    mechanisms = list(mechanisms)  # and their sizes, or a one-line ValueError
-    if not mechanisms or not all(isinstance(m, IntegerMechanism) for m in mechanisms):
-        raise ValueError("the guarantee needs one certified IntegerMechanism per group (at least one group)")
+def _checked(mechanisms: Sequence[Mechanism], total: int | None) -> tuple[list, np.ndarray]:
+    mechanisms = narrow_mechanisms(mechanisms, "the guarantee")  # and their sizes, or a one-line ValueError
     sizes = np.array([m.n for m in mechanisms], dtype=np.int64)
     if total is not None and not (isinstance(total, int | np.integer) and 0 <= total <= sizes.sum()):
         raise ValueError(f"the total must be an integer in 0..{int(sizes.sum())} (the sum of the group sizes)")
@@ -127,7 +126,7 @@ def _vectors(sizes: Sequence[int], total: int) -> list[tuple[int, ...]]:
             for tail in _vectors(sizes[1:], total - v)]
 
 
-def exact_worst_ratio(mechanisms: Sequence[IntegerMechanism], sizes: Sequence[int], total: int,
+def exact_worst_ratio(mechanisms: Sequence[Mechanism], sizes: Sequence[int], total: int,
                       settings: GuaranteeSettings = GuaranteeSettings()) -> InvariantGuarantee:
     """``R`` by enumeration: every ``x`` in ``X*``, every neighbour ``x'``, every output ``y`` (Python ints)."""
     mechanisms, own = _checked(mechanisms, total)
@@ -137,7 +136,7 @@ def exact_worst_ratio(mechanisms: Sequence[IntegerMechanism], sizes: Sequence[in
     if len(points) ** 2 > settings.max_enumeration:
         raise ValueError(f"{len(points)} datasets and outputs are too many to enumerate "
                          f"(limit {settings.max_enumeration} pairs); use proven_bound")
-    columns = [m.weights.T.tolist() for m in mechanisms]  # columns[g][x][y] = W_g[y, x]
+    columns = [integer_weights(m).T.tolist() for m in mechanisms]  # columns[g][x][y] = W_g[y, x]
     numerators = {x: [math.prod(columns[g][x[g]][y[g]] for g in range(len(x))) for y in points] for x in points}
     normaliser = {x: sum(values) for x, values in numerators.items()}
     worst, worst_z, witness = Fraction(1), Fraction(1), {}
@@ -232,11 +231,12 @@ class _Cells:
     normaliser: np.ndarray
 
 
-def _classes(mechanisms: Sequence[IntegerMechanism]) -> list[tuple[IntegerMechanism, list[int]]]:
+def _classes(mechanisms: Sequence[Mechanism]) -> list[tuple[Mechanism, list[int]]]:
     """Groups sharing one mechanism (same ``K`` and weights): a representative and the groups' indices."""
-    seen: dict[tuple, tuple[IntegerMechanism, list[int]]] = {}
+    seen: dict[tuple, tuple[Mechanism, list[int]]] = {}
     for g, m in enumerate(mechanisms):
-        seen.setdefault((m.K, m.weights.shape, m.weights.tobytes()), (m, []))[1].append(g)
+        W = integer_weights(m)
+        seen.setdefault((m.K, W.shape, W.tobytes()), (m, []))[1].append(g)
     return list(seen.values())
 
 
@@ -252,7 +252,7 @@ def _estimates(classes: list, rho: list, total: int | None, N: int) -> tuple[lis
     for c, d in itertools.combinations_with_replacement(range(len(classes)), 2):
         if c == d and len(classes[c][1]) < 2:
             continue
-        Wc, Wd = (classes[i][0].weights.astype(float) for i in (c, d))
+        Wc, Wd = (integer_weights(classes[i][0]).astype(float) for i in (c, d))
         nc, nd = Wc.shape[0] - 1, Wd.shape[0] - 1
         terms, other = max(terms, nc + 1), N - nc - nd
         t = np.arange(nc + nd + 1)
@@ -291,12 +291,12 @@ def _exact_maximum(cells: list[_Cells], field: str, settings: GuaranteeSettings,
     return top, where, len(rest)
 
 
-def proven_bound(mechanisms: Sequence[IntegerMechanism], total: int | None = None,
+def proven_bound(mechanisms: Sequence[Mechanism], total: int | None = None,
                  settings: GuaranteeSettings = GuaranteeSettings()) -> InvariantGuarantee:
     """A proven upper bound on ``R`` for every dataset with these groups (and ``total``, if given)."""
     mechanisms, sizes = _checked(mechanisms, total)
     classes = _classes(mechanisms)
-    ints = [m.weights.tolist() for m, _ in classes]
+    ints = [integer_weights(m).tolist() for m, _ in classes]
     columns = [[list(column) for column in zip(*W, strict=True)] for W in ints]  # columns[c][x] = W_c[:, x]
     rho = [_ratio_maxima(W) for W in ints]
     N = int(sizes.sum())

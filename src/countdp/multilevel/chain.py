@@ -41,7 +41,7 @@ from countdp.multilevel.rounding import dp_deficit, mixing_weight, round_table
 from countdp.privacy.exact import MIN_RELEASE_K, RELEASE_K, IntegerMechanism
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
 from countdp.privacy.rounding import check_release_alpha
-from countdp.validation import check_n
+from countdp.validation import check_fits_in_memory, check_n
 from countdp.values.alpha import alpha_text, exact_alpha
 
 
@@ -127,13 +127,47 @@ class LevelChain:
         object.__setattr__(self, "transitions", tuple(frozen))
         object.__setattr__(self, "mixing", tuple(Fraction(x) for x in self.mixing))
 
+    representation = "levels"
+    """The protocol's name of this representation (:mod:`countdp.values.mechanism`)."""
+
     @property
     def levels(self) -> int:
         return len(self.alphas)
 
-    def denominator(self, k: int) -> int:
+    @property
+    def values_per_count(self) -> int:
+        """One released value per level."""
+        return self.levels
+
+    @property
+    def alpha(self) -> Fraction:
+        """The guarantee of every level released together: the least private level's alpha (each set of
+        levels is as private as its least private member, :meth:`certify`)."""
+        return self.alphas[0]
+
+    @property
+    def denominator(self) -> int:
+        """``2**(K m)`` for ``m`` levels: the denominator of :meth:`column`, the joint distribution."""
+        return self.level_denominator(self.levels - 1)
+
+    def level_denominator(self, k: int) -> int:
         """``2**(K (k+1))``: the denominator of :meth:`marginal` ``(k)``."""
         return 1 << (self.K * (k + 1))
+
+    def column(self, j: int | np.ndarray) -> np.ndarray:
+        """The joint distribution of the levels released for input ``j``: exact integers over
+        :attr:`denominator`, one axis a level (``out[r_0, ..., r_{m-1}]``; an array of inputs adds
+        a last axis).  ``(n+1)^m`` entries, refused (one line) when they would not fit in memory."""
+        inputs = np.asarray(j)
+        if inputs.size and (inputs.min() < 0 or inputs.max() > self.n):
+            raise ValueError(f"inputs must lie in 0..{self.n}")
+        check_fits_in_memory(self.n, 64 * max(1, inputs.size), "a level chain's joint distribution",
+                             power=self.levels)
+        joint = self.first.weights[:, inputs].astype(object)  # (n+1,) or (n+1, inputs)
+        joint = np.moveaxis(joint, 0, -1) if inputs.ndim else joint
+        for T in self.transitions:  # joint[..., r_k] * T[r_{k+1}, r_k] -> joint[..., r_k, r_{k+1}]
+            joint = joint[..., None] * T.T.astype(object)
+        return np.moveaxis(joint, 0, -1) if inputs.ndim else joint
 
     @cached_property
     def marginals(self) -> tuple[np.ndarray, ...]:
@@ -160,7 +194,7 @@ class LevelChain:
         return certify_levels(self.n, self.alphas, self.K, self.first.weights, self.transitions, marginals,
                               self.mixing, self.reference, self.settings.joint_max_cells, self.mechanism)
 
-    def certificate(self) -> LevelsCertificate:
+    def certify(self) -> LevelsCertificate:
         """The exact verdicts: every level ``alpha_k``-DP, every colluding set ``alpha_min``-DP."""
         return self._certificate
 
@@ -176,29 +210,31 @@ class LevelChain:
             out.append((cumulative, (table, shift)))
         return tuple(out)
 
-    def sample(self, counts: np.ndarray, draws: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """One int64 array per level for the true ``counts``; ``draws[k]`` are int64 in ``[0, 2**K)``, one per count.
+    def sample(self, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None = None,
+               second=None) -> np.ndarray:
+        """Every level's release of the true ``counts`` (integers in ``0..n``), levels first.
 
-        Level 0 maps ``draws[0]`` through GM's inverse CDF at column ``x``; level ``k+1`` maps
-        ``draws[k+1]`` through ``T_k``'s at column ``r_k``.  Vectorised over all counts.
+        ``words[k]`` (shaped like ``counts``) holds a uniform 64-bit word per count for level
+        ``k``, whose top ``K`` bits are the draw: level 0 maps it through the first level's
+        inverse CDF at column ``x``, level ``k+1`` through ``T_k``'s at column ``r_k``.
+        Vectorised over all counts; ``sizes`` must be this ``n``; ``second`` is never needed.
         """
         x = np.asarray(counts)
         if x.dtype.kind not in "iu" or (x.size and (x.min() < 0 or x.max() > self.n)):
             raise ValueError(f"counts must be integers in 0..{self.n}")
-        if len(draws) != self.levels:
-            raise ValueError(f"{self.levels} levels need {self.levels} arrays of draws, got {len(draws)}")
-        flat = []
-        for u in draws:
-            u = np.asarray(u)
-            if u.shape != x.shape or u.dtype != np.int64 or (u.size and (u.min() < 0 or u.max() >> self.K)):
-                raise ValueError(f"draws must be int64 arrays shaped like counts, in [0, 2^{self.K})")
-            flat.append(u.reshape(-1))
-        r = outputs_for_draws(self.first.cumulative, self.K, x.reshape(-1).astype(np.int64), flat[0], self.first.guide)
-        out = [r]
-        for (cumulative, guide), u in zip(self._tables, flat[1:], strict=True):
-            r = outputs_for_draws(cumulative, self.K, r, u, guide)
-            out.append(r)
-        return [level.reshape(x.shape) for level in out]
+        if sizes is not None and np.any(np.asarray(sizes) != self.n):
+            raise ValueError(f"a level chain serves groups of size {self.n} only")
+        w = np.asarray(words)
+        if w.dtype != np.uint64 or w.shape != (self.levels, *x.shape):
+            raise ValueError(f"{self.levels} levels need uint64 words shaped {(self.levels, *x.shape)}, one per "
+                             f"level and count, got {w.dtype} {w.shape}")
+        draws = (w.reshape(self.levels, -1) >> np.uint64(64 - self.K)).astype(np.int64)
+        out = np.empty(draws.shape, dtype=np.int64)
+        out[0] = outputs_for_draws(self.first.cumulative, self.K, x.reshape(-1).astype(np.int64), draws[0],
+                                   self.first.guide)
+        for k, (cumulative, guide) in enumerate(self._tables):
+            out[k + 1] = outputs_for_draws(cumulative, self.K, out[k], draws[k + 1], guide)
+        return out.reshape(w.shape)
 
     def digest(self) -> str:
         """SHA-256 (hex) of what is sampled: the mechanism, n, K, the alphas and every weight (little-endian int64)."""
@@ -285,7 +321,7 @@ def build_level_chain(n: int, alphas: Sequence[Fraction | str | float], K: int =
             continue
         transitions = tuple(round_table(t, lam, K) for t, lam in zip(plan.transitions, lams[1:], strict=True))
         chain = LevelChain(n, levels, first, transitions, K, tuple(lams), settings, m, plan.reference)
-        certificate = chain.certificate()
+        certificate = chain.certify()
         if certificate.holds:
             return chain
         failing = [v.level for v in certificate.levels if not v.holds]

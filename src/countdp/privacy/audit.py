@@ -59,10 +59,11 @@ from functools import partial
 import numpy as np
 
 from countdp.privacy.audit_events import clopper_pearson, event_masks
-from countdp.privacy.exact import RELEASE_K, IntegerMechanism
+from countdp.privacy.exact import RELEASE_K
 from countdp.privacy.rounding import largest_remainder_weights
 from countdp.privacy.sampling import SystemRandomSource, guide_table, outputs_for_draws, release, uniform_draws
 from countdp.validation import check_alpha, check_matrix, check_n
+from countdp.values.mechanism import Mechanism
 
 Sampler = Callable[[np.ndarray, np.random.Generator], np.ndarray]
 """``sampler(true_counts, rng) -> outputs``: one released count per true count."""
@@ -175,7 +176,7 @@ def matrix_sampler(P: np.ndarray) -> Sampler:
 
 def _resolve(mechanism: object, n: int | None) -> tuple[Sampler, int]:
     released = getattr(mechanism, "released", mechanism)
-    if isinstance(released, IntegerMechanism):
+    if isinstance(released, Mechanism) and released.values_per_count == 1:
         if n is not None and check_n(n) != released.n:
             raise ValueError(f"n = {n} does not match a mechanism for n = {released.n}")
         return partial(release, released), released.n

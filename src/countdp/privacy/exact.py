@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from countdp.privacy.inverse_cdf import guide_table
+from countdp.privacy.inverse_cdf import guide_table, output_for_draw, outputs_for_draws
 from countdp.values.alpha import alpha_text, exact_alpha
 
 RELEASE_K = 62
@@ -182,6 +182,10 @@ class IntegerMechanism:
     weights: np.ndarray
     rounding: dict = field(default_factory=dict)
 
+    representation = "matrix"
+    """The protocol's name of this representation (:mod:`countdp.values.mechanism`)."""
+    values_per_count = 1
+
     def __post_init__(self) -> None:
         alpha = exact_alpha(self.alpha)
         if not MIN_RELEASE_K <= self.K <= 62:
@@ -210,6 +214,32 @@ class IntegerMechanism:
     def certificate(self) -> ReleaseCertificate:
         return ReleaseCertificate(holds=self._check.holds, alpha_exact=alpha_text(self.alpha), K=self.K,
                                   inequalities=self._check.inequalities, **self.rounding)
+
+    def certify(self) -> ReleaseCertificate:
+        """The protocol's certificate: :attr:`certificate`, the exact test run when these weights were frozen."""
+        return self.certificate
+
+    def column(self, j: int | np.ndarray) -> np.ndarray:
+        """Input ``j``'s weights over the ``n + 1`` outputs (read-only; for an array of inputs, one column each)."""
+        return self.weights[:, j]
+
+    def sample(self, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None = None,
+               second=None) -> np.ndarray:
+        """Each count (in ``0..n``) released from the top ``K`` bits of its uniform 64-bit word, exactly.
+
+        The draw ``u`` gives the smallest output ``i`` with ``u < W[0, j] + ... + W[i, j]``
+        (:mod:`countdp.privacy.inverse_cdf`); one count given as a Python integer (with its word)
+        takes the scalar search, whose cost does not depend on ``n``.  ``sizes`` must be this ``n`` (a matrix serves one size); ``second``
+        is never needed (``K <= 62``).
+        """
+        if sizes is not None and np.any(np.asarray(sizes) != self.n):
+            raise ValueError(f"a matrix of integer weights serves groups of size {self.n} only")
+        if type(counts) is int:  # one count and its word as Python integers: no array is built, an int returned
+            return output_for_draw(self.cumulative, self.guide, counts, words >> (64 - self.K))
+        counts = np.asarray(counts)
+        draws = (np.asarray(words, dtype=np.uint64).ravel() >> np.uint64(64 - self.K)).view(np.int64)
+        return outputs_for_draws(self.cumulative, self.K, counts.ravel().astype(np.int64, copy=False), draws,
+                                 self.guide).reshape(counts.shape)
 
     @cached_property
     def matrix(self) -> np.ndarray:

@@ -26,7 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.privacy.exact import IntegerMechanism
+from countdp.values.mechanism import integer_weights, narrow_mechanisms
 
 
 @dataclass(frozen=True)
@@ -111,17 +111,15 @@ def _uniform_and_worst(numerators: np.ndarray, D: int) -> tuple[Fraction, Fracti
 
 
 def release_errors(mechanism: object) -> ReleaseErrors:
-    """The exact L0, L0,1 and MSE of releasing from ``mechanism`` (a Design or an IntegerMechanism).
+    """The exact L0, L0,1 and MSE of releasing from ``mechanism`` (a Design, or any representation with one
+    value per count and weights over at most ``2**62``).
 
-    Computed on its integer weights ``W`` (columns summing to ``D = 2**K``): the distribution
+    Computed on its integer weights ``W`` (its columns, summing to ``D = 2**K``): the distribution
     that :func:`countdp.privacy.sampling.release` samples, so no rounding lies between these
     numbers and the noise that will be drawn.
     """
-    released = getattr(mechanism, "released", mechanism)
-    if not isinstance(released, IntegerMechanism):
-        raise ValueError(f"release_errors needs a certified mechanism (a Design or an IntegerMechanism), "
-                         f"got {type(mechanism).__name__}")
-    W, D = released.weights, released.denominator
+    released = narrow_mechanisms([mechanism], "release_errors")[0]
+    W, D = integer_weights(released), released.denominator
     l0 = _uniform_and_worst(D - W.diagonal(), D)
     l01 = _uniform_and_worst(_off_by_more_than_one(W, D), D)
     mse = _uniform_and_worst(squared_error_sums(W), D)

@@ -27,17 +27,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from countdp.privacy.exact import IntegerMechanism
 from countdp.privacy.inverse_cdf import guide_table, output_for_draw, outputs_for_draws
+from countdp.values.mechanism import mechanism_of
 
 
 class SystemRandomSource:
     """Uniform integers from the OS's cryptographically secure source (``os.urandom``)."""
 
+    def words(self, size: int) -> np.ndarray:
+        """``size`` independent uniform 64-bit words (uint64)."""
+        return np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
+
     def draws(self, size: int, K: int) -> np.ndarray:
-        """``size`` independent uniform integers in ``[0, 2**K)`` (int64), K <= 62."""
-        raw = np.frombuffer(os.urandom(8 * size), dtype=np.uint64) >> np.uint64(64 - K)
-        return raw.view(np.int64)
+        """``size`` independent uniform integers in ``[0, 2**K)`` (int64), K <= 62: each word's top ``K`` bits."""
+        return (self.words(size) >> np.uint64(64 - K)).view(np.int64)
 
     def draw(self, K: int) -> int:
         """One uniform integer in ``[0, 2**K)``: the 8 bytes read as :meth:`draws` reads each word."""
@@ -55,18 +58,23 @@ def _bad_rng(rng: object) -> ValueError:
                       f"got {type(rng).__name__}")
 
 
-def uniform_draws(rng: object, size: int, K: int) -> np.ndarray:
-    """``size`` uniform integers in ``[0, 2**K)`` from ``rng``: a numpy Generator or a :class:`SystemRandomSource`.
-
-    A Generator's raw 64-bit words are shifted right by ``64 - K``: exactly uniform.
-    """
+def uniform_words(rng: object, size: int) -> np.ndarray:
+    """``size`` uniform 64-bit words (uint64) from ``rng``: ``None`` (the OS's secure source), a
+    :class:`SystemRandomSource` or a numpy Generator (its raw 64-bit stream)."""
+    if rng is None:
+        return _OS_SOURCE.words(size)
     if isinstance(rng, np.random.Generator):
-        raw = rng.bit_generator.random_raw(size)
-        raw >>= np.uint64(64 - K)
-        return raw.view(np.int64)
+        return rng.bit_generator.random_raw(size)
     if isinstance(rng, SystemRandomSource):
-        return rng.draws(size, K)
+        return rng.words(size)
     raise _bad_rng(rng)
+
+
+def uniform_draws(rng: object, size: int, K: int) -> np.ndarray:
+    """``size`` uniform integers in ``[0, 2**K)`` from ``rng``: each word's top ``K`` bits, exactly uniform."""
+    if rng is None:
+        raise _bad_rng(rng)
+    return (uniform_words(rng, size) >> np.uint64(64 - K)).view(np.int64)
 
 
 def uniform_draw(rng: object, K: int) -> int:
@@ -78,15 +86,6 @@ def uniform_draw(rng: object, K: int) -> int:
     if isinstance(rng, SystemRandomSource):
         return rng.draw(K)
     raise _bad_rng(rng)
-
-
-def _released_form(mechanism: object) -> IntegerMechanism:
-    released = getattr(mechanism, "released", mechanism)
-    if not isinstance(released, IntegerMechanism):
-        raise ValueError("release needs a certified mechanism (countdp.design_named(...), "
-                         "countdp.services.artifact.load_design(...) "
-                         f"or an IntegerMechanism), got {type(mechanism).__name__}")
-    return released
 
 
 def _out_of_range(N: int) -> ValueError:
@@ -120,12 +119,14 @@ def _single_count(true_counts: object) -> tuple[object, tuple[int, ...]] | None:
 def release(mechanism: object, true_counts: object, rng: object = None) -> np.ndarray:
     """Draw one noisy count per true count, exactly from the mechanism's integer weights.
 
-    ``mechanism``: a :class:`~countdp.design.designer.Design` or an :class:`~countdp.privacy.exact.IntegerMechanism`
-    (both carry weights that passed the exact alpha-DP test; a bare float matrix is refused).
+    ``mechanism``: any representation of :class:`countdp.values.mechanism.Mechanism` (integer
+    weights, a structural form, a level chain), or a :class:`~countdp.design.designer.Design`
+    holding one: each certified in exact arithmetic; a bare float matrix is refused.
     ``rng``: ``None`` for the OS's secure source (real data), or a seeded numpy ``Generator``
-    (experiments).  ``out[k]`` has the distribution ``W[:, true_counts[k]] / D``; an int64
-    array of ``true_counts``' shape.  One count takes a scalar path (one draw, a few table reads)
-    whose cost does not depend on ``n``; it gives what the array path gives for the same draw.
+    (experiments).  ``out[k]`` has the distribution ``column(true_counts[k]) / denominator``; an
+    int64 array of ``true_counts``' shape (a level chain's levels first).  One count of a matrix
+    takes a scalar path (one word, a few table reads) whose cost does not depend on ``n``; it
+    gives what the array path gives for the same word.
 
         >>> gm = countdp.design_named("GM", 4, "1/2")
         >>> noisy = countdp.release(gm, [0, 4, 2], np.random.default_rng(7))  # seeded: experiments only
@@ -136,43 +137,45 @@ def release(mechanism: object, true_counts: object, rng: object = None) -> np.nd
         ...
         ValueError: release needs a certified mechanism ...
     """
-    released = _released_form(mechanism)
+    released = mechanism_of(mechanism)
     single = _single_count(true_counts)
-    if single is None:
+    if single is None or released.values_per_count != 1 or released.K > 62:
         return release_each(released, [true_counts], [rng])[0]
     count, shape = single
-    N = released.weights.shape[0]
-    if not 0 <= count < N:
-        raise _out_of_range(N)
-    output = output_for_draw(released.cumulative, released.guide, int(count), uniform_draw(rng, released.K))
-    if shape == (1,):
-        return np.array([output], dtype=np.int64)
-    return np.array(output, dtype=np.int64).reshape(shape)
+    if not 0 <= count <= released.n:
+        raise _out_of_range(released.n + 1)
+    return np.array(released.sample(int(count), uniform_draw(rng, 64)), dtype=np.int64).reshape(shape)
 
 
 def release_each(mechanism: object, true_counts: Sequence[object], rngs: Sequence[object]) -> list[np.ndarray]:
-    """``[release(mechanism, c, rng) for c, rng in zip(true_counts, rngs)]``, with one search for all.
+    """``[release(mechanism, c, rng) for c, rng in zip(true_counts, rngs)]``, sampled together.
 
-    Each array of counts takes its draws from its own ``rng`` (so every result is the very
-    array :func:`release` returns for it); the draws are then mapped to outputs together.
+    Each array of counts takes its words from its own ``rng`` (so every result is the very
+    array :func:`release` returns for it): ``values_per_count`` words per count, level by level
+    for a chain, then the second words a form over more than 62 bits asks for, in row order.
+    The words are then mapped to outputs together, by the mechanism's own sampler.
     """
     if len(true_counts) != len(rngs):
         raise ValueError(f"release_each: {len(true_counts)} arrays of counts for {len(rngs)} random sources")
-    released = _released_form(mechanism)
+    released = mechanism_of(mechanism)
     if not len(true_counts):
         return []
     arrays = [np.asarray(c) for c in true_counts]
     columns = [_checked_columns(c, released.n + 1) for c in arrays]
-    draws = [uniform_draws(_OS_SOURCE if rng is None else rng, c.size, released.K)
-             for c, rng in zip(columns, rngs, strict=False)]
-    if len(arrays) == 1:
-        out = outputs_for_draws(released.cumulative, released.K, columns[0], draws[0], released.guide)
-        return [out.reshape(arrays[0].shape)]
-    out = outputs_for_draws(released.cumulative, released.K, np.concatenate(columns), np.concatenate(draws),
-                            released.guide)
-    ends = np.cumsum([c.size for c in columns])[:-1]
-    return [part.reshape(c.shape) for part, c in zip(np.split(out, ends), arrays, strict=False)]
+    per = released.values_per_count
+    words = [uniform_words(rng, per * c.size).reshape(per, c.size) for c, rng in zip(columns, rngs, strict=True)]
+    ends = np.cumsum([c.size for c in columns])
+
+    def second(rows: np.ndarray) -> np.ndarray:  # each array's rng, for its own rows, in row order
+        owner = np.searchsorted(ends, rows, side="right")
+        return np.concatenate([uniform_words(rngs[k], int((owner == k).sum())) for k in range(len(rngs))])
+
+    counts, draws = (columns[0], words[0]) if len(columns) == 1 else \
+        (np.concatenate(columns), np.concatenate(words, axis=1))
+    out = released.sample(counts, draws if per > 1 else draws.reshape(-1), second=second)
+    parts = np.split(out, ends[:-1], axis=-1)
+    return [part.reshape((per, *c.shape) if per > 1 else c.shape) for part, c in zip(parts, arrays, strict=True)]
 
 
 __all__ = ["SystemRandomSource", "guide_table", "output_for_draw", "outputs_for_draws", "release", "release_each",
-           "uniform_draw", "uniform_draws"]
+           "uniform_draw", "uniform_draws", "uniform_words"]

@@ -24,9 +24,11 @@ import os
 import numpy as np
 
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
-from countdp.structural.form import StructuralMechanism
 
 EXPERIMENT_ONLY = "experiment only, not a privacy release"
+MATRIX = "matrix"
+"""The protocol's name of integer weights held as a matrix: the representation whose sampler is the inverse
+CDF of each column in output order, so that many of them merge into one table and one search."""
 
 
 class Randomness:
@@ -106,9 +108,7 @@ class ColumnSampler:
         self.mechanisms = mechanisms
         self.sizes = np.array([m.n for m in mechanisms], dtype=np.int64) if sizes is None else \
             np.asarray(sizes, dtype=np.int64)
-        structural = np.array([isinstance(m, StructuralMechanism) for m in mechanisms], dtype=bool)
-        keys = np.where(structural, np.array([id(m) for m in mechanisms], dtype=np.int64),
-                        -1 - np.arange(len(mechanisms), dtype=np.int64))
+        keys = np.array([id(m) for m in mechanisms], dtype=np.int64)  # a mechanism serving many sizes: one group
         _, first, self.group = np.unique(keys, return_index=True, return_inverse=True)
         order = np.argsort(first)  # groups numbered in order of first appearance
         rank = np.empty_like(order)
@@ -116,15 +116,16 @@ class ColumnSampler:
         self.group = rank[self.group.reshape(-1)]
         self.representative = [mechanisms[s] for s in first[order].tolist()]
         self.merged = None
-        dense = not structural.any()
+        matrices = all(m.representation == MATRIX for m in mechanisms)
         widths = self.sizes + 1
         self.offsets = np.concatenate([[0], np.cumsum(widths)[:-1]])
-        if dense and len(mechanisms) > 1 and len({m.K for m in mechanisms}) == 1 and \
+        if matrices and len(mechanisms) > 1 and len({m.K for m in mechanisms}) == 1 and \
                 int(widths.sum()) * int(widths.max()) * 8 <= COMBINED_TABLE_BYTES:
             K = mechanisms[0].K
             table = np.full((int(widths.sum()), int(widths.max())), 1 << K, dtype=np.int64)
             for mechanism, offset in zip(mechanisms, self.offsets.tolist(), strict=True):
-                table[offset:offset + mechanism.n + 1, :mechanism.n + 1] = mechanism.cumulative
+                W = mechanism.column(np.arange(mechanism.n + 1))
+                table[offset:offset + mechanism.n + 1, :mechanism.n + 1] = np.cumsum(W, axis=0).T
             self.merged = (table, K, guide_table(table, K))
 
     def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: np.ndarray,
@@ -154,12 +155,8 @@ class ColumnSampler:
 
 
 def _sampled(released, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None, second=None) -> np.ndarray:
-    if isinstance(released, StructuralMechanism):
-        fine = None if second is None else \
-            (lambda rows: (second(rows) >> np.uint64(64 - (released.K - released.coarse_bits))).astype(np.int64))
-        return released.sample(counts, words, sizes, fine)
-    draws = (words >> np.uint64(64 - released.K)).astype(np.int64)
-    return outputs_for_draws(released.cumulative, released.K, counts, draws, released.guide)
+    """The rows' release by one mechanism's own sampler (the protocol's ``sample``)."""
+    return released.sample(counts, words, sizes, second)
 
 
 __all__ = ["COMBINED_TABLE_BYTES", "EXPERIMENT_ONLY", "ColumnSampler", "Randomness"]

@@ -56,7 +56,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from countdp.privacy.audit_events import clopper_pearson, event_masks
-from countdp.privacy.inverse_cdf import guide_table
 from countdp.release.draws import Randomness
 from countdp.release.engine import draw_conditioned, prepare, write_release
 from countdp.release.request import ColumnPrivacy, ReleaseRequest
@@ -361,14 +360,22 @@ def invariant_form(mechanism: str, alpha: Fraction, sizes: tuple[int, int], coun
 
 
 class ShiftedColumns:
-    """A planted defect: a released mechanism whose cumulative table is rolled by ``shift`` columns, so that
-    count ``c`` is sampled from column ``c - shift`` (numpy's wrap-around indexing, the off-by-one of
-    ``cumulative[c - 1]``).  Everything else (weights, certificate, alpha) is the original's."""
+    """A planted defect: a released mechanism whose columns are rolled by ``shift``, so that count ``c`` is
+    sampled from column ``c - shift`` (numpy's wrap-around indexing, the off-by-one of ``column(c - 1)``),
+    through both the protocol's ``column`` (the merged table) and ``sample``.  Everything else
+    (certificate, alpha) is the original's."""
 
     def __init__(self, released, shift: int) -> None:
-        self._released = released
-        self.cumulative = np.ascontiguousarray(np.roll(released.cumulative, shift, axis=0))
-        self.guide = guide_table(self.cumulative, released.K)
+        self._released, self._shift = released, shift
+
+    def _rolled(self, inputs):
+        return (np.asarray(inputs) - self._shift) % (self._released.n + 1)
+
+    def column(self, j):
+        return self._released.column(self._rolled(j))
+
+    def sample(self, counts, words, sizes=None, second=None):
+        return self._released.sample(self._rolled(counts), words, sizes, second)
 
     def __getattr__(self, name: str):
         return getattr(self._released, name)

@@ -54,18 +54,16 @@ class LevelsSampler:
 
     def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: list[np.ndarray]) -> list[np.ndarray]:
         """Per level, each row's noisy count; ``words[l]`` holds one uniform 64-bit word per row for level ``l``."""
-        K = self.chains[0].K
-        draws = [(w >> np.uint64(64 - K)).astype(np.int64) for w in words]
+        stacked = np.stack(words)
         if size_index is None or len(self.chains) == 1:
-            return self.chains[0].sample(counts, draws)
-        out = [np.empty(counts.shape, dtype=np.int64) for _ in words]
+            return list(self.chains[0].sample(counts, stacked))
+        out = np.empty(stacked.shape, dtype=np.int64)
         order = np.argsort(size_index, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(size_index, minlength=len(self.chains)))])
         for s in np.flatnonzero(np.diff(bounds)):
             rows = order[bounds[s]:bounds[s + 1]]
-            for level, values in enumerate(self.chains[s].sample(counts[rows], [d[rows] for d in draws])):
-                out[level][rows] = values
-        return out
+            out[:, rows] = self.chains[s].sample(counts[rows], stacked[:, rows])
+        return list(out)
 
 
 __all__ = ["LevelDesign", "LevelsSampler", "level_design"]

@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from countdp.privacy.expected_error import release_errors
 from countdp.structural.errors import structural_errors
-from countdp.structural.form import StructuralMechanism
+from countdp.structural.form import REPRESENTATION
 from countdp.values.alpha import alpha_text, rational_text
 
 HEADER = (f"{'column':<14} {'n':>7} {'rows':>9}  {'mechanism':<10} {'L0 unif':>8} {'L0 worst':>8} "
@@ -27,27 +27,29 @@ HEADER = (f"{'column':<14} {'n':>7} {'rows':>9}  {'mechanism':<10} {'L0 unif':>8
 
 
 def _row(column: str, n: int, rows: int, design, sizes: str | None = None) -> str:
+    """A size's line: a structural form's errors from its structure (O(n)), any other's from its columns."""
     released = design.released
-    errors = structural_errors(released, n) if isinstance(released, StructuralMechanism) else release_errors(released)
+    errors = structural_errors(released, n) if released.representation == REPRESENTATION else \
+        release_errors(released)
     return (f"{column:<14} {sizes or n:>7} {rows:>9}  {design.mechanism:<10} {float(errors.l0_uniform):>8.4f} "
             f"{float(errors.l0_worst):>8.4f} {float(errors.l01_uniform):>8.4f} {float(errors.l01_worst):>9.4f} "
             f"{errors.rmse_uniform:>9.4f} {errors.rmse_worst:>10.4f}")
 
 
 def _column_rows(name: str, validated, designs: list) -> list[str]:
-    """One row per group size; sizes sharing a structural table, one row for the table (the errors
-    of its largest size, the one with the largest MSE) with the range of sizes in the ``n`` column."""
+    """One row per mechanism: a size of its own, or the sizes sharing a structural table (the errors
+    of its largest size, the one with the largest MSE, with the range of sizes in the ``n`` column)."""
     lines, tables = [], {}
     for s, n in enumerate(validated.sizes.tolist()):
         design, rows = designs[s], int(validated.rows_per_size[s])
-        if not isinstance(design.released, StructuralMechanism):
-            lines.append(_row(name, int(n), rows, design))
-            continue
-        first, last, total, _ = tables.get(id(design.released), (n, n, 0, design))
+        first, _, total, _ = tables.get(id(design.released), (n, n, 0, design))
         tables[id(design.released)] = (first, n, total + rows, design)
     for first, last, total, design in tables.values():
+        if first == last:
+            lines.append(_row(name, last, total, design))
+            continue
         largest = type(design)(design.mechanism, last, design.objective, design.released)
-        lines.append(_row(name, last, total, largest, None if first == last else f"{first}..{last}"))
+        lines.append(_row(name, last, total, largest, f"{first}..{last}"))
     return lines
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from countdp.services.arrays import weights_digest
 from countdp.structural.catalogue import STAND_IN_REASON, weakly_honest_from
-from countdp.structural.form import REPRESENTATION, StructuralMechanism
+from countdp.structural.form import REPRESENTATION
 from countdp.values.alpha import alpha_text, epsilon_upper_bound, rational_text
 
 FORMAT = "countdp-release/2"
@@ -111,7 +111,7 @@ def mechanism_rows(request, validated, mechanisms) -> list[dict]:
     sizes, rows_per_size = validated.sizes, validated.rows_per_size
     for k, column in enumerate(request.columns):
         designs = mechanisms[k]
-        structural = np.array([isinstance(d.released, StructuralMechanism) for d in designs], dtype=bool)
+        structural = np.array([d.released.representation == REPRESENTATION for d in designs], dtype=bool)
         for s in np.flatnonzero(~structural).tolist():
             out.append(_matrix_entry(column, designs[s], int(sizes[s]), int(rows_per_size[s])))
         served = np.flatnonzero(structural)
@@ -144,7 +144,7 @@ def _matrix_entry(column, design, n: int, rows: int) -> dict:
     if column.levels:
         entry.update(representation="matrix chain (level 1, then one transition per level)",
                      release_weights_sha256=design.chain.digest(),
-                     levels_certificate=design.chain.certificate().to_dict())
+                     levels_certificate=design.chain.certify().to_dict())
     return entry
 
 

@@ -153,12 +153,12 @@ class GroupMechanism:
 
     @property
     def representation(self) -> str:
-        return REPRESENTATION if isinstance(self.released, StructuralMechanism) else "matrix"
+        return self.released.representation
 
     def as_matrix(self) -> GroupMechanism:
         """The same distribution as a matrix of integer weights (re-checked by the dense exact test),
         for samplers that need a whole column's weights; refused when the matrix would not fit."""
-        if not isinstance(self.released, StructuralMechanism):
+        if self.released.representation != REPRESENTATION:
             return self
         check_fits_in_memory(self.n, MATRIX_BYTES_PER_ENTRY, f"{self.mechanism}'s matrix of integer weights")
         form = self.released.for_size(self.n) if not self.released.wide else \

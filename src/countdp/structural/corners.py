@@ -138,9 +138,7 @@ class StructuralCorners(StructuralMechanism):
             out[W + 1:n - W] += np.where(e <= L, self.band[np.minimum(e, L)], 0)
         return out[::-1] if flip else out
 
-    def column(self, j: int) -> np.ndarray:
-        if not 0 <= j <= self.n:
-            raise ValueError(f"input {j} is outside 0..{self.n}")
+    def input_column(self, j: int) -> np.ndarray:
         f, r = divmod(self.denominator - int(self.totals(np.array(j), self.n)), self.n + 1)
         out = self.structured_column(int(j)) + f
         out[:r] += 1

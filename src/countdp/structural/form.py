@@ -100,6 +100,9 @@ class StructuralMechanism:
 
     mechanism = ""
     argument = ""
+    representation = REPRESENTATION
+    """The protocol's name of this representation (:mod:`countdp.values.mechanism`)."""
+    values_per_count = 1
 
     def __init__(self, n: int, alpha: Fraction, K: int, reserve: int, sizes: tuple[int, int] | None = None,
                  coarse_bits: int = COARSE_BITS) -> None:
@@ -141,11 +144,20 @@ class StructuralMechanism:
         """The floor's share of each column: the weight of UM mixed into the mechanism."""
         return self.reserve / self.denominator
 
-    def column(self, j: int) -> np.ndarray:
-        """Input ``j``'s integer weights over the ``n + 1`` outputs (length ``n + 1``, summing to ``2**K``)."""
-        if not 0 <= j <= self.n:
-            raise ValueError(f"input {j} is outside 0..{self.n}")
-        return self.row_floor() + self.structured_column(int(j))
+    def column(self, j: int | np.ndarray) -> np.ndarray:
+        """Input ``j``'s integer weights over the ``n + 1`` outputs (length ``n + 1``, summing to ``2**K``);
+        for an array of inputs, their columns side by side (each built by :meth:`input_column`)."""
+        inputs = np.asarray(j)
+        if inputs.size and (inputs.min() < 0 or inputs.max() > self.n):
+            raise ValueError(f"input {int(inputs.min()) if inputs.min() < 0 else int(inputs.max())} is outside "
+                             f"0..{self.n}")
+        if inputs.ndim == 0:
+            return self.input_column(int(inputs))
+        return np.stack([self.input_column(int(x)) for x in inputs.tolist()], axis=1)
+
+    def input_column(self, j: int) -> np.ndarray:
+        """One input's column (``0 <= j <= n``): the floor plus the structured part."""
+        return self.row_floor() + self.structured_column(j)
 
     def row_floor(self) -> np.ndarray:
         """``f + [i < r]`` for every row ``i`` (Python integers for a wide form: its floor may pass 2^63)."""
@@ -237,10 +249,24 @@ class StructuralMechanism:
         return low, np.array([floor_outputs[row] for row in low.tolist()], dtype=np.int64)
 
     def sample(self, counts: np.ndarray, words: np.ndarray, sizes: np.ndarray | None = None,
-               fine=None) -> np.ndarray:
-        """Each row's release from a uniform 64-bit word: its top ``K`` bits are the draw (the top
-        62 bits, and ``fine`` for the rare second word, when ``K`` is wider)."""
+               second=None) -> np.ndarray:
+        """Each row's release from a uniform 64-bit word: its top ``K`` bits are the draw.
+
+        When ``K`` is wider than the first word's bits, the word gives the draw's top bits and
+        ``second(rows)`` a uniform 64-bit word for each of the rare rows (positions in ``words``)
+        that need the rest, whose top ``K - coarse_bits`` bits are taken.
+        """
+        if np.ndim(counts) == 0:  # one count
+            return self.sample(np.reshape(counts, 1), np.reshape(np.asarray(words, dtype=np.uint64), 1), sizes,
+                               second)[0]
         draws = (np.asarray(words, dtype=np.uint64) >> np.uint64(64 - self.coarse_bits)).astype(np.int64)
+        fine = None
+        if second is not None:
+            shift = np.uint64(64 - (self.K - self.coarse_bits))
+
+            def fine(rows):
+                return (np.asarray(second(rows), dtype=np.uint64) >> shift).astype(np.int64)
+
         return self.outputs(counts, draws, sizes, fine)
 
     def sampler_tables(self) -> tuple[np.ndarray, tuple[np.ndarray, int]]:

@@ -82,10 +82,8 @@ class StructuralSpread(StructuralMechanism):
         return self.reserve + self.delta[np.asarray(k, dtype=np.int64)]
 
     # -- the integer weights, column by column ------------------------------------------------
-    def column(self, j: int) -> np.ndarray:
+    def input_column(self, j: int) -> np.ndarray:
         n = self.n
-        if not 0 <= j <= n:
-            raise ValueError(f"input {j} is outside 0..{n}")
         k, shift = (int(x) for x in self.placement(np.array(j), n))
         f, r = divmod(int(self.column_reserve(np.array(k))), n + 1)
         out = np.full(n + 1, f, dtype=np.int64)
