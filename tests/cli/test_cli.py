@@ -238,7 +238,7 @@ def test_check_a_dp_csv_passes_on_its_floats_and_says_it_has_no_release_weights(
 def test_a_size_beyond_the_machine_is_one_line_before_allocating(mechanism, n, capsys):
     from countdp.validation import available_memory
 
-    assert main(["design", mechanism, "--n", str(n), "--alpha", "0.9"]) == 2
+    assert main(["design", mechanism, "--n", str(n), "--alpha", "0.9", "--representation", "matrix"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"n = {n} is beyond this machine" in err
     need = float(err.split("needs about ")[1].split(" GiB")[0].replace(",", ""))

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from countdp.cli.arguments import UsageError, alpha_argument, positive_int, tolerance_argument
-from countdp.design.designer import SOLVERS, design_named
+from countdp.design.designer import NARROW_MAX_N, REPRESENTATION_CHOICES, SOLVERS, design_named
 from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.privacy.exact import exact_dp_check
@@ -46,6 +46,9 @@ def register(sub) -> None:
     d.add_argument("--method", default=None, help="simplex or ipm for HIGHS (default simplex)")
     d.add_argument("--max-repair", type=tolerance_argument, default=MAX_REPAIR_LAMBDA,
                    help=f"largest UM weight a solver answer's DP repair may mix in (default {MAX_REPAIR_LAMBDA:g})")
+    d.add_argument("--representation", choices=REPRESENTATION_CHOICES, default="auto",
+                   help=f"matrix, or structural (a table and a rule: a file of bytes at any n); auto: a matrix up "
+                        f"to n = {NARROW_MAX_N}, beyond it the structural form wherever the release has one")
     d.add_argument("--format", choices=("json", "csv"), default="json")
     d.add_argument("--out", type=Path, default=None,
                    help="write here (atomically) instead of stdout: X.json (with its arrays in X.npz beside it), "
@@ -79,10 +82,15 @@ def _design(args: argparse.Namespace) -> int:
     try:
         alpha = args.alpha if args.epsilon is None else alpha_from_epsilon(args.epsilon)
         with StageLog("countdp"):  # what a design past a second is doing, on stderr
+            options = {} if args.solver == "HIGHS" and args.method is None else \
+                {"solver": args.solver, "method": args.method}
             result = design_named(args.mechanism, args.n, alpha, objective=args.objective, properties=args.props,
-                                  solver=args.solver, method=args.method, max_repair_lambda=args.max_repair)
+                                  representation=args.representation, max_repair_lambda=args.max_repair, **options)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.format == "csv" and result.matrix is None:
+        raise UsageError(f"{args.mechanism} n={args.n} is held as structure (no matrix to write as CSV); "
+                         "use --format json, or --representation matrix where it fits")
     if args.epsilon is not None:
         result.extra["epsilon_requested"] = args.epsilon
         result.extra["epsilon_guaranteed"] = epsilon_of(alpha)
@@ -136,6 +144,8 @@ def _check(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     released = record["released"]
+    if "matrix" not in record:
+        return _check_structural(args, record)
     _report(args.file, record["matrix"], args.tol)
     alpha = released.alpha if args.alpha is None else args.alpha
     # the loader ran the exact test at the file's own alpha; another --alpha is tested here
@@ -148,3 +158,20 @@ def _check(args: argparse.Namespace) -> int:
         print(f"  DP  alpha = {shown}: NOT alpha-DP on the integer release weights: {verdict.reason} "
               f"(the file is certified at its own alpha = {alpha_text(released.alpha)})")
     return 0 if verdict.holds else 1
+
+
+def _check_structural(args: argparse.Namespace, record: dict) -> int:
+    """A design held as structure: its certificate, rebuilt and re-checked by the loader, and its exact errors."""
+    form = record["released"]
+    check = form.certify()
+    print(f"mechanism: {args.file} ({record['mechanism']}, n = {form.n}, a structural form: {form.mechanism} over "
+          f"2^{form.K}, its table serving sizes {form.sizes[0]}..{form.sizes[1]}; no matrix)")
+    errors = record.get("extra", {}).get("errors", {})
+    if "l0_uniform" in errors:
+        print(f"  L0  {float(errors['l0_uniform']):.6f}")
+    if args.alpha is not None and args.alpha != form.alpha:
+        raise UsageError(f"{args.file}: a structural form is certified at its own alpha = {alpha_text(form.alpha)} "
+                         "only (its tables are built for it); check another alpha on a design of that alpha")
+    print(f"  DP  alpha = {alpha_text(form.alpha)}: certified exactly by its structure ({check.checks} integer "
+          f"comparisons on the tables the sampler reads: {check.argument})")
+    return 0 if check.holds else 1

@@ -253,13 +253,27 @@ def _request(args: argparse.Namespace):
 def _mechanisms(request, design, dry_run: bool):
     """``mechanism_for(k, n)``: the file's design, or the cache's (a dry run designs without storing)."""
     if design is not None:
-        return lambda k, n: design
+        return FileMechanism(design)
     if request.columns[0].levels:
         # lazy: keeps scipy (the levels chain's solver stack) out of the CLI's start-up
         from countdp.release.levels import level_design
 
         return lambda k, n: level_design(n, request.columns[k].levels, request.mechanism)
     return CachedMechanisms(request, MechanismCache(request.cache, store=not dry_run))
+
+
+class FileMechanism:
+    """``mechanism_for(k, n)``: the file's design for every column, held as its file holds it (a matrix, or a
+    structural form, whose sizes ``matrix_sizes`` leaves out of the memory check)."""
+
+    def __init__(self, design) -> None:
+        self.design = design
+
+    def __call__(self, k: int, n: int, columns=None):
+        return self.design
+
+    def matrix_sizes(self, k: int, sizes):
+        return np.asarray(sizes)[:0] if self.design.matrix is None else np.asarray(sizes)
 
 
 class CachedMechanisms:

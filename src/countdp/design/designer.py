@@ -25,11 +25,13 @@ from countdp.design.spread_proof import SOLVER as SPREAD_SOLVER
 from countdp.design.spread_proof import proven_spread, spread_serves
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, Certificate, CertificationError, certify
-from countdp.privacy.exact import RELEASE_K, IntegerMechanism
+from countdp.privacy.exact import RELEASE_K
 from countdp.privacy.rounding import check_release_alpha, round_to_release
-from countdp.structural.catalogue import NARROW_MAX_N, SPREADS, released_weights
+from countdp.structural.catalogue import NARROW_MAX_N, SPREADS, released_weights, served_as_structure
+from countdp.structural.errors import structural_errors
 from countdp.validation import check_distribution, check_fits_in_memory, check_n
 from countdp.values.catalogue import MECHANISMS, NAMED_DESIGNS
+from countdp.values.mechanism import Mechanism
 from countdp.values.objectives import objective_value, parse_objective
 from countdp.values.properties import parse_properties
 
@@ -60,8 +62,9 @@ class Design:
 
     ``alpha`` is ``float(alpha_exact)``.  ``certificate`` certifies ``matrix`` on its floats
     (with ``objective_before_repair`` the objective of the solver's answer); ``released``
-    holds the integer weights that :func:`countdp.privacy.sampling.release` samples, certified in
-    exact arithmetic.
+    holds the mechanism that :func:`countdp.privacy.sampling.release` samples (integer weights, or a
+    structural form), certified in exact arithmetic.  A design held as structure
+    (:func:`structural_named`) has no matrix and no float certificate (both ``None``).
 
         >>> gm = countdp.design_named("GM", 4, "1/2")
         >>> gm.status, gm.alpha_exact, gm.released.certificate.holds
@@ -73,13 +76,13 @@ class Design:
     mechanism: str
     n: int
     alpha: float
-    matrix: np.ndarray
+    matrix: np.ndarray | None
     objective: str
     properties_requested: tuple[str, ...]
     objective_value: float
-    certificate: Certificate
+    certificate: Certificate | None
     alpha_exact: Fraction
-    released: IntegerMechanism
+    released: Mechanism
     objective_before_repair: float
     solver: str = "closed-form"
     method: str = "closed-form"
@@ -216,8 +219,48 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
                          solver_objective=answer.solver_objective, extra=answer.extra)
 
 
+REPRESENTATION_CHOICES = ("auto", "matrix", "structural")
+"""How :func:`design_named` holds a design: ``auto`` is a matrix up to :data:`NARROW_MAX_N` and, beyond, the
+structural form wherever the release has one (:func:`countdp.structural.catalogue.served_as_structure`)."""
+
+
+def structural_named(name: str, n: int, alpha: Fraction, objective: object = "L0") -> Design:
+    """``name`` at size ``n`` as its structural form (:func:`countdp.design.forms.structural_form`): a table
+    and a rule, certified alpha-DP by its structure, no matrix built (bytes, not gigabytes, at any ``n``).
+
+    Its objective value is the exact expected error of the weights sampled (L0, L0,1 or L2 under a
+    uniform prior, :func:`countdp.structural.errors.structural_errors`); NaN for another objective.
+    Raises ``ValueError`` (one line) where the release has no structural form of ``name`` under ``objective``.
+    """
+    obj = parse_objective(objective)
+    if not served_as_structure(name, max(n, NARROW_MAX_N + 1), str(obj)):
+        raise ValueError(f"{name} has no structural form under {obj} (structural forms: GM, EM, UM, and "
+                         f"{', '.join(sorted(SPREADS))} under L0)")
+    form = structural_form(name, n, alpha)
+    check, errors = form.certify(), structural_errors(form)
+    value = {"L0": errors.l0_uniform, "L0d:1": errors.l01_uniform, "L2": errors.mse_uniform}.get(str(obj))
+    optimality = "closed form" if name not in SPREADS else f"the template's spread; proven optimal as a matrix " \
+        f"up to n = {NARROW_MAX_N} (countdp.design.spread_proof), not at this size"
+    return Design(mechanism=name, n=n, alpha=float(alpha), matrix=None, objective=str(obj),
+                  properties_requested=NAMED_DESIGNS.get(name, ()),
+                  objective_value=float("nan") if value is None else float(value), certificate=None,
+                  alpha_exact=alpha, released=form, objective_before_repair=float("nan"), solver="structural",
+                  method=form.argument or "structural", extra={"structural_certificate": check.to_dict(),
+                                                               "errors": errors.to_dict(), "optimality": optimality})
+
+
+def _held_as_structure(name: str, n: int, objective: object, representation: str, lp_options: dict) -> bool:
+    """Whether :func:`design_named` answers with :func:`structural_named` (see :data:`REPRESENTATION_CHOICES`)."""
+    if representation not in REPRESENTATION_CHOICES:
+        raise ValueError(f"representation must be one of {', '.join(REPRESENTATION_CHOICES)}, got {representation!r}")
+    if representation != "auto":
+        return representation == "structural"
+    forced = set(lp_options) & {"solver", "method", "backend", "weights", "aggregate"}
+    return n > NARROW_MAX_N and not forced and served_as_structure(name, n, str(parse_objective(objective)))
+
+
 def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0",
-                 properties: object = (), **lp_options) -> Design:
+                 properties: object = (), representation: str = "auto", **lp_options) -> Design:
     """Build ``mechanism`` in GM, EM, UM (closed forms), WM, WH (named LPs) or LP (``properties``).
 
     Closed forms are certified like LP answers (GM's DP inequalities are all tight, so
@@ -226,17 +269,24 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
     exactly alpha-DP, the same distribution a release without the matrix samples.
     ``lp_options`` go to :func:`design_lp`; a template design (WM under L0) is its proven spread
     where the spread serves unless an LP backend is asked for in place of the shortcuts
-    (``solver``, ``method`` or ``backend`` without ``shortcuts=True``).
+    (``solver``, ``method`` or ``backend`` without ``shortcuts=True``).  ``representation``
+    (:data:`REPRESENTATION_CHOICES`): beyond :data:`NARROW_MAX_N`, where the release draws
+    ``mechanism`` from a structural form, the design is that form (:func:`structural_named`), not a matrix.
 
         >>> em = countdp.design_named("EM", 4, "1/2")
         >>> em.status, bool(np.allclose(em.matrix, countdp.explicit_fair(4, 0.5)))
         ('optimal', True)
         >>> countdp.NAMED_DESIGNS["WM"]  # the properties of the named LP designs
         ('RM', 'CM', 'WH', 'S')
+        >>> big = countdp.design_named("GM", 10**7, "9/10")  # a structural form: no matrix
+        >>> big.matrix is None, big.released.representation, big.released.certify().holds
+        (True, 'structural', True)
     """
     name = str(mechanism).upper()
     if name not in MECHANISMS:
         raise ValueError(f"unknown mechanism {mechanism!r}; allowed: {', '.join(MECHANISMS)}")
+    if _held_as_structure(name, check_n(n), objective, representation, lp_options):
+        return structural_named(name, check_n(n), check_release_alpha(alpha), objective)
     if name in CLOSED_FORMS:
         n, alpha_q = check_n(n), check_release_alpha(alpha)
         try:

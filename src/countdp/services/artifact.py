@@ -31,6 +31,7 @@ from countdp.mechanisms.properties import check_all
 from countdp.services.arrays import arrays_path, npz_bytes, sha256_hex, weights_digest
 from countdp.services.atomic import atomic_path, write_bytes_atomic, write_csv_atomic, write_text_atomic
 from countdp.services.loader import RELEASE_MATRIX_TOL, load_certified, load_design
+from countdp.services.structural_file import structural_record
 from countdp.validation import check_matrix
 from countdp.values.alpha import alpha_text
 from countdp.values.objectives import objective_value
@@ -76,7 +77,10 @@ def _record(design: Design, tol: float, matrix: object, weights: object) -> dict
 
 
 def design_to_dict(design: Design, tol: float = 1e-9) -> dict:
-    """The inline JSON record of a design: matrix, release weights, objective, properties, certificates."""
+    """The inline JSON record of a design: matrix, release weights, objective, properties, certificates
+    (for a design held as structure, its structure instead: :mod:`countdp.services.structural_file`)."""
+    if design.matrix is None:
+        return structural_record(design)
     return _record(design, tol, design.matrix.tolist(), design.released.weights.tolist())
 
 
@@ -109,17 +113,22 @@ def save_matrix_csv(matrix: np.ndarray, path: str | os.PathLike) -> None:
 
 
 def save_design(design: Design, path: str | os.PathLike) -> None:
-    """Write ``design`` as ``X.json`` + ``X.npz`` (module docstring), or its bare matrix to a ``.csv``.
+    """Write ``design`` as ``X.json`` + ``X.npz`` (module docstring), or its bare matrix to a ``.csv``; a design
+    held as structure as one ``X.json`` (:mod:`countdp.services.structural_file`).
 
     Raises ``ValueError`` for any other suffix.
     """
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".csv":
+    if suffix == ".csv" and design.matrix is not None:
         save_matrix_csv(design.matrix, path)
         return
     if suffix != ".json":
-        raise ValueError(f"{path}: a mechanism file ends in .json (its arrays go beside it) or .csv (the matrix)")
+        raise ValueError(f"{path}: a mechanism file ends in .json (its arrays go beside it) or .csv (the matrix; "
+                         "a design held as structure has none)")
+    if design.matrix is None:  # a structural form: one small JSON, no arrays
+        write_text_atomic(path, json.dumps(structural_record(design), indent=1) + "\n")
+        return
     npz = arrays_path(path)
     data = npz_bytes(design.matrix, design.released.weights)
     record = _record(design, 1e-9, None, None)

@@ -39,6 +39,7 @@ from countdp.mechanisms.properties import check_all
 from countdp.privacy.certify import Certificate, is_alpha_dp
 from countdp.privacy.exact import IntegerMechanism
 from countdp.services.arrays import read_npz, sha256_hex, weights_digest
+from countdp.services.structural_file import FORMAT, load_structural, structural_design
 from countdp.validation import check_matrix
 from countdp.values.alpha import alpha_text, exact_alpha
 from countdp.values.properties import PROPERTIES
@@ -197,10 +198,13 @@ def load_certified(path: str | os.PathLike) -> dict:
     """Read a mechanism file and verify everything it claims (module docstring), or raise ``ValueError``.
 
     Returns the JSON record with ``record["matrix"]`` the float matrix (numpy) and
-    ``record["released"]`` the verified :class:`IntegerMechanism`.
+    ``record["released"]`` the verified :class:`IntegerMechanism`; for a design held as structure
+    (:mod:`countdp.services.structural_file`), ``record["released"]`` is the rebuilt form, and no matrix.
     """
     path = Path(path)
     record = _read_json(path)
+    if record.get("representation") == FORMAT:  # a design held as structure: no matrix, its form rebuilt
+        return load_structural(record, path)
     _check_fields(record, path)
     matrix, weights = _compact_arrays(record, path) if "arrays" in record else _inline_arrays(record, path)
     N = matrix.shape[0]
@@ -227,6 +231,8 @@ def load_certified(path: str | os.PathLike) -> dict:
 def load_design(path: str | os.PathLike) -> Design:
     """A mechanism file as a :class:`Design`, verified exactly as :func:`load_certified` verifies it."""
     r = load_certified(path)
+    if r.get("representation") == FORMAT:
+        return structural_design(r)
     dp = r["dp"]
     certificate = Certificate(r["alpha"], True, dp["max_violation_before_repair"], dp["max_violation"],
                               float("nan"), dp["column_sum_error"], dp["repair_lambda"])
