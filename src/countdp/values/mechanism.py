@@ -104,8 +104,9 @@ def _certified(released: object) -> bool:
     verdict = released.certify()
     if getattr(verdict, "holds", False) is not True:
         return False
+    key = id(released)
     try:
-        _CERTIFIED[id(released)] = weakref.ref(released, lambda _, key=id(released): _CERTIFIED.pop(key, None))
+        _CERTIFIED[key] = weakref.ref(released, lambda _: _CERTIFIED.pop(key, None))
     except TypeError:  # no weak references (``__slots__``): checked on every call
         pass
     return True
