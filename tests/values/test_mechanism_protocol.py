@@ -197,3 +197,87 @@ def test_a_matrix_refuses_rows_of_another_size():
     matrix = IntegerMechanism(Fraction(1, 2), 62, countdp.design_named("GM", 2, "1/2").released.weights)
     with pytest.raises(ValueError, match="size 2 only"):
         matrix.sample(np.array([0, 1]), np.zeros(2, dtype=np.uint64), sizes=np.array([2, 3]))
+
+
+def _relabelled_form():
+    """GM's structural table for alpha = 1/2 claiming alpha = 99/100: every attribute of the protocol,
+    and a certificate that does not hold."""
+    import copy
+
+    from countdp.structural.geometric import geometric_form
+    form = copy.copy(geometric_form(6, Fraction(1, 2), 62))
+    form.alpha = Fraction(99, 100)
+    assert isinstance(form, Mechanism) and not form.certify().holds
+    return form
+
+
+class _TruthTeller:
+    """The protocol's attributes on an object that publishes the true count; its certificate says so."""
+
+    representation, n, alpha, K, values_per_count, denominator = "matrix", 2, Fraction(1, 2), 62, 1, 1 << 62
+
+    def column(self, j):
+        return (np.eye(3, dtype=np.int64) << 62)[:, j]
+
+    def sample(self, counts, words, sizes=None, second=None):
+        return np.asarray(counts)
+
+    def certify(self):
+        return type("Verdict", (), {"holds": False, "to_dict": lambda self: {}})()
+
+
+@pytest.mark.parametrize("make", [_relabelled_form, _TruthTeller])
+def test_an_object_whose_certificate_does_not_hold_is_refused_everywhere(make):
+    from countdp.invariants.group_total import GroupTotalSampler
+    from countdp.invariants.guarantee import proven_bound
+    from countdp.privacy.expected_error import release_errors
+    bad = make()
+    with pytest.raises(ValueError, match="certif"):
+        release(bad, [0, 1, 2], np.random.default_rng(0))
+    with pytest.raises(ValueError, match="certif"):
+        release(bad, 1, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="certif"):
+        release_each(bad, [np.array([0, 1])], [np.random.default_rng(0)])
+    with pytest.raises(ValueError, match="certif"):
+        release_errors(bad)
+    with pytest.raises(ValueError, match="certif"):
+        proven_bound([bad, bad])
+    with pytest.raises(ValueError, match="certif"):
+        GroupTotalSampler([bad, bad], [1, 1])
+
+
+def _coarse_form():
+    """GM over 2^20 with a 10-bit first word: about one draw in a hundred needs its second word."""
+    from countdp.structural.geometric import geometric_form
+    form = geometric_form(24, Fraction(1, 2), 20, coarse_bits=10)
+    assert form.wide and form.K <= 62 and form.certify().holds
+    return form
+
+
+def _by_hand(form, counts, rng):
+    """``counts`` released from ``rng``'s raw words as the words are documented: one first word per count,
+    then, in row order, a second word for each row that needs one (an independent reading of the stream)."""
+    words = rng.bit_generator.random_raw(counts.size)
+    bits = form.K - form.coarse_bits
+    return form.outputs(counts, (words >> np.uint64(64 - form.coarse_bits)).astype(np.int64),
+                        fine=lambda rows: (rng.bit_generator.random_raw(len(rows)) >> np.uint64(64 - bits))
+                        .astype(np.int64))
+
+
+def test_one_count_of_a_form_needing_a_second_word_takes_it_from_the_same_generator():
+    form = _coarse_form()
+    for seed in range(400):
+        got = release(form, 12, np.random.default_rng(seed))
+        assert got.shape == () and int(got) == int(_by_hand(form, np.array([12]), np.random.default_rng(seed))[0])
+
+
+def test_a_generator_shared_by_several_arrays_serves_them_one_after_the_other():
+    """As successive calls of ``release`` would: the first array's words and its second words, then the next's."""
+    form = _coarse_form()
+    a, b = np.arange(25).repeat(40), np.arange(25)[::-1].repeat(40)
+    shared = np.random.default_rng(5)
+    together = release_each(form, [a, b], [shared, shared])
+    by_hand = np.random.default_rng(5)
+    expected = [_by_hand(form, a, by_hand), _by_hand(form, b, by_hand)]
+    assert all((got == want).all() for got, want in zip(together, expected, strict=True))
+    assert shared.bit_generator.random_raw() == by_hand.bit_generator.random_raw()

@@ -144,14 +144,17 @@ def release(mechanism: object, true_counts: object, rng: object = None) -> np.nd
     count, shape = single
     if not 0 <= count <= released.n:
         raise _out_of_range(released.n + 1)
-    return np.array(released.sample(int(count), uniform_draw(rng, 64)), dtype=np.int64).reshape(shape)
+    # a form whose first word may not settle the draw (K beyond its first word's bits) takes the rest from rng
+    output = released.sample(int(count), uniform_draw(rng, 64), second=lambda rows: uniform_words(rng, len(rows)))
+    return np.array(output, dtype=np.int64).reshape(shape)
 
 
 def release_each(mechanism: object, true_counts: Sequence[object], rngs: Sequence[object]) -> list[np.ndarray]:
     """``[release(mechanism, c, rng) for c, rng in zip(true_counts, rngs)]``, sampled together.
 
     Each array of counts takes its words from its own ``rng`` (so every result is the very
-    array :func:`release` returns for it): ``values_per_count`` words per count, level by level
+    array :func:`release` returns for it; a generator given for several arrays serves them one
+    after the other, as successive calls of :func:`release` would): ``values_per_count`` words per count, level by level
     for a chain, then the second words a form over more than 62 bits asks for, in row order.
     The words are then mapped to outputs together, by the mechanism's own sampler.
     """
@@ -160,6 +163,9 @@ def release_each(mechanism: object, true_counts: Sequence[object], rngs: Sequenc
     released = mechanism_of(mechanism)
     if not len(true_counts):
         return []
+    shared = [id(rng) for rng in rngs if rng is not None]
+    if len(set(shared)) < len(shared):  # one generator for several arrays: each array's words, then its second
+        return [release_each(released, [c], [rng])[0] for c, rng in zip(true_counts, rngs, strict=True)]
     arrays = [np.asarray(c) for c in true_counts]
     columns = [_checked_columns(c, released.n + 1) for c in arrays]
     per = released.values_per_count

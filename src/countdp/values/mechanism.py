@@ -32,11 +32,14 @@ in ``released``, with how it was made.  :func:`mechanism_of` takes either.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from countdp.privacy.exact import IntegerMechanism
 
 REPRESENTATIONS = ("matrix", "structural", "levels")
 """The representations' names, as the sidecars and caches write them."""
@@ -83,22 +86,50 @@ _CONFORMING: set[type] = set()
 """Classes whose instances were found to implement :class:`Mechanism` (a class that answers any name
 through ``__getattr__`` is checked every time)."""
 
+_CERTIFIED: dict[int, weakref.ref] = {}
+"""Instances whose :meth:`~Mechanism.certify` was found to hold, by ``id`` (a weak reference each, so a
+freed object's ``id`` reused by another is not taken for it)."""
+
+
+def _certified(released: object) -> bool:
+    """Whether ``released``'s certificate holds: decided once per instance (a structural form's exact
+    check takes up to a fraction of a second), and never assumed for an object that cannot be
+    weakly referenced (checked every time).  :class:`~countdp.privacy.exact.IntegerMechanism` itself
+    refuses weights that are not alpha-DP when it is built, so its instances need no check."""
+    if type(released) is IntegerMechanism:
+        return True
+    held = _CERTIFIED.get(id(released))
+    if held is not None and held() is released:
+        return True
+    verdict = released.certify()
+    if getattr(verdict, "holds", False) is not True:
+        return False
+    key = id(released)
+    try:
+        _CERTIFIED[key] = weakref.ref(released, lambda _: _CERTIFIED.pop(key, None))
+    except TypeError:  # no weak references (``__slots__``): checked on every call
+        pass
+    return True
+
 
 def mechanism_of(value: object, needed_by: str = "release") -> Mechanism:
     """The mechanism ``value`` is (a representation) or holds (in ``released``: a design, a group's mechanism).
 
     Raises a one-line ``ValueError`` naming ``needed_by`` for anything else, such as a bare
-    float matrix, which carries no certified weights.
+    float matrix, which carries no certified weights, or an object that has the protocol's
+    attributes but whose certificate does not hold.
     """
     released = getattr(value, "released", value)
-    if type(released) in _CONFORMING:  # a Protocol's isinstance costs microseconds: once per class
-        return released
-    if isinstance(released, Mechanism) and not hasattr(type(released), "__getattr__"):
-        _CONFORMING.add(type(released))
-    if not isinstance(released, Mechanism):
-        raise ValueError(f"{needed_by} needs a certified mechanism (countdp.design_named(...), "
-                         "countdp.services.artifact.load_design(...), an IntegerMechanism, a structural form "
-                         f"or a level chain), got {type(value).__name__}")
+    if type(released) not in _CONFORMING:  # a Protocol's isinstance costs microseconds: once per class
+        if isinstance(released, Mechanism) and not hasattr(type(released), "__getattr__"):
+            _CONFORMING.add(type(released))
+        if not isinstance(released, Mechanism):
+            raise ValueError(f"{needed_by} needs a certified mechanism (countdp.design_named(...), "
+                             "countdp.services.artifact.load_design(...), an IntegerMechanism, a structural form "
+                             f"or a level chain), got {type(value).__name__}")
+    if not _certified(released):
+        raise ValueError(f"{needed_by} needs a certified mechanism: the certificate of this "
+                         f"{type(released).__name__} does not hold")
     return released
 
 
@@ -109,6 +140,8 @@ def narrow_mechanisms(mechanisms: object, needed_by: str) -> list[Mechanism]:
     if not out or not all(isinstance(m, Mechanism) and m.values_per_count == 1 and m.K <= 62 for m in out):
         raise ValueError(f"{needed_by} needs one certified mechanism per group (at least one group), each releasing "
                          "one value per count with weights over at most 2^62")
+    if not all(_certified(m) for m in out):
+        raise ValueError(f"{needed_by} needs one certified mechanism per group: a group's certificate does not hold")
     return out
 
 
