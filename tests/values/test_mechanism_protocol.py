@@ -281,3 +281,12 @@ def test_a_generator_shared_by_several_arrays_serves_them_one_after_the_other():
     expected = [_by_hand(form, a, by_hand), _by_hand(form, b, by_hand)]
     assert all((got == want).all() for got, want in zip(together, expected, strict=True))
     assert shared.bit_generator.random_raw() == by_hand.bit_generator.random_raw()
+
+
+@pytest.mark.parametrize("counts", [-1, 3, np.array([0, 3]), np.array([-1, 0])])
+def test_a_matrix_refuses_counts_outside_its_inputs(counts):
+    """Not numpy's wrap-around: ``-1`` would otherwise sample column ``n``."""
+    matrix = countdp.design_named("GM", 2, "1/2").released
+    words = 0 if np.ndim(counts) == 0 else np.zeros(np.size(counts), dtype=np.uint64)
+    with pytest.raises(ValueError, match="0..2"):
+        matrix.sample(counts, words)

@@ -235,8 +235,12 @@ class IntegerMechanism:
         if sizes is not None and np.any(np.asarray(sizes) != self.n):
             raise ValueError(f"a matrix of integer weights serves groups of size {self.n} only")
         if type(counts) is int:  # one count and its word as Python integers: no array is built, an int returned
+            if not 0 <= counts <= self.n:
+                raise ValueError(f"counts must be integers in 0..{self.n}")
             return output_for_draw(self.cumulative, self.guide, counts, words >> (64 - self.K))
         counts = np.asarray(counts)
+        if counts.size and (counts.min() < 0 or counts.max() > self.n):
+            raise ValueError(f"counts must be integers in 0..{self.n}")
         draws = (np.asarray(words, dtype=np.uint64).ravel() >> np.uint64(64 - self.K)).view(np.int64)
         return outputs_for_draws(self.cumulative, self.K, counts.ravel().astype(np.int64, copy=False), draws,
                                  self.guide).reshape(counts.shape)

@@ -39,8 +39,6 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from countdp.privacy.exact import IntegerMechanism
-
 REPRESENTATIONS = ("matrix", "structural", "levels")
 """The representations' names, as the sidecars and caches write them."""
 
@@ -93,11 +91,9 @@ freed object's ``id`` reused by another is not taken for it)."""
 
 def _certified(released: object) -> bool:
     """Whether ``released``'s certificate holds: decided once per instance (a structural form's exact
-    check takes up to a fraction of a second), and never assumed for an object that cannot be
-    weakly referenced (checked every time).  :class:`~countdp.privacy.exact.IntegerMechanism` itself
-    refuses weights that are not alpha-DP when it is built, so its instances need no check."""
-    if type(released) is IntegerMechanism:
-        return True
+    check takes up to a fraction of a second; integer weights return the verdict of the exact test
+    they passed when built), and never assumed for an object that cannot be weakly referenced
+    (checked every time)."""
     held = _CERTIFIED.get(id(released))
     if held is not None and held() is released:
         return True
