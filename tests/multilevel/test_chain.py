@@ -196,8 +196,9 @@ def test_bad_levels_are_refused(alphas):
 
 
 def test_limits_are_refused():
+    """Beyond the matrix chain's limit only GM is served (by the structural chain: test_structural_chain)."""
     with pytest.raises(ValueError):
-        build_level_chain(11, LEVELS, settings=ChainSettings(max_n=10))
+        build_level_chain(11, LEVELS, settings=ChainSettings(max_n=10), mechanism="EM")
     with pytest.raises(ValueError):
         build_level_chain(4, LEVELS, K=40)
 

@@ -183,3 +183,24 @@ def test_em_levels_where_derivable_and_a_one_line_refusal_where_not(tmp_path, ca
     line = _one_line_error(capsys)
     assert "n = 8" in line and "1/2" in line and "51/100" in line
     assert not (tmp_path / "p.csv").exists()
+
+
+def test_a_group_of_a_million_is_released_at_every_level_by_the_structural_chain(tmp_path):
+    """A GM group of 10^6 (beyond the matrix chain) beside a small one: each level's noise has GM's variance."""
+    rows = 3000
+    counts = np.random.default_rng(8).integers(0, 10**6 + 1, rows)
+    table = tmp_path / "big.csv"
+    table.write_text("id,n,c\n" + "".join(f"g{k},1000000,{c}\n" for k, c in enumerate(counts)) + "s,6,2\n")
+    out = tmp_path / "noisy.csv"
+    assert _release(table, out, *KEEP) == 0
+    values = np.array([[int(v) for v in line.split(",")[2:5]] for line in out.read_text().splitlines()[1:]])
+    for level, alpha in enumerate(LEVELS):
+        a = float(Fraction(alpha))
+        noise = values[:rows, level] - counts
+        assert abs(np.mean(noise**2.0) / (2 * a / (1 - a) ** 2) - 1) < 0.2, (alpha, np.mean(noise**2.0))
+    sidecar = json.loads((tmp_path / "noisy.csv.release.json").read_text())
+    entries = {entry["n"]: entry for entry in sidecar["mechanisms"]}
+    assert entries[10**6]["representation"].startswith("structural chain") and entries[10**6]["K"] == 124
+    assert entries[6]["representation"].startswith("matrix chain")
+    assert all(entry["levels_certificate"]["holds"] for entry in entries.values())
+    assert sidecar["guarantee"]["columns"][0]["alpha_exact"] == "1/2"

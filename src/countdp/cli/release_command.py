@@ -256,9 +256,9 @@ def _mechanisms(request, design, dry_run: bool):
         return FileMechanism(design)
     if request.columns[0].levels:
         # lazy: keeps scipy (the levels chain's solver stack) out of the CLI's start-up
-        from countdp.release.levels import level_design
+        from countdp.release.levels import LevelMechanisms
 
-        return lambda k, n: level_design(n, request.columns[k].levels, request.mechanism)
+        return LevelMechanisms(request.columns, request.mechanism)
     return CachedMechanisms(request, MechanismCache(request.cache, store=not dry_run))
 
 

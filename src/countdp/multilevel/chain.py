@@ -19,7 +19,8 @@ the result, and doubles the weight of the first failing level if a check ever fa
 
 Cost: the exact marginals are ``O(m^2 n^3)`` float64 BLAS work (multi-modular,
 :mod:`countdp.multilevel.exact_products`) plus ``O(m^2 n^2)`` big-integer operations; n is
-capped at ``max_n``.
+capped at ``max_n``; GM beyond it is the structural chain's
+(:mod:`countdp.multilevel.structural_chain`), which needs no matrix.
 """
 
 from __future__ import annotations
@@ -33,49 +34,17 @@ from functools import cached_property
 import numpy as np
 
 from countdp.multilevel.certificate import LevelsCertificate, certify_levels
-from countdp.multilevel.derivable import DerivabilitySettings
 from countdp.multilevel.exact_forms import gm_table
 from countdp.multilevel.exact_products import chain_products
 from countdp.multilevel.families import LevelPlan, check_mechanism, level_plan, reference_matrices
 from countdp.multilevel.rounding import dp_deficit, mixing_weight, round_table
+from countdp.multilevel.settings import ChainSettings, parse_levels
+from countdp.multilevel.structural_chain import StructuralLevelChain, build_structural_chain
 from countdp.privacy.exact import MIN_RELEASE_K, RELEASE_K, IntegerMechanism
 from countdp.privacy.inverse_cdf import guide_table, outputs_for_draws
 from countdp.privacy.rounding import check_release_alpha
 from countdp.validation import check_fits_in_memory, check_n
-from countdp.values.alpha import alpha_text, exact_alpha
-
-
-@dataclass(frozen=True)
-class ChainSettings:
-    """Tuning of :func:`build_level_chain` and the certificate.
-
-    ``lambda_margin``: how many times the worst-case rounding error the mixing covers;
-    ``max_doublings``: retries of a failing level; ``max_n``: largest n accepted (exact
-    marginals cost ``O(n^3)``); ``joint_max_cells``: largest ``(n+1)^(t+2)`` for which a
-    colluding set of ``t`` levels is also enumerated exactly.  ``max_em_n``: largest n for EM
-    (its exact transitions are Fractions of ``O(n^2)`` bits, found by ``O(n^3)`` elimination);
-    ``max_design_n``: largest n for WM/WH (each level is an LP design and each transition an LP
-    with ``3 (n+1)^2`` variables); ``derivability``: the LP verdict's settings for WM/WH.
-    """
-
-    lambda_margin: float = 2.0
-    max_doublings: int = 60
-    max_n: int = 1000
-    joint_max_cells: int = 200_000
-    max_em_n: int = 60
-    max_design_n: int = 100
-    derivability: DerivabilitySettings = field(default_factory=DerivabilitySettings)
-
-
-def parse_levels(alphas: Sequence[object]) -> tuple[Fraction, ...]:
-    """The levels as exact Fractions, strictly increasing in (0, 1), or a one-line ``ValueError``."""
-    if isinstance(alphas, str | bytes) or len(alphas) == 0:
-        raise ValueError("levels must be a non-empty sequence of alphas, e.g. 1/2,2/3,9/10")
-    levels = tuple(exact_alpha(a) for a in alphas)
-    if any(b <= a for a, b in zip(levels, levels[1:], strict=False)):
-        raise ValueError("levels must be strictly increasing alphas (each more private than the one before), "
-                         f"got {','.join(alpha_text(a) for a in levels)}")
-    return levels
+from countdp.values.alpha import alpha_text
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,17 +265,24 @@ def _check_size(n: int, K: int, mechanism: str, settings: ChainSettings) -> int:
     return n
 
 
-def build_level_chain(n: int, alphas: Sequence[Fraction | str | float], K: int = RELEASE_K,
-                      settings: ChainSettings | None = None, mechanism: str = "GM") -> LevelChain:
+def build_level_chain(n: int, alphas: Sequence[Fraction | str | float], K: int | None = None,
+                      settings: ChainSettings | None = None,
+                      mechanism: str = "GM") -> LevelChain | StructuralLevelChain:
     """The certified chain releasing ``M(n, alpha_0)`` (``M = mechanism``), then each level from the one before.
 
-    ``mechanism``: GM, EM, WM or WH.  A pair of levels that is not derivable (EM's exact ``T``
+    ``mechanism``: GM, EM, WM or WH.  GM beyond ``settings.max_n`` is released by the structural
+    chain (:func:`~countdp.multilevel.structural_chain.build_structural_chain`, any n; ``K``
+    defaults there to 62 up to n = 2048 and 124 beyond); everything else is a matrix chain over
+    ``2**K`` (``K`` default 62).  A pair of levels that is not derivable (EM's exact ``T``
     has a negative entry; WM/WH's LP finds no ``T``) is refused with a one-line ``ValueError``
     naming n and the pair, and so is a chain the mixing cannot certify within
     ``settings.max_doublings`` doublings.
     """
     settings = settings or ChainSettings()
     m = check_mechanism(mechanism)
+    if m == "GM" and check_n(n) > settings.max_n:
+        return build_structural_chain(n, alphas, K, settings)
+    K = RELEASE_K if K is None else K
     n = _check_size(n, K, m, settings)
     levels = parse_levels(alphas)
     for a in levels:

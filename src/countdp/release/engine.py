@@ -282,7 +282,9 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
             continue
         words = [randomness.words(stream, batch.num_rows) for stream in prepared.streams[k]]
         if column.levels:
-            noisy = prepared.samplers[k].sample(counts, size_index, words)
+            noisy = prepared.samplers[k].sample(
+                counts, size_index, words,
+                lambda level, rows, s=prepared.streams[k]: randomness.second_words(s[level], first + rows))
         else:
             stream = prepared.streams[k][0]
             noisy = [prepared.samplers[k].sample(counts, size_index, words[0],

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from countdp.multilevel.chain import LevelChain, build_level_chain
+from countdp.multilevel.chain import ChainSettings, LevelChain, build_level_chain
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,30 @@ class LevelDesign:
 
     @property
     def released(self):
-        return self.chain.first
+        """Level 1's weights for a matrix chain; the chain itself for a structural one (no matrix to hold)."""
+        return self.chain if getattr(self.chain, "structural", False) else self.chain.first
 
 
 def level_design(n: int, levels, mechanism: str = "GM") -> LevelDesign:
     """The certified chain of ``mechanism`` (GM, EM, WM or WH) for group size ``n`` at ``levels``
-    (increasing alphas); ``ValueError`` (one line) where a level is not a post-processing of the one before."""
+    (increasing alphas); ``ValueError`` (one line) where a level is not a post-processing of the one before.
+    GM beyond the matrix chain's limit is a structural chain (no matrix)."""
     return LevelDesign(build_level_chain(n, levels, mechanism=mechanism))
+
+
+class LevelMechanisms:
+    """``mechanism_for(k, n)`` of a ``--levels`` release: each size's chain, and which sizes hold matrices."""
+
+    def __init__(self, columns, mechanism: str) -> None:
+        self.columns, self.mechanism = columns, mechanism
+
+    def __call__(self, k: int, n: int) -> LevelDesign:
+        return level_design(n, self.columns[k].levels, self.mechanism)
+
+    def matrix_sizes(self, k: int, sizes: np.ndarray) -> np.ndarray:
+        """The sizes whose chain holds matrices: all but GM's beyond the matrix chain's limit (structural)."""
+        sizes = np.asarray(sizes)
+        return sizes[sizes <= ChainSettings().max_n] if self.mechanism in (None, "GM") else sizes
 
 
 class LevelsSampler:
@@ -52,18 +69,40 @@ class LevelsSampler:
     def __init__(self, designs: list[LevelDesign]) -> None:
         self.chains = [design.chain for design in designs]
 
-    def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: list[np.ndarray]) -> list[np.ndarray]:
-        """Per level, each row's noisy count; ``words[l]`` holds one uniform 64-bit word per row for level ``l``."""
+    def sample(self, counts: np.ndarray, size_index: np.ndarray | None, words: list[np.ndarray],
+               second=None) -> list[np.ndarray]:
+        """Per level, each row's noisy count; ``words[l]`` holds one uniform 64-bit word per row for level ``l``.
+
+        ``second(level, rows)``: a further word for each of ``rows`` (row numbers in this batch) of
+        level ``level``'s stream, for the rare draws of a structural chain over ``2^124`` that need one.
+        """
         stacked = np.stack(words)
         if size_index is None or len(self.chains) == 1:
-            return list(self.chains[0].sample(counts, stacked))
+            return list(self.chains[0].sample(counts, stacked, second=_positions(second, np.arange(len(counts)))))
         out = np.empty(stacked.shape, dtype=np.int64)
         order = np.argsort(size_index, kind="stable")
         bounds = np.concatenate([[0], np.cumsum(np.bincount(size_index, minlength=len(self.chains)))])
         for s in np.flatnonzero(np.diff(bounds)):
             rows = order[bounds[s]:bounds[s + 1]]
-            out[:, rows] = self.chains[s].sample(counts[rows], stacked[:, rows])
+            out[:, rows] = self.chains[s].sample(counts[rows], stacked[:, rows], second=_positions(second, rows))
         return list(out)
 
 
-__all__ = ["LevelDesign", "LevelsSampler", "level_design"]
+def _positions(second, rows: np.ndarray):
+    """A chain's ``second(positions)`` (level-major, in its words) from the release's ``second(level, rows)``."""
+    if second is None:
+        return None
+    return lambda positions: _by_level(second, rows, np.asarray(positions, dtype=np.int64))
+
+
+def _by_level(second, rows: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Each position's word from its level's stream, at its row of the batch."""
+    levels, within = np.divmod(positions, len(rows))
+    out = np.empty(positions.size, dtype=np.uint64)
+    for level in np.unique(levels).tolist():
+        at = np.flatnonzero(levels == level)
+        out[at] = second(level, rows[within[at]])
+    return out
+
+
+__all__ = ["LevelDesign", "LevelMechanisms", "LevelsSampler", "level_design"]

@@ -132,6 +132,8 @@ def mechanism_rows(request, validated, mechanisms) -> list[dict]:
 
 
 def _matrix_entry(column, design, n: int, rows: int) -> dict:
+    if column.levels:
+        return _levels_entry(column, design, n, rows)
     released = design.released
     entry = {"count_column": column.count_column, "n": n, "rows": rows, "mechanism": design.mechanism,
              "objective": design.objective, "alpha_exact": alpha_text(released.alpha), "representation": "matrix",
@@ -141,11 +143,18 @@ def _matrix_entry(column, design, n: int, rows: int) -> dict:
     if method is not None:
         optimality = getattr(design, "extra", {}).get("optimality", {})
         entry.update(method=method, optimal_proven=bool(optimality.get("certified")) if optimality else None)
-    if column.levels:
-        entry.update(representation="matrix chain (level 1, then one transition per level)",
-                     release_weights_sha256=design.chain.digest(),
-                     levels_certificate=design.chain.certify().to_dict())
     return entry
+
+
+def _levels_entry(column, design, n: int, rows: int) -> dict:
+    """A ``--levels`` size's entry: its chain (matrix or structural), the digest of what is sampled, its certificate."""
+    chain = design.chain
+    structural = getattr(chain, "structural", False)
+    representation = ("structural chain (level 1 from GM's structural form, then one keep-or-renoise table per "
+                      "level; no matrix)" if structural else "matrix chain (level 1, then one transition per level)")
+    return {"count_column": column.count_column, "n": n, "rows": rows, "mechanism": design.mechanism,
+            "objective": design.objective, "alpha_exact": alpha_text(chain.alpha), "representation": representation,
+            "K": chain.K, "release_weights_sha256": chain.digest(), "levels_certificate": chain.certify().to_dict()}
 
 
 def _structural_entry(column, design) -> dict:
