@@ -10,7 +10,10 @@ Two layers:
    lies strictly between 0 and 1, every ``{from, to}`` range is non-empty, the LP solver
    has the method asked for (CLARABEL has no simplex), and the group sizes of Figures 9-13 can
    be evaluated (:mod:`config_routing`: every mechanism at every n asked for, Figure 9's L1 and
-   L2 on the matrix path, ``fig09.n_by_mechanism`` only for mechanisms it plots).
+   L2 on the matrix path, ``fig09.n_by_mechanism`` only for mechanisms it plots);
+3. every design the sweeps would make fits in memory (:mod:`config_fit`: each design's path and
+   peak memory predicted by :func:`countdp.design.estimate.estimate_named`, nothing solved, against
+   ``design_memory_mb`` or this machine's available memory).
 
 Each problem becomes one line ``config key 'fig11.p[2]': 1.5 is not allowed (...); allowed:
 a number in [0, 1]``; all lines are raised together as one :class:`ConfigError`.
@@ -26,11 +29,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import yaml
+from config_fit import FIT_SOURCES, fit_errors
 from config_routing import FIGURE_MECHANISMS, L0_ONLY, ROUTING_SOURCES, routing_errors
 
 from countdp.studies.naming import number_or_fraction
 
-__all__ = ["FIGURE_MECHANISMS", "L0_ONLY", "ROUTING_SOURCES", "ConfigError", "check_config", "config_errors",
+__all__ = ["FIGURE_MECHANISMS", "FIT_SOURCES", "L0_ONLY", "ROUTING_SOURCES", "ConfigError", "check_config", "config_errors",
            "describe", "fill_defaults", "load_schema"]
 
 
@@ -263,7 +267,10 @@ def config_errors(config: Mapping, schema: Mapping) -> list[str]:
     def reported(key: str) -> bool:  # the key or a parent of it already has a schema message
         return any(key == k or key.startswith((k + ".", k + "[")) for k in named)
 
-    return lines + [line for line in _semantic_errors(config) if not reported(line.split("'")[1])]
+    semantic = [line for line in _semantic_errors(config) if not reported(line.split("'")[1])]
+    if lines or semantic:
+        return lines + semantic  # the fit is estimated only for a config otherwise valid
+    return fit_errors(config)
 
 
 def check_config(config: Mapping, schema: str | os.PathLike | Mapping) -> None:

@@ -74,6 +74,11 @@ begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake 
   `config key 'fig09.n': n = 3000 is not allowed for GM under L1`;
 - a list of objectives without L0: `config key 'fig09.objectives': ['L1'] is not allowed`;
 - sizes for a mechanism Figure 9 does not plot: `config key 'fig09.n_by_mechanism.WM': WM is not plotted`.
+- a design the sweeps would make that is predicted not to fit in memory (its path and peak memory
+  estimated by `countdp.design.estimate`, nothing solved; checked only for a config otherwise valid):
+  `config key 'fig02.panels[0].n': n = 20000 does not fit in memory for LP-RH+RM+CH+CM+F+WH+S under L1`
+  (with the estimate and the limit: `design_memory_mb` when the config gives it, else the memory
+  available on this machine when the config is first checked; a passing config is then cached).
 
 ## Large group sizes (`config/large_n.yaml`)
 

@@ -108,6 +108,13 @@ class DesignEstimate:
                 f"about {self.required_bytes / 2**30:,.2f} GiB, {self.time_class}")
 
 
+def bound_bytes(n: int) -> int:
+    """What no path of a design at ``n`` needs more than (:attr:`DesignEstimate.required_bytes` is at
+    most this): the general LP's cost, the dearest per entry, with the process.  A caller with many
+    requests asks :func:`estimate_named` only where this bound does not fit (no planner imported)."""
+    return PROCESS_BYTES + PATH_OVERHEAD_BYTES + LP_BYTES_PER_ENTRY * (check_n(n) + 1) ** 2
+
+
 def time_class(seconds: float) -> str:
     """The name of the class of ``seconds`` (:data:`TIME_CLASSES`)."""
     return next((name for bound, name in TIME_CLASSES if seconds < bound), "hours")
@@ -278,5 +285,5 @@ def estimate_named(mechanism: str, n: int, alpha: object, objective: object = "L
                           int(required), time_class(seconds))
 
 
-__all__ = ["CLOSED_MATRIX", "SPREAD", "STRUCTURAL", "DesignEstimate", "estimate_named", "named_path",
+__all__ = ["CLOSED_MATRIX", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "estimate_named", "named_path",
            "path_cost", "planner_path", "reduced_nnz", "time_class"]

@@ -1,0 +1,157 @@
+"""Refuse a config whose designs would not fit this machine's memory (config_check's third layer).
+
+Part of the workflow, not of the library: :mod:`config_check` adds :func:`fit_errors` to its
+semantic checks.  For every config key whose group sizes the design sweeps design (the studies'
+``n`` keys, as ``workflow/rules/targets.smk`` turns them into artifacts), each design is
+estimated by :func:`countdp.design.estimate.estimate_named` with the options the sweep passes
+(:func:`countdp.studies.sweeps.lp_options` of the config's ``solver``): its path, nothing solved.
+A design whose estimate exceeds the limit is one line naming the key, the design, the estimate and
+the limit, as config_check's other lines.  The limit is ``design_memory_mb`` when the config gives
+it (a cluster node's memory, or a test's), else the memory available on this machine now
+(:func:`countdp.validation.available_memory`).
+
+Only the largest ``n`` of a key, and its largest ``n`` within the matrix path
+(:data:`countdp.structural.catalogue.NARROW_MAX_N`), are estimated: within the matrix path a design's
+need grows with ``n`` (``design_lp`` asks for the general LP's memory whatever path answers), and
+beyond it only structural forms remain.  A request whose bound (:func:`countdp.design.estimate.bound_bytes`)
+fits is not estimated at all, so a config of small designs loads no LP stack here.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+
+from config_routing import FIGURE_MECHANISMS, L0_ONLY, fig09_groups
+
+from countdp.design import estimate
+from countdp.evaluate.routing import ROUTING
+from countdp.structural.catalogue import NARROW_MAX_N
+from countdp.studies.sweeps import lp_options
+from countdp.validation import available_memory
+from countdp.values.alpha import alpha_text, exact_alpha
+from countdp.values.catalogue import CLOSED_FORM_MECHANISMS
+
+__all__ = ["FIT_SOURCES", "design_groups", "fit_errors"]
+
+FIT_SOURCES = (__file__, estimate.__file__, sys.modules[lp_options.__module__].__file__)
+"""The sources the fit check reads (config_cache fingerprints them: a new estimate re-checks)."""
+SOLVER_FIRST = {"HIGHS": "simplex", "CLARABEL": "ipm"}
+"""The method ``solver.plain`` without a method runs (config_check.SOLVER_METHODS' first)."""
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def candidate_ns(spec) -> list[int]:
+    """The largest n of an n spec ({from, to, step}, a list or one n) and its largest n up to
+    :data:`NARROW_MAX_N` (module docstring); a range is not expanded."""
+    if isinstance(spec, Mapping):
+        start, stop, step = int(spec["from"]), int(spec["to"]), int(spec.get("step", 1))
+        last = start + (stop - start) // step * step
+        capped = start + (min(stop, NARROW_MAX_N) - start) // step * step if start <= NARROW_MAX_N else None
+        return sorted({last} | ({capped} if capped is not None else set()))
+    ns = sorted({int(n) for n in _as_list(spec)})
+    within = [n for n in ns if n <= NARROW_MAX_N]
+    return sorted({ns[-1], *within[-1:]})
+
+
+def _intrinsic(config: Mapping) -> Iterator[tuple]:
+    """``(key, mechanism, properties, objective, alphas, n spec, routed)`` of Figures 1-8."""
+    if isinstance(c := config.get("fig01"), Mapping):
+        for i, panel in enumerate(c.get("panels", [])):
+            yield f"fig01.panels[{i}].n", "LP", (), panel["objective"], [c["alpha"]], panel["n"], None
+        if isinstance(search := c.get("l2_search"), Mapping):
+            yield "fig01.l2_search.n", "LP", (), "L2", _as_list(search["alpha"]), search["n"], None
+    if isinstance(c := config.get("fig02"), Mapping):
+        props = tuple(c["properties"])
+        for i, panel in enumerate(c.get("panels", [])):
+            yield f"fig02.panels[{i}].n", "LP", props, panel["objective"], [c["alpha"]], panel["n"], None
+    for fig in ("fig06", "fig07"):
+        if isinstance(c := config.get(fig), Mapping):
+            for m in c["mechanisms"]:
+                yield f"{fig}.n", m, (), "L0", _as_list(c["alpha"]), c["n"], None
+    if isinstance(c := config.get("fig08"), Mapping):
+        base = list(c.get("base", ["WH", "S"]))
+        sets = [("LP", tuple(base + list(comb))) for comb in c["combinations"]] + [("GM", ()), ("EM", ())]
+        for m, props in sets:
+            yield "fig08.vs_n.n", m, props, "L0", [c["vs_n"]["alpha"]], c["vs_n"]["n"], None
+            yield "fig08.vs_alpha.n", m, props, "L0", _as_list(c["vs_alpha"]["alpha"]), c["vs_alpha"]["n"], None
+
+
+def _figures(config: Mapping) -> Iterator[tuple]:
+    """The same of Figures 9-13 (``routed``: L0 alone or not, for a point evaluated as structure)."""
+    if isinstance(block := config.get("fig09"), Mapping):
+        objectives = list(block.get("objectives", ["L0"]))
+        for key, mechanisms, spec in fig09_groups(block):
+            for m in mechanisms:
+                for objective in objectives:
+                    routed = True if objective == "L0" else None
+                    yield key, m, (), objective, _as_list(block["alpha"]), spec, routed
+        if isinstance(check := block.get("convergence_check"), Mapping):
+            for m in ("GM", "WM", "WH"):
+                yield "fig09.convergence_check.n", m, (), "L0", [check["alpha"]], check["n"], True
+    for fig in ("fig10", "fig11", "fig12", "fig13"):
+        if isinstance(block := config.get(fig), Mapping):
+            for m in block.get("mechanisms", FIGURE_MECHANISMS):
+                yield f"{fig}.n", m, (), "L0", _as_list(block["alpha"]), block["n"], L0_ONLY[fig]
+
+
+def design_groups(config: Mapping) -> Iterator[tuple[str, str, tuple, str, object, int]]:
+    """``(key, mechanism, properties, objective, alpha, n)`` of every design the sweeps would make at
+    the candidate sizes (:func:`candidate_ns`); a point Figures 9-13 evaluate as structure is not designed."""
+    for key, m, props, objective, alphas, spec, routed in (*_intrinsic(config), *_figures(config)):
+        for alpha in alphas:
+            for n in candidate_ns(spec):
+                if routed is not None and ROUTING.structural(m, n, alpha_text(exact_alpha(str(alpha))), routed):
+                    continue
+                yield key, m, tuple(props), objective, alpha, n
+
+
+def _options(config: Mapping) -> dict:
+    """The ``design_named`` options of the config's solver setting, as the sweeps pass them."""
+    solver = config.get("solver") or {}
+    name = solver.get("name", "HIGHS")
+    method = solver.get("method") or (SOLVER_FIRST.get(name, "simplex") if solver.get("plain") else "auto")
+    return lp_options(f"{name}/{method}" + ("/plain" if solver.get("plain") else ""))
+
+
+def _limit(config: Mapping) -> tuple[int | None, str]:
+    """The memory limit in bytes (``None``: unknown, no check) and how it is named in a message."""
+    mb = config.get("design_memory_mb")
+    if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0:
+        return mb * 2**20, f"design_memory_mb = {mb:,} MB"
+    have = available_memory()
+    return have, "available" if have is None else f"{have / 2**30:,.1f} GiB available"
+
+
+def _line(key: str, found: estimate.DesignEstimate, alpha, what: str) -> str:
+    name = found.mechanism if found.mechanism != "LP" else "LP-" + ("+".join(found.properties) or "none")
+    return (f"config key '{key}': n = {found.n} does not fit in memory for {name} under {found.objective} at "
+            f"alpha = {alpha} ({found.path}: needs about {found.required_bytes / 2**30:,.2f} GiB, {what}); "
+            f"allowed: group sizes whose designs fit, design_memory_mb of a larger machine, or the key's "
+            f"largest n lowered")
+
+
+def fit_errors(config: Mapping) -> list[str]:
+    """A design of the config predicted not to fit the memory limit: one line per key, its largest need."""
+    limit, what = _limit(config)
+    if limit is None:
+        return []
+    try:
+        options, groups = _options(config), list(design_groups(config))
+    except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError):
+        return []  # a malformed block or solver: the schema's messages say so
+    worst = {}
+    for key, m, props, objective, alpha, n in groups:
+        if estimate.bound_bytes(n) <= limit:
+            continue
+        try:
+            found = estimate.estimate_named(m, n, alpha, objective, props,
+                                            **({} if m in CLOSED_FORM_MECHANISMS else options))
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue  # a bad alpha or objective: its own message says so
+        if not found.fits(limit) and (key not in worst or found.required_bytes > worst[key][0].required_bytes):
+            worst[key] = (found, alpha)
+    return [_line(key, found, alpha, what) for key, (found, alpha) in worst.items()]
