@@ -124,8 +124,10 @@ def reduced_nnz(n: int, properties: tuple[str, ...]) -> int:
     """The constraint non-zeros of the reduced model of BasicDP + ``properties`` at ``n`` (a
     uniform-prior sum): ``(5 n + 1)(n + 1)``, plus ``2 n (n + 1)`` with CH or CM (CM implies CH:
     one set kept) and ``2 n`` with F; halved, rounding up, when S folds the model.  Read off
-    :func:`countdp.design.lp_solve.reduced_lp` at n = 20 to 60 for every property set tried
-    (equal there; the test compares again), so that ``choose_method`` is answered without the model."""
+    :func:`countdp.design.lp_solve.reduced_lp` at n = 20 to 60 for every property set tried (equal
+    there, but for odd ``n`` with RM folded, a few more than the model's; the test compares), so
+    that ``choose_method`` is answered without the model (wrong only within that margin of
+    :attr:`~countdp.design.settings.SolverTuning.ipm_min_nnz`)."""
     props = set(properties)
     nnz = (5 * n + 1) * (n + 1) + (2 * n * (n + 1) if props & {"CH", "CM"} else 0) + (2 * n if "F" in props else 0)
     return (nnz + 1) // 2 if "S" in props else nnz
