@@ -34,8 +34,8 @@ from config_routing import FIGURE_MECHANISMS, L0_ONLY, ROUTING_SOURCES, routing_
 
 from countdp.studies.naming import number_or_fraction
 
-__all__ = ["FIGURE_MECHANISMS", "FIT_SOURCES", "L0_ONLY", "ROUTING_SOURCES", "ConfigError", "check_config", "config_errors",
-           "describe", "fill_defaults", "load_schema"]
+__all__ = ["FIGURE_MECHANISMS", "FIT_SOURCES", "L0_ONLY", "ROUTING_SOURCES", "ConfigError", "check_config",
+           "config_errors", "describe", "fill_defaults", "load_schema"]
 
 
 

@@ -146,7 +146,7 @@ def _gm_holds(request, settings: SolverSettings) -> str | None:
     ``n`` up to :data:`CLOSED_FORM_PROXY_N`, beyond it at that size with WH decided as that
     constant says."""
     from countdp.design.request import DesignRequest  # lazy: the LP stack's shapes (scipy)
-    from countdp.design.strategies.closed_form import closed_form
+    from countdp.design.strategies.closed_form import closed_form  # lazy: as above
 
     if request.zero_one and "F" in request.properties:
         return "EM"
@@ -176,7 +176,7 @@ def _through_reductions(strategy, request, settings: SolverSettings) -> bool:
 
 def _template_answers(strategy, request, settings: SolverSettings) -> bool:
     """Whether the large-n template tries a width: its first fits twice in ``n`` (its attempt)."""
-    from countdp.design.policy import template_widths  # lazy: numpy only, but with the planner's
+    from countdp.design.policy import template_widths  # lazy: the planner's predicates, with their stack
 
     if strategy.name != "large-n template":
         return True
@@ -189,7 +189,7 @@ def planner_path(request, settings: SolverSettings = DEFAULT_SETTINGS) -> str:
     :class:`countdp.design.request.DesignRequest`): the first of :func:`countdp.design.planner.plan`
     that accepts it and would answer (module docstring); nothing is solved."""
     from countdp.design.planner import plan  # lazy: the LP stack (module docstring of designer)
-    from countdp.design.strategies.through_reductions import ThroughReductions
+    from countdp.design.strategies.through_reductions import ThroughReductions  # lazy: as above
 
     for strategy in plan(request, settings):
         if strategy.accepts(request, settings) is not None:
@@ -209,7 +209,7 @@ def _lp_request(n: int, alpha: float, properties: tuple[str, ...], objective, lp
                 settings: SolverSettings):
     """The :class:`~countdp.design.request.DesignRequest` :func:`~countdp.design.designer.design_lp` builds."""
     from countdp.design.planner import uses_reduced_model  # lazy: as planner_path
-    from countdp.design.request import DesignRequest
+    from countdp.design.request import DesignRequest  # lazy: as above
 
     method = lp_options.get("method")
     solver, chosen = check_solver(lp_options.get("solver", "HIGHS"), method)
