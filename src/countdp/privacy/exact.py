@@ -229,8 +229,8 @@ class IntegerMechanism:
 
         The draw ``u`` gives the smallest output ``i`` with ``u < W[0, j] + ... + W[i, j]``
         (:mod:`countdp.privacy.inverse_cdf`); one count given as a Python integer (with its word)
-        takes the scalar search, whose cost does not depend on ``n``.  ``sizes`` must be this ``n`` (a matrix serves one size); ``second``
-        is never needed (``K <= 62``).
+        takes the scalar search, whose cost does not depend on ``n``.  ``sizes`` must be this ``n`` (a
+        matrix serves one size); ``second`` is never needed (``K <= 62``).
         """
         if sizes is not None and np.any(np.asarray(sizes) != self.n):
             raise ValueError(f"a matrix of integer weights serves groups of size {self.n} only")
