@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 
@@ -40,30 +42,31 @@ TIMING = frozenset({"solve_time", "seconds"})
 """Keys of a design's record that hold times (of the record only: they decide nothing)."""
 
 
-def _spin(started) -> None:
-    """A busy loop (one core), after saying it runs."""
-    started.release()
-    while True:
-        pass
+SPIN = "print('spinning', flush=True)\nwhile True:\n    pass\n"
+"""A busy loop on one core, after saying it runs."""
 
 
 @contextmanager
 def busy(cores: int | None = None):
     """``cores`` (default every core) busy-loop processes running for the ``with`` block."""
-    spawn = multiprocessing.get_context("spawn")
-    started = spawn.Semaphore(0)
-    hogs = [spawn.Process(target=_spin, args=(started,), daemon=True) for _ in range(cores or os.cpu_count() or 1)]
-    for hog in hogs:
-        hog.start()
+    hogs = [subprocess.Popen([sys.executable, "-c", SPIN], stdout=subprocess.PIPE, text=True)
+            for _ in range(cores or os.cpu_count() or 1)]
     try:
-        for _ in hogs:
-            assert started.acquire(timeout=60), "a busy-loop process did not start"
+        for hog in hogs:
+            assert hog.stdout.readline() == "spinning\n", "a busy-loop process did not start"
         yield hogs
     finally:
         for hog in hogs:
-            hog.terminate()
+            hog.kill()
         for hog in hogs:
-            hog.join(10)
+            hog.wait(10)
+            hog.stdout.close()
+
+
+def cpu_seconds(hog: subprocess.Popen) -> float:
+    """The CPU time (user and system) a process has used so far, from ``/proc`` (Linux)."""
+    fields = Path(f"/proc/{hog.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def untimed(record):
@@ -88,8 +91,11 @@ def relaxed_design():
 def test_a_design_is_byte_identical_quiet_and_with_every_core_busy():
     quiet = relaxed_design()
     with busy() as hogs:
+        before = [cpu_seconds(hog) for hog in hogs]
         loaded = relaxed_design()
-        assert all(hog.is_alive() for hog in hogs)  # the load lasted the whole design
+        spun = [cpu_seconds(hog) - used for hog, used in zip(hogs, before, strict=True)]
+        assert all(hog.poll() is None for hog in hogs)  # the load lasted the whole design
+    assert min(spun) > 0  # every busy loop took CPU while the design ran
     assert quiet.method == LABEL and quiet.extra["optimality"]["certified"]
     assert is_alpha_dp(certify(quiet.matrix, 0.8)[0], 0.8)
     assert artifact_bytes(loaded) == artifact_bytes(quiet)
