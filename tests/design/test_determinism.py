@@ -10,14 +10,15 @@ byte-identical quiet and busy.
 That such a test can fail: the toy at the end shows a step limited by the clock answering
 differently under load while the same step limited by a count of rounds does not.  Against the
 engine as it was with wall-clock limits (the commit before they became counts), this module's
-comparison was run with that engine's per-simplex bound shrunk to the guided simplex's own time
-(``SolverSettings.of(simplex_safety_seconds=0.03)``, so that a loaded machine meets it as a
-machine many times slower would meet the 60 s default): quiet, the relaxed template answered;
-with every core busy, the HiGHS interior point did, with another matrix (at 0.01 s both ran the
-interior point, and their artifacts differed too).  At the default 60 s, the n = 300 request of
-``test_relaxed_template.py`` at load 17 on two cores had each simplex of its template vertex
-stopped at 'Time limit reached' and ended "no vertex dual of the template-size LP", where the
-same request without the time limits finds the vertex (29,938 pivots of the cold simplex).
+comparison was run with that engine's per-simplex bound shrunk to about the guided simplex's own
+time (``SolverSettings.of(simplex_safety_seconds=0.01)``, and ``0.015``: a loaded machine then
+meets it as a machine many times slower meets the 60 s default).  Quiet, the relaxed template
+answered; with every core busy, the HiGHS interior point did, with another matrix, so the
+comparison failed; at 0.03 s even two quiet runs gave different matrices.  At the default 60 s,
+the n = 300 request of ``test_relaxed_template.py`` at load 17 on two cores had each simplex of
+its template vertex stopped at 'Time limit reached' and ended "no vertex dual of the
+template-size LP", where the same request without the time limits finds the vertex (29,938
+pivots of the cold simplex).
 """
 
 from __future__ import annotations
