@@ -17,7 +17,7 @@ from countdp.privacy.certify import certify, is_alpha_dp
 
 def test_basis_vertex_solves_the_basis_exactly_and_declines_a_non_square_one():
     lp = build_reduced_lp(16, 0.8, ("RM", "CM", "WH", "S"), "L1")
-    run = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
+    run = run_highs(lp, "simplex", settings=DEFAULT_SETTINGS)
     y, row_dual, col_dual = basis_vertex(lp, *run.basis)
     col_basic, col_upper, row_active, row_upper = run.basis
     bound = np.where(row_upper, lp.row_upper, lp.row_lower)[row_active]
@@ -94,7 +94,7 @@ def test_full_dual_of_an_optimal_vertex_proves_it_on_the_full_model(props):
     """Folded, halved and bound rows mapped back: the weak-duality check on the full model closes;
     with the reduced row duals zeroed it does not."""
     lp = build_reduced_lp(16, 0.7, props, "L1")
-    run = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
+    run = run_highs(lp, "simplex", settings=DEFAULT_SETTINGS)
     y, row_dual, col_dual = basis_vertex(lp, *run.basis)
     full = lp.problem.lp()
     N = lp.n + 1

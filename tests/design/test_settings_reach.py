@@ -1,8 +1,8 @@
 """A caller's settings reach every sub-solve of its request, the WM spread path included.
 
 Every solver run and proof of the engine says on :data:`countdp.design.settings.SUB_SOLVES` which
-settings it runs under.  Each path here is designed under settings that carry a sentinel value (a
-wall-clock bound no solve comes near, so no design changes); every sub-solve must report it.  The
+settings it runs under.  Each path here is designed under settings that carry a sentinel value (an
+iteration bound no solve comes near, so no design changes); every sub-solve must report it.  The
 last test breaks one path on purpose (the spread's canonical design solved under the engine's
 defaults) and checks that the same check then fails; the last, that every setting keeps its name
 in its group.
@@ -19,8 +19,8 @@ from countdp.design import forms, spread_proof
 from countdp.design.designer import design_lp, design_named
 from countdp.design.settings import DEFAULT_SETTINGS, FIELD_GROUPS, SUB_SOLVES, SolverSettings
 
-SENTINEL = 60.125
-"""``simplex_safety_seconds`` of the caller's settings: a bound no solve here reaches."""
+SENTINEL = 20_017
+"""``completion_iterations`` of the caller's settings: a bound no solve here reaches."""
 
 PATHS = {
     "reduced LP": lambda s: design_lp(24, 0.62, ("WH",), "L1", settings=s),
@@ -46,12 +46,12 @@ def sub_solves(caplog, design) -> list[tuple[str, SolverSettings]]:
 
 def foreign(seen: list[tuple[str, SolverSettings]]) -> list[str]:
     """The sub-solves that ran under settings other than the caller's (no sentinel)."""
-    return [what for what, settings in seen if settings.solver.simplex_safety_seconds != SENTINEL]
+    return [what for what, settings in seen if settings.chains.completion_iterations != SENTINEL]
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_every_sub_solve_runs_under_the_callers_settings(caplog, path):
-    caller = SolverSettings.of(simplex_safety_seconds=SENTINEL)
+    caller = SolverSettings.of(completion_iterations=SENTINEL)
     seen = sub_solves(caplog, lambda: PATHS[path](caller))
     assert seen, f"{path}: no sub-solve seen"
     assert foreign(seen) == []
@@ -60,7 +60,7 @@ def test_every_sub_solve_runs_under_the_callers_settings(caplog, path):
 def test_the_wm_spread_path_solves_its_canonical_design_under_the_callers_settings(caplog):
     """The spread answers (not the LP at ``n``), and its canonical design's template solves (solved
     afresh: the cache holds designs by their settings) run under the caller's settings."""
-    caller = SolverSettings.of(simplex_safety_seconds=SENTINEL)
+    caller = SolverSettings.of(completion_iterations=SENTINEL)
     designs = []
     forms.canonical_design.cache_clear()
     seen = sub_solves(caplog, lambda: designs.append(PATHS["WM spread"](caller)))
@@ -78,14 +78,14 @@ def test_a_path_that_drops_the_settings_is_caught(caplog, monkeypatch):
         return real.__wrapped__(mechanism, alpha, K, DEFAULT_SETTINGS)  # uncached: its solves run here
 
     monkeypatch.setattr(spread_proof, "canonical_design", dropping)
-    caller = SolverSettings.of(simplex_safety_seconds=SENTINEL)
+    caller = SolverSettings.of(completion_iterations=SENTINEL)
     seen = sub_solves(caplog, lambda: PATHS["WM spread"](caller))
     assert foreign(seen), "a dropped settings object went unseen"
 
 
 def test_every_field_keeps_its_name_in_one_group():
     """The flat names (as configs, benchmarks and docs give them) reach their group's field."""
-    groups = {"solver": 17, "template": 22, "chains": 12, "proof": 5}
+    groups = {"solver": 16, "template": 21, "chains": 14, "proof": 5}
     assert {g: sum(1 for v in FIELD_GROUPS.values() if v == g) for g in groups} == groups
     changed = SolverSettings.of(template_min_n=60, ipm_min_nnz=0, face_tol=1e-7, chain_refinements=3)
     assert (changed.template.template_min_n, changed.solver.ipm_min_nnz) == (60, 0)

@@ -126,7 +126,7 @@ def _run_method(lp: ReducedLP, chosen: str, tight: bool, previous: Solved | None
     if chosen in ("guided", CLARABEL_GUIDED) and not tight:
         return run_guided(lp, template=chosen == "guided", accept=accept,
                           guide=partial(template_guide, settings=settings), settings=settings)
-    return run_highs(lp, "simplex" if tight else chosen, None, previous if tight else None, boost, settings=settings)
+    return run_highs(lp, "simplex" if tight else chosen, previous if tight else None, boost, settings=settings)
 
 
 def _try_method(lp: ReducedLP, chosen: str, fallback: bool, attempts: list[str], best: tuple | None,

@@ -2,11 +2,18 @@
 
 None of these changes what is proven: every answer is checked by the independent weak-duality
 routine of :mod:`countdp.design.optimality` and the exact DP test of the released weights.  They
-choose which path answers and how fast.  Limits on simplex work count iterations (times rows),
-not seconds, so that the path taken is the same on any machine and under any load; the one
-wall-clock bound, :attr:`SolverTuning.simplex_safety_seconds`, only stops a machine many
-times slower than expected.  Why each value is what it is, with the measurements behind it, is
-in ``docs/performance.md`` and ``docs/tuning.md``.
+choose which path answers and how fast.  **No limit is wall-clock.**  Every limit counts work:
+simplex iterations (:attr:`SolverTuning.guided_simplex_iterations`,
+:attr:`TemplateTuning.template_simplex_iterations`, :attr:`ChainTuning.support_dual_iterations`,
+:attr:`ChainTuning.completion_iterations`), iterations times rows
+(:attr:`SolverTuning.quick_vertex_work`, :attr:`TemplateTuning.template_simplex_work`,
+:attr:`TemplateTuning.dual_simplex_work`), Clarabel's iterations (its own ``max_iter``, 200), or
+rounds (the template widths tried, the dual repair tiers, the refinement steps).  So the path
+taken, the design and its certificate are the same on any machine and under any load; the
+seconds recorded in a design's ``extra`` are for the record and decide nothing.  Neither
+:func:`countdp.design.designer.design_lp` nor ``countdp design`` takes a time limit.  Why each
+value is what it is, with the measurements behind it, is in ``docs/performance.md`` and
+``docs/tuning.md``.
 
 The constants are grouped by the part of the engine they tune: :class:`SolverSettings` holds a
 :class:`SolverTuning` (``solver``), a :class:`TemplateTuning` (``template``), a
@@ -60,8 +67,6 @@ class SolverTuning:
     every row's exact weight, which dominates a warm start)."""
     guess_tail: float = 1e-8
     """Entries of an interior point below this (scaled) are completed by structure in the basis guess."""
-    simplex_safety_seconds: float = 60.0
-    """Wall-clock bound on each iteration-limited simplex."""
     quick_vertex_work: tuple[float, float] = (7.5e7, 3e7)
     """Work (iterations times rows) of the dual, then the primal simplex from Clarabel's basis
     before Clarabel's point is offered to the proof, below :attr:`TemplateTuning.template_min_n`."""
@@ -112,8 +117,6 @@ class TemplateTuning:
     """Most surplus support rows the support dual pins by seeded random rows."""
     support_refinements: int = 3
     """Steps of iterative refinement of the support dual's sparse solve."""
-    large_n_seconds: float = 120.0
-    """Time budget of the large-n template path (it then gives way to the general LP)."""
     square_width_factor: float = 1.4
     """The square-corner template's corner width for L0 with S: ``ceil(k / (1 - alpha))`` plus
     :attr:`square_width_margin` (its corners are about ``1.3 / (1 - alpha)`` wide: at alpha = 0.99
@@ -151,6 +154,9 @@ class ChainTuning:
     """The methods of the template-size dual whose support the relaxed template copies, tried in
     turn until one answers with a vertex (an interior point's dual carries every degenerate tight
     row, too many for the support); ``guided`` (the simplex from Clarabel's basis) is the fastest."""
+    support_dual_iterations: int = 50_000
+    """Iterations of the cold dual simplex (``simplex`` of :attr:`support_dual_methods`) on the
+    template-size LP whose vertex the relaxed template copies."""
     closure_objectives: tuple[str, ...] = ("L2",)
     """Objectives whose relaxed-template vertex is proven by its DP closure at once: the UM repair
     of its rounding costs its weight times UM's loss (~n^2/6 for L2), more than the gap allows."""
@@ -172,6 +178,9 @@ class ChainTuning:
     completion_tight_tol: float = 1e-9
     """A template row counts as tight at the template's vertex (a candidate of the completion) when
     its slack is at most this fraction of its terms' size."""
+    completion_iterations: int = 20_000
+    """Simplex iterations of the completion LP (:mod:`countdp.design.template.support_completion`),
+    past which the support is left as copied."""
 
 
 @dataclass(frozen=True)

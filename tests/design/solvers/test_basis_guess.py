@@ -36,8 +36,8 @@ def test_guess_from_clarabels_point_is_square_and_near_the_optimum(props, object
     scaled, point = _scaled(lp, interior_point(lp, settings=DEFAULT_SETTINGS))
     basic, active = _statuses(guess_basis(scaled, point, settings=SolverSettings.of(guess_tail=1e-8)))
     assert basic.sum() == active.sum()
-    cold = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
-    warm = run_highs(lp, "simplex", None, start=guess_basis(scaled, point, settings=DEFAULT_SETTINGS),
+    cold = run_highs(lp, "simplex", settings=DEFAULT_SETTINGS)
+    warm = run_highs(lp, "simplex", start=guess_basis(scaled, point, settings=DEFAULT_SETTINGS),
                      settings=DEFAULT_SETTINGS)
     assert warm.objective == pytest.approx(cold.objective, rel=1e-9) and warm.pivots < cold.pivots
 
@@ -46,7 +46,7 @@ def test_a_square_prior_is_taken_as_it_is_and_an_uneven_one_flipped_once():
     """Given the statuses of an optimal basis, the guess is that basis: no flips.  With one
     non-basic column marked basic, exactly one decision is flipped back to make it square."""
     lp = build_reduced_lp(30, 0.8, ("WH", "S"), "L1")
-    run = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
+    run = run_highs(lp, "simplex", settings=DEFAULT_SETTINGS)
     scaled, point = _scaled(lp, run)
     basic, _, active, _ = run.basis
     got_basic, got_active = _statuses(guess_basis(scaled, point, (basic, active), settings=DEFAULT_SETTINGS))

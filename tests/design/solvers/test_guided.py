@@ -67,7 +67,7 @@ def test_a_given_guide_seeds_the_simplex_and_its_failure_is_recorded():
     a simplex that needs no pivot; its point alone needs few.  A guide that fails leaves its reason
     in ``guide`` after Clarabel's; ``template=False`` does not call it."""
     lp = build_reduced_lp(30, 0.8, ("WH", "S"), "L1")
-    optimum = polish_run(lp, run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS))
+    optimum = polish_run(lp, run_highs(lp, "simplex", settings=DEFAULT_SETTINGS))
     basic, _, active, _ = optimum.basis
     run = guided.run_guided(lp, guide=lambda model: (optimum, basic, active, 7), settings=DEFAULT_SETTINGS)
     assert run.guide == "the design at n = 7" and run.pivots == 0

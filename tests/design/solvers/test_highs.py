@@ -44,7 +44,7 @@ def test_vertex_has_the_theorem_3_optimum_and_clarabel_agrees(chosen):
     HiGHS's vertex and Clarabel's point both have it."""
     n, alpha = 16, 0.62
     lp = build_reduced_lp(n, alpha, ("WH", "S"), "L0")
-    run = run_highs(lp, chosen, None, settings=DEFAULT_SETTINGS)
+    run = run_highs(lp, chosen, settings=DEFAULT_SETTINGS)
     gm = objective_value(geometric(n, alpha), "L0")
     assert run.status == "Optimal" and run.basis is not None and run.highs_basis is not None
     assert lp.cost @ run.y == pytest.approx(gm, abs=1e-9)
@@ -55,8 +55,8 @@ def test_simplex_limits_count_iterations():
     """One iteration is not enough (raises); a generous limit is; the work limit is iterations times rows."""
     lp = build_reduced_lp(40, 0.8, ("WH", "S"), "L1")
     with pytest.raises(RuntimeError, match="Iteration limit reached"):
-        run_highs(lp, "simplex", None, iterations=1, settings=DEFAULT_SETTINGS)
-    run = run_highs(lp, "simplex", None, iterations=10**6, settings=DEFAULT_SETTINGS)
+        run_highs(lp, "simplex", iterations=1, settings=DEFAULT_SETTINGS)
+    run = run_highs(lp, "simplex", iterations=10**6, settings=DEFAULT_SETTINGS)
     assert run.status == "Optimal" and run.pivots > 1
     assert work_limits((1e6, 3e6), lp) == (int(1e6 / lp.A.shape[0]), int(3e6 / lp.A.shape[0]))
 
@@ -65,8 +65,8 @@ def test_tightened_resolve_from_a_vertex_keeps_the_optimum():
     """Restarting from a vertex's basis with every row scaled up 1e3 (the tightened re-solve) needs
     few pivots and ends at the same optimal value."""
     lp = build_reduced_lp(24, 0.62, ("F",), "L2")
-    first = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
-    again = run_highs(lp, "simplex", None, tight_from=first, row_boost=1e3, settings=DEFAULT_SETTINGS)
+    first = run_highs(lp, "simplex", settings=DEFAULT_SETTINGS)
+    again = run_highs(lp, "simplex", tight_from=first, row_boost=1e3, settings=DEFAULT_SETTINGS)
     assert again.objective == pytest.approx(first.objective, rel=1e-9) and again.pivots <= first.pivots
 
 
@@ -74,7 +74,7 @@ def test_an_infeasible_model_raises():
     """Entries bounded by 1e-3 cannot make columns of 11 entries sum to 1: HiGHS's status raises."""
     lp = build_reduced_lp(10, 0.7, ("WH",), "L1")
     with pytest.raises(RuntimeError, match="HiGHS simplex returned 'Infeasible'"):
-        run_highs(replace(lp, col_upper=np.full(lp.A.shape[1], 1e-3)), "simplex", None, settings=DEFAULT_SETTINGS)
+        run_highs(replace(lp, col_upper=np.full(lp.A.shape[1], 1e-3)), "simplex", settings=DEFAULT_SETTINGS)
 
 
 POOL_OF_THREE = """

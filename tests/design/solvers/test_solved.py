@@ -27,7 +27,7 @@ def test_polished_vertex_is_exact_and_optimal():
     ``col_dual = cost - A^T row_dual`` with zero reduced cost on the basic columns."""
     n, alpha = 12, 0.62
     lp = build_reduced_lp(n, alpha, ("WH", "S"), "L0")
-    run = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
+    run = run_highs(lp, "simplex", settings=DEFAULT_SETTINGS)
     polished = polish_run(lp, run)
     assert polished.polished and not run.polished
     assert _row_violation(lp, polished.y) <= 1e-15
@@ -40,7 +40,7 @@ def test_a_run_without_a_usable_basis_is_returned_as_it_is():
     """No basis (an interior point), or a basis that is not square (one column flipped to basic):
     nothing to polish."""
     lp = build_reduced_lp(10, 0.7, ("WH", "S"), "L1")
-    run = run_highs(lp, "simplex", None, settings=DEFAULT_SETTINGS)
+    run = run_highs(lp, "simplex", settings=DEFAULT_SETTINGS)
     assert polish_run(lp, replace(run, basis=None)).polished is False
     col_basic, col_upper, row_active, row_upper = run.basis
     flipped = col_basic.copy()

@@ -11,7 +11,7 @@ from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality
 from countdp.design.planner import make_context
 from countdp.design.polish import full_dual
-from countdp.design.settings import DEFAULT_SETTINGS
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.template.relaxed_proof import chain_dual
 
 
@@ -102,3 +102,23 @@ def test_a_support_short_of_a_row_that_no_candidate_supplies_stays_short():
     assert x is None
     v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
     assert not check_optimality(full, P.ravel(), y[: full.b_ub.size], v)["certified"]
+
+
+def test_the_completion_lp_stops_at_its_iteration_count():
+    """The completion LP's limit is a count of simplex iterations (``completion_iterations``), not
+    seconds: with every row offered it needs some tens of pivots, so one iteration leaves the
+    support short (no vertex, the check rejects the dual) on any machine under any load, and the
+    default completes it."""
+    problem, P, u, _ = simplex_optimum(40, 0.7, ("CH",), "L1")
+    full, N = problem.lp(), problem.N
+    support = np.flatnonzero(u > 1e-12 * u.max())
+    ch_rows = problem.blocks["CH"][1]
+    short = support[support != support[(support >= ch_rows.start) & (support < ch_rows.stop)][0]]
+    every = np.arange(full.b_ub.size)
+    y, x = chain_dual(full, short, P.max(axis=1) > 0, candidates=every,
+                      settings=SolverSettings.of(completion_iterations=1))
+    assert x is None
+    v = np.concatenate([y[full.b_ub.size:], np.zeros(full.b_eq.size - N)])
+    assert not check_optimality(full, P.ravel(), y[: full.b_ub.size], v)["certified"]
+    _, x = chain_dual(full, short, P.max(axis=1) > 0, candidates=every, settings=DEFAULT_SETTINGS)
+    assert x is not None and np.abs(x.reshape(N, N) - P).max() <= 1e-12

@@ -19,7 +19,7 @@ WM = ("RM", "CM", "WH", "S")
 
 def _proven_wm(n=64, alpha=0.91):
     problem = DesignRequest.of(n, alpha, WM).problem
-    result = prove_width(problem, 16, 60.0, context=make_context(DEFAULT_SETTINGS))
+    result = prove_width(problem, 16, context=make_context(DEFAULT_SETTINGS))
     assert result["certified"], result
     return problem, result
 
@@ -67,7 +67,7 @@ def test_l0_template_is_solved_without_s_and_averaged_with_its_mirror_image():
     certificate's column normalisation, to rounding after it)."""
     n, alpha, props, W = 128, 0.93, ("CH", "S"), 20
     problem = DesignRequest.of(n, alpha, props).problem
-    result = prove_width(problem, W, 60.0, template_size=2 * (3 * W + 4), context=make_context(DEFAULT_SETTINGS))
+    result = prove_width(problem, W, template_size=2 * (3 * W + 4), context=make_context(DEFAULT_SETTINGS))
     assert result["certified"], result
     P = result["matrix"]
     assert np.array_equal(P, P[::-1, ::-1])
@@ -79,5 +79,5 @@ def test_l0_template_is_solved_without_s_and_averaged_with_its_mirror_image():
 def test_a_template_narrower_than_the_corners_does_not_close():
     """At alpha = 0.93 the optimal corners (about log(1/4) / log(alpha) = 19 wide) do not fit in
     W = 16: the restricted LPs solve, but their bounds do not meet on the full model."""
-    result = prove_width(DesignRequest.of(64, 0.93, WM).problem, 16, 60.0, context=make_context(DEFAULT_SETTINGS))
+    result = prove_width(DesignRequest.of(64, 0.93, WM).problem, 16, context=make_context(DEFAULT_SETTINGS))
     assert not result["certified"] and result["gap"] > 1e-9

@@ -52,13 +52,13 @@ def test_plain_lp_solvers_agree_with_a_hand_solved_lp_and_reject_an_infeasible_o
     (2/5, 1/5) (solving the dual by hand).  With x + y <= 1 added it is infeasible."""
     A = sp.csr_matrix(np.array([[1.0, 2.0], [3.0, 1.0]]))
     lo, hi, zero, inf = np.array([2.0, 3.0]), np.full(2, np.inf), np.zeros(2), np.full(2, np.inf)
-    x, dual = simplex_vertex(A, np.ones(2), zero, inf, lo, hi, 1e6, 10.0, settings=DEFAULT_SETTINGS)
+    x, dual = simplex_vertex(A, np.ones(2), zero, inf, lo, hi, 1e6, settings=DEFAULT_SETTINGS)
     assert np.allclose(x, [0.8, 0.6], atol=1e-12) and np.allclose(dual, [0.4, 0.2], atol=1e-12)
     assert np.allclose(clarabel_point(A, np.ones(2), zero, inf, lo, hi,
                                       settings=DEFAULT_SETTINGS), [0.8, 0.6], atol=1e-8)
     bad = sp.vstack([A, sp.csr_matrix(np.array([[1.0, 1.0]]))], format="csr")
     lo3, hi3 = np.array([2.0, 3.0, -np.inf]), np.array([np.inf, np.inf, 1.0])
-    assert simplex_vertex(bad, np.ones(2), zero, inf, lo3, hi3, 1e6, 10.0, settings=DEFAULT_SETTINGS) is None
+    assert simplex_vertex(bad, np.ones(2), zero, inf, lo3, hi3, 1e6, settings=DEFAULT_SETTINGS) is None
     assert clarabel_point(bad, np.ones(2), zero, inf, lo3, hi3, settings=DEFAULT_SETTINGS) is None
 
 
@@ -75,9 +75,9 @@ def test_copied_duals_offer_the_vertex_then_the_point_and_the_point_first_on_wid
     """A simplex vertex is basic (most multipliers exactly 0), Clarabel's point is interior (few):
     on a narrow template the vertex comes first; above ``dual_simplex_rows`` the point."""
     small, maps, m = _template_dual_inputs()
-    first, second = copied_duals(small, maps, m, W, 60.0, settings=DEFAULT_SETTINGS)
+    first, second = copied_duals(small, maps, m, W, settings=DEFAULT_SETTINGS)
     assert _zeros(first) > 2 * _zeros(second)
-    first, second = copied_duals(small, maps, m, W, 60.0, settings=SolverSettings.of(dual_simplex_rows=0))
+    first, second = copied_duals(small, maps, m, W, settings=SolverSettings.of(dual_simplex_rows=0))
     assert _zeros(second) > 2 * _zeros(first)
 
 
@@ -86,10 +86,10 @@ def test_the_restricted_duals_simplex_is_limited_by_work_then_clarabel_answers()
     offered; the design is still proven, at the general LP's optimum."""
     small, maps, m = _template_dual_inputs()
     tight = SolverSettings.of(dual_simplex_work=1.0)
-    assert len(list(copied_duals(small, maps, m, W, 60.0, settings=tight))) == 1
+    assert len(list(copied_duals(small, maps, m, W, settings=tight))) == 1
     n, alpha = 64, 0.91
     problem = DesignRequest.of(n, alpha, WM).problem
-    result = prove_width(problem, W, 60.0, context=make_context(tight))
+    result = prove_width(problem, W, context=make_context(tight))
     assert result["certified"], result
     assert abs(result["primal_objective"] - general_optimum(n, alpha, WM)) <= 1e-8
 
@@ -101,12 +101,12 @@ def test_restricted_primal_is_a_feasible_upper_bound_at_the_optimum():
     problem = DesignRequest.of(n, alpha, WM).problem
     full = problem.lp()
     maps = template_maps(n, N0, W, alpha, dual_properties(WM))
-    z, duals, info = solve_template(full, maps, n, alpha, WM, W, n, 60.0, settings=DEFAULT_SETTINGS)
+    z, duals, info = solve_template(full, maps, n, alpha, WM, W, n, settings=DEFAULT_SETTINGS)
     assert info["primal_rows"] > 0 and duals is not None
     value = full.c @ (maps.E @ z)
     optimum = general_optimum(n, alpha, WM)
     assert value >= optimum - 1e-9 and abs(value - optimum) <= 1e-8
-    _, duals, _ = solve_template(full, maps, n, alpha, WM, W, n, 60.0, l0=False, settings=DEFAULT_SETTINGS)
+    _, duals, _ = solve_template(full, maps, n, alpha, WM, W, n, l0=False, settings=DEFAULT_SETTINGS)
     assert duals is None  # the other objectives take the support dual
 
 
@@ -124,7 +124,7 @@ def test_a_corrupted_dual_candidate_is_passed_over_for_the_next(monkeypatch):
 
     monkeypatch.setattr(restricted, "clarabel_point", halved_dual)
     problem = DesignRequest.of(n, alpha, props).problem
-    result = prove_width(problem, W, 60.0, context=make_context(SolverSettings.of(dual_simplex_rows=0)))
+    result = prove_width(problem, W, context=make_context(SolverSettings.of(dual_simplex_rows=0)))
     assert calls == ["primal", "dual"]
     assert result["certified"], result
     assert "CH in place of CM" in result["dual"]

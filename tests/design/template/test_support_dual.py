@@ -63,7 +63,7 @@ def test_support_dual_agrees_with_general_lp(props, objective):
     """L0d, L1, L2 at alpha = 0.62 (where the template's support is the full model's)."""
     n, alpha = 64, 0.62
     problem = DesignRequest.of(n, alpha, props, objective).problem
-    result = prove_width(problem, W, 60.0, context=make_context(DEFAULT_SETTINGS))
+    result = prove_width(problem, W, context=make_context(DEFAULT_SETTINGS))
     assert result["certified"], result
     assert abs(result["primal_objective"] - general_optimum(n, alpha, props, objective)) <= 1e-8
 
@@ -72,7 +72,7 @@ def test_support_dual_agrees_with_general_lp(props, objective):
 def test_support_dual_does_not_close_where_the_template_dual_is_degenerate(alpha):
     """At alpha 0.5 and 0.91 the template's dual does not give the full model's support (too few,
     resp. too many rows): no certificate, so the caller solves the general LP."""
-    result = prove_width(DesignRequest.of(64, alpha, WM, "L1").problem, W, 60.0, context=make_context(DEFAULT_SETTINGS))
+    result = prove_width(DesignRequest.of(64, alpha, WM, "L1").problem, W, context=make_context(DEFAULT_SETTINGS))
     assert not result["certified"]
     assert result.get("reason") or result["gap"] > 1e-9
 
@@ -91,7 +91,7 @@ def test_support_dual_is_a_sub_solve_of_the_context_checked_independently_and_a_
         return context.solves.solve_proven(lp, method, *args, **kwargs)
 
     problem = DesignRequest.of(n, alpha, WM, "L1").problem
-    result = prove_width(problem, W, 60.0, context=overriding(context, solve_proven=recorded))
+    result = prove_width(problem, W, context=overriding(context, solve_proven=recorded))
     assert result["certified"] and seen == [(3 * W + 4, ("RM", "CM", "WH"), "clarabel")]
     full = problem.lp()
     P, u, v = certify(result["matrix"], alpha)[0], result["u"], result["v"]

@@ -6,9 +6,8 @@ a smaller ``n``, spread out; else Clarabel's point on the scaled model
 (:mod:`countdp.design.solvers.interior`; its 'AlmostSolved' is fine: the point only seeds the
 basis).  The caller's proof may accept Clarabel's point itself (``accept``): DP-closed, it is often
 proven outright where the simplex grinds (large optimal faces; alpha near 1).  Every simplex is
-limited by iterations (times rows), so the path taken is the same on any machine; the wall-clock
-bound :attr:`~countdp.design.settings.SolverTuning.simplex_safety_seconds` only stops a machine
-many times slower than expected.
+limited by iterations (times rows) and by nothing else, so the path taken is the same on any
+machine and under any load; the seconds recorded are for the record only.
 """
 
 from __future__ import annotations
@@ -92,8 +91,7 @@ def _from_template(lp: ReducedLP, scaled: ReducedLP, scale: tuple[np.ndarray, np
     for prior in ((basic, active), None) if basic is not None else (None,):
         began = time.perf_counter()
         try:
-            run = run_highs(lp, "simplex", settings.solver.simplex_safety_seconds,
-                            start=guess_basis(scaled, point, prior, settings=settings),
+            run = run_highs(lp, "simplex", start=guess_basis(scaled, point, prior, settings=settings),
                             iterations=settings.template.template_simplex_iterations, settings=settings)
         except RuntimeError as exc:
             spent += time.perf_counter() - began
@@ -144,8 +142,7 @@ def _from_interior(lp: ReducedLP, scaled: ReducedLP, scale: tuple[np.ndarray, np
         try:
             if not start:
                 start.append(guess_basis(scaled, ipm, settings=settings))
-            run = run_highs(lp, "simplex", settings.solver.simplex_safety_seconds, start=start[0], primal=primal,
-                            iterations=limit, settings=settings)
+            run = run_highs(lp, "simplex", start=start[0], primal=primal, iterations=limit, settings=settings)
             break
         except RuntimeError:
             if step == len(order):  # the last simplex failed too

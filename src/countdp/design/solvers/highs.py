@@ -61,7 +61,7 @@ def work_limits(work: tuple[float, ...], lp: ReducedLP) -> tuple[int, ...]:
     return tuple(int(w / max(1, lp.A.shape[0])) for w in work)
 
 
-def _configured(highspy, chosen: str, time_limit: float | None, warm_start: bool, warm, primal: bool,
+def _configured(highspy, chosen: str, warm_start: bool, warm, primal: bool,
                 iterations: int | None, settings: SolverSettings):
     """A ``Highs`` with :func:`run_highs`'s options set (its docstring): simplex when ``warm_start``
     (a starting basis was asked for), priced for a warm start when there is a basis ``warm``."""
@@ -76,8 +76,6 @@ def _configured(highspy, chosen: str, time_limit: float | None, warm_start: bool
         h.setOptionValue("simplex_strategy", 4)
     if chosen == "ipm":
         h.setOptionValue("run_crossover", "on")
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
     if iterations is not None:
         h.setOptionValue("simplex_iteration_limit", int(iterations))
     return h
@@ -92,9 +90,9 @@ def basis_statuses(highspy, basis) -> tuple:
             np.array([r != basic for r in rs]), np.array([r == upper for r in rs]))
 
 
-def run_highs(lp: ReducedLP, chosen: str, time_limit: float | None,
-              tight_from: Solved | None = None, row_boost: float = 1.0, start=None, primal: bool = False,
-              iterations: int | None = None, *, settings: SolverSettings) -> Solved:
+def run_highs(lp: ReducedLP, chosen: str, tight_from: Solved | None = None, row_boost: float = 1.0,
+              start=None, primal: bool = False, iterations: int | None = None, *,
+              settings: SolverSettings) -> Solved:
     """HiGHS ``simplex`` or ``ipm`` (+ crossover) on the scaled model, with the basis of the vertex
     found (statuses do not change under scaling); values in ``lp``'s units.
 
@@ -105,11 +103,12 @@ def run_highs(lp: ReducedLP, chosen: str, time_limit: float | None,
     :func:`countdp.design.solvers.basis_guess.guess_basis`).  Both warm starts price with
     ``settings.solver.warm_edge_weights``.  ``primal``: HiGHS's primal simplex instead of its dual
     simplex.  ``iterations``: HiGHS's simplex iteration limit ('Iteration limit reached' raises
-    ``RuntimeError``, as 'Time limit reached' and every other non-optimal status do)."""
+    ``RuntimeError``, as every other non-optimal status does).  There is no wall-clock limit: the
+    answer, or the failure, is the same on any machine and under any load."""
     running(settings, "HiGHS")
     highspy = load_highspy(settings.solver.verbose)
     warm = start if tight_from is None else tight_from.highs_basis
-    h = _configured(highspy, chosen, time_limit, tight_from is not None or start is not None, warm, primal,
+    h = _configured(highspy, chosen, tight_from is not None or start is not None, warm, primal,
                     iterations, settings)
     LOG.info("HiGHS %s: %s rows, %s columns%s", "simplex" if warm is not None else chosen, f"{lp.A.shape[0]:,}",
              f"{lp.A.shape[1]:,}", ", from a guessed basis" if warm is not None else "")

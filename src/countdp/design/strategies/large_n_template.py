@@ -30,12 +30,13 @@ LABEL = "large-n template"
 """The method and reduction label of an answer from this strategy (stored in artifacts)."""
 
 
-def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = None, time_limit: float | None = None,
-                   at_full_size: bool = True, context: SolveContext) -> tuple[np.ndarray | None, dict]:
+def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = None, at_full_size: bool = True,
+                   context: SolveContext) -> tuple[np.ndarray | None, dict]:
     """``(P, info)``: a proven-optimal design of ``request`` (L0, L0d, L1 or L2, uniform prior, the
     sum; the prior given is not used), or ``(None, info)`` with ``info["reason"]``.  ``widths``
-    default: :func:`countdp.design.policy.template_widths`; ``time_limit`` default
-    :attr:`~TemplateTuning.large_n_seconds`; tuning and the general sub-solve from ``context``.
+    default: :func:`countdp.design.policy.template_widths` (at most two: the widths tried are
+    counted, not timed, so the same widths are tried under any load); tuning and the general
+    sub-solve from ``context``.
 
     A template is solved at twice its size.  One that does not fit twice in ``n`` is solved at
     ``n`` itself if it is the first width and ``at_full_size``, else not at all (the planner's
@@ -50,7 +51,6 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
     (:func:`countdp.design.template.proof.prove_copied_dual`)."""
     settings = context.settings
     n, alpha, objective = request.n, request.alpha, request.objective
-    time_limit = settings.template.large_n_seconds if time_limit is None else time_limit
     start = time.perf_counter()
     tried = []
     if widths is None:
@@ -65,8 +65,7 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
         if problem is None:
             problem = DesignProblem(n, alpha, request.properties, objective)
         LOG.info("large n: the template of width %d (n = %d), proven on the full model", W, 3 * W + 4)
-        result = prove_width(problem, W, max(1.0, time_limit - (time.perf_counter() - start)),
-                             template_size=2 * (3 * W + 4), context=context)
+        result = prove_width(problem, W, template_size=2 * (3 * W + 4), context=context)
         P = result.pop("matrix", None)
         result.pop("u", None), result.pop("v", None)
         template_dual = result.pop("template_dual", None)
@@ -75,7 +74,7 @@ def large_n_design(request: DesignRequest, *, widths: tuple[int, ...] | None = N
         if result["certified"]:
             return P, {"used": True, "width": W, "template_n": 3 * W + 4, "tried": tried,
                        "seconds": time.perf_counter() - start, "optimality": result, "template_dual": template_dual}
-        if time.perf_counter() - start > time_limit or 2 * (3 * W + 4) >= n:
+        if 2 * (3 * W + 4) >= n:
             break  # a wider template would be most of the model: the general path is as good
     if tried:
         reason = "no template width closed the certificate"

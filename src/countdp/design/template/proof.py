@@ -23,7 +23,7 @@ from countdp.design.template.restricted import dual_properties, solve_template, 
 from countdp.design.template.support_dual import support_dual
 
 
-def prove_width(problem: DesignProblem, W: int, time_limit: float, template_size: int | None = None, *,
+def prove_width(problem: DesignProblem, W: int, *, template_size: int | None = None,
                 context: SolveContext) -> dict:
     """One template width ``W``: the restricted LPs (at ``template_size``, default ``n``), then the
     expansion to size ``n`` and the certificate on the full model, ``problem.lp()``.
@@ -39,7 +39,7 @@ def prove_width(problem: DesignProblem, W: int, time_limit: float, template_size
     l0 = objective.name == "L0"
     dual_props = dual_properties(props) if l0 else props
     maps = template_maps(n, n0, W, alpha, dual_props)  # F copies the rows of the LP whose dual is copied
-    z, duals, info = solve_template(full, maps, n, alpha, props, W, m, time_limit, l0, settings=settings)
+    z, duals, info = solve_template(full, maps, n, alpha, props, W, m, l0, settings=settings)
     if z is None:
         return not_proven(info)
     info = {"template_n": n0, "width": W, "solved_at_n": m, **info}

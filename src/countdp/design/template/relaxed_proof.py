@@ -97,7 +97,7 @@ class TemplateSupport(NamedTuple):
     """Rows of the full LP whose template row is tight at the template's vertex (for the completion)."""
 
 
-def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, context: SolveContext) -> dict:
+def prove_relaxed_width(target: DesignProblem, W: int, *, context: SolveContext) -> dict:
     """The relaxed LP's vertex at template size ``n0 = 3 W + 4`` (the LP with CM kept where that
     vertex breaks CM), its support copied to size ``n`` and completed, the support dual and vertex
     on the full LP (the restricted primal's point where the support singles out no vertex), and the
@@ -119,8 +119,7 @@ def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, con
         return not_proven(f"W={W}: {exc}")
     seconds["full dual"] = time.perf_counter() - began - sum(seconds.values())
     if vertex is None:  # the support does not single out a vertex: the restricted primal's point is proven
-        z, _, why = solve_template(full, maps, n, alpha, props, W, min(n, 2 * (3 * W + 4)), time_limit, False,
-                                   settings=settings)
+        z, _, why = solve_template(full, maps, n, alpha, props, W, min(n, 2 * (3 * W + 4)), False, settings=settings)
         if z is None:
             return not_proven(why)
         vertex, info["primal"] = maps.E @ z, "the restricted primal's point"
@@ -129,14 +128,14 @@ def prove_relaxed_width(target: DesignProblem, W: int, time_limit: float, *, con
     result = certify_expansion(target, vertex.reshape(N, N), y, props, info, closure_first=closure)
     seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
     if "CM" in target.properties and "CM" not in props and only_cm_broken(result):
-        result = point_with_cm(target, W, y, props, info, time_limit, closure, settings) or result
+        result = point_with_cm(target, W, y, props, info, closure, settings) or result
         seconds["point with CM"] = time.perf_counter() - began - sum(seconds.values())
     result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return result
 
 
 def point_with_cm(target: DesignProblem, W: int, y: np.ndarray, props: tuple[str, ...], info: dict,
-                  time_limit: float, closure: bool, settings: SolverSettings) -> dict | None:
+                  closure: bool, settings: SolverSettings) -> dict | None:
     """Where the relaxation's point breaks CM with the gap closed (its optimal face is larger than
     the target's): the restricted primal's point of :func:`kept_problem`, certified with the same
     dual ``y``; ``None`` when that primal is not solved."""
@@ -144,7 +143,7 @@ def point_with_cm(target: DesignProblem, W: int, y: np.ndarray, props: tuple[str
     kept = kept_problem(target)
     kept_maps = template_maps(n, 3 * W + 4, W, target.alpha, kept.properties)
     z, _, _ = solve_template(kept.lp(), kept_maps, n, target.alpha, kept.properties, W, min(n, 2 * (3 * W + 4)),
-                             time_limit, False, settings=settings)
+                             False, settings=settings)
     if z is None:
         return None
     info["primal"] = "the restricted primal's point with CM (the relaxation's point broke CM)"
@@ -238,13 +237,16 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
 def template_vertex(lp, settings: SolverSettings) -> Solved | None:
     """An optimal vertex of the reduced model ``lp``, polished from its basis, by the first of
     :attr:`~ChainTuning.support_dual_methods` that finds one (``guided``: the simplex from the
-    basis of Clarabel's point, never the point itself); ``None`` when none does."""
+    basis of Clarabel's point, never the point itself, within
+    :attr:`~SolverTuning.guided_simplex_iterations`; ``simplex``: HiGHS's dual simplex from a cold
+    start, within :attr:`~ChainTuning.support_dual_iterations`); ``None`` when none does.  No
+    limit is in seconds: which method answers is the same under any load."""
     for method in settings.chains.support_dual_methods:
         try:
             if method == "guided":
                 run = run_guided(lp, template=False, settings=settings)
             else:
-                run = run_highs(lp, method, settings.solver.simplex_safety_seconds, settings=settings)
+                run = run_highs(lp, method, iterations=settings.chains.support_dual_iterations, settings=settings)
         except RuntimeError:
             continue
         run = polish_run(lp, run)

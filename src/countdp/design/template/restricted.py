@@ -83,7 +83,7 @@ def template_maps(n: int, n0: int, W: int, alpha: float, props: tuple[str, ...])
 
 
 def solve_template(full, maps: TemplateMaps, n: int, alpha: float, props: tuple[str, ...], W: int, m: int,
-                   time_limit: float, l0: bool = True, *, settings: SolverSettings):
+                   l0: bool = True, *, settings: SolverSettings):
     """``(z, duals, info)``: the optimal template primal and candidates for the template dual
     (:func:`copied_duals`) of the two restricted LPs (module docstring); ``(None, None, reason)``
     when the restricted primal is not solved.
@@ -107,7 +107,7 @@ def solve_template(full, maps: TemplateMaps, n: int, alpha: float, props: tuple[
     dual_props = dual_properties(template_props)
     if dual_props != template_props:
         small, small_maps = design_lp_model(m, alpha, dual_props), template_maps(m, 3 * W + 4, W, alpha, dual_props)
-    return z, copied_duals(small, small_maps, m, W, time_limit, settings=settings), info
+    return z, copied_duals(small, small_maps, m, W, settings=settings), info
 
 
 def restricted_primal(full, small, maps: TemplateMaps, small_maps: TemplateMaps, n: int, m: int, W: int, *,
@@ -135,8 +135,7 @@ def restricted_primal(full, small, maps: TemplateMaps, small_maps: TemplateMaps,
     return z, {"primal_rows": int(A.shape[0])}
 
 
-def copied_duals(small, small_maps: TemplateMaps, m: int, W: int, time_limit: float, *,
-                 settings: SolverSettings):
+def copied_duals(small, small_maps: TemplateMaps, m: int, W: int, *, settings: SolverSettings):
     """Solutions ``y0`` of the restricted dual, max ``b^T F y0`` s.t. ``(A^T F y0)_p <= c_p`` for
     every entry ``p``, ``y0_ub >= 0`` (L0: ``small`` has the L0 costs of size ``m``), computed
     lazily, the cheaper first: up to :attr:`~TemplateTuning.dual_simplex_rows` rows HiGHS's vertex
@@ -152,8 +151,7 @@ def copied_duals(small, small_maps: TemplateMaps, m: int, W: int, time_limit: fl
     yhi = np.full(r0 + N0, np.inf)
 
     def vertex():
-        found = simplex_vertex(D, -gain, ylo, yhi, dlo, dhi, settings.template.dual_simplex_work,
-                               min(time_limit, settings.solver.simplex_safety_seconds), settings=settings)
+        found = simplex_vertex(D, -gain, ylo, yhi, dlo, dhi, settings.template.dual_simplex_work, settings=settings)
         return None if found is None else found[0]
 
     def point():  # in units where the costs are 1 (Clarabel's tolerances act relative to them)
@@ -166,10 +164,10 @@ def copied_duals(small, small_maps: TemplateMaps, m: int, W: int, time_limit: fl
             yield y0
 
 
-def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, time_limit: float, *,
+def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, *,
                    settings: SolverSettings) -> tuple[np.ndarray, np.ndarray] | None:
     """HiGHS primal simplex, then the exact vertex and duals of its basis (:mod:`countdp.design.polish`);
-    ``None`` past ``work`` (iterations times rows) or ``time_limit`` seconds.
+    ``None`` past ``work`` (iterations times rows; no wall-clock limit).
 
     The restricted dual is wide (about six columns per row); primal simplex is faster than dual
     simplex on it."""
@@ -180,7 +178,6 @@ def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, time_li
     h.setOptionValue("output_flag", settings.solver.verbose)
     h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
-    h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("simplex_iteration_limit", int(work / max(1, A.shape[0])))
     h.setOptionValue("simplex_strategy", 4)  # primal simplex
     h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))

@@ -35,8 +35,8 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
     path residual above :attr:`~ChainTuning.completion_tol` of the largest path condition
     (module docstring), and the chain system of the result.  The support is returned unchanged
     when it is consistent, when no candidate touches the paths left short, or when the completion
-    LP finds no non-negative solution within :attr:`~SolverTuning.simplex_safety_seconds` (the
-    certificate then reports the failure)."""
+    LP finds no non-negative solution within :attr:`~ChainTuning.completion_iterations` simplex
+    iterations (the certificate then reports the failure)."""
     N, tol = used.size, settings.chains.completion_tol
     live, A_sums = np.repeat(used, N), full.A_eq[:N]
     system = build(full.A_ub[support], full.b_ub[support], A_sums, live)
@@ -72,12 +72,13 @@ def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
                 settings: SolverSettings) -> np.ndarray | None:
     """Which of the extra rows (columns of ``R_extra``) a basic solution of the completion LP gives
     a multiplier above :attr:`~ChainTuning.completion_tol` of its largest; ``None`` when the LP
-    has no solution in time."""
+    has no solution within :attr:`~ChainTuning.completion_iterations` iterations (a count, not
+    seconds: the same under any load)."""
     kept, sums, k = system.coupling.size, system.N, R_extra.shape[1]
     cost = np.concatenate([np.zeros(kept + sums), np.ones(k)])
     bounds = [(0, None)] * kept + [(None, None)] * sums + [(0, None)] * k
     result = linprog(cost, A_eq=sp.hstack([system.R, R_extra], format="csc"), b_eq=rhs, bounds=bounds,
-                     method="highs", options={"time_limit": settings.solver.simplex_safety_seconds})
+                     method="highs", options={"maxiter": settings.chains.completion_iterations})
     if result.status != 0:
         return None
     added = result.x[kept + sums:]
