@@ -23,6 +23,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -468,6 +469,28 @@ def wait_until(condition, timeout: float, step: float = 0.002) -> bool:
             return True
         time.sleep(step)
     return False
+
+
+def stopped_at_first_fsync(tracer: str) -> list[str]:
+    """A command prefix running what follows under strace, which stops it (SIGSTOP, injected) as it enters
+    its first ``fsync``: a release's commit, once its partial files or folder exist and are locked.  It goes on
+    only when :func:`run_on` sends SIGCONT, so a test can act while the release is provably mid-release for as
+    long as it needs, whatever the machine's load (a held ``fsync``'s fixed delay can run out first)."""
+    return [tracer, "-f", "-o", "/dev/null", "-e", "trace=fsync", "-e", "inject=fsync:signal=SIGSTOP:when=1"]
+
+
+def run_on(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
+    """Let ``proc`` (started in a session of its own under :func:`stopped_at_first_fsync`) run to its end; its
+    exit status and stderr.  SIGCONT goes to its process group every 50 ms until it ends: the stop may come
+    after an earlier SIGCONT (the release had not reached its ``fsync`` yet), and SIGCONT leaves a running
+    process alone."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGCONT)
+        time.sleep(0.05)
+    _, err = proc.communicate(timeout=10)
+    return proc.returncode, err
 
 
 @contextlib.contextmanager

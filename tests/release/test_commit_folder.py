@@ -63,8 +63,10 @@ from tests.helpers.release_checks import (
     partials,
     pid_namespace,
     run_in_process,
+    run_on,
     sha256_file,
     sidecar_of,
+    stopped_at_first_fsync,
     table_rows,
     wait_until,
 )
@@ -409,11 +411,14 @@ def test_releases_sharing_a_process_id_in_two_pid_namespaces_leave_one_whole_pai
 
 
 def test_cleanup_from_another_pid_namespace_leaves_a_running_releases_partial_folder(strace, inputs, tmp_path):  # noqa: F811
-    """A release running as process 4243 of its PID namespace, its commit slowed, and another release into
-    the same parent from a fresh namespace, where no process 4243 exists: the second's cleanup must leave
-    the first's partial folder (whose lock the first holds), and both publish their own pair."""
-    first = subprocess.Popen(_namespaced(pid_namespace(4241), strace, 2, release(inputs, f"{tmp_path / 'a'}/", 11)),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    """A release running as process 4243 of its PID namespace, stopped as its commit begins (its first fsync:
+    stopped_at_first_fsync), and another release into the same parent from a fresh namespace, where no process
+    4243 exists: the second's cleanup must leave the first's partial folder (whose lock the first holds), and
+    once the first goes on (run_on), both publish their own pair.  The first cannot end before the second has,
+    whatever the load."""
+    namespace = pid_namespace(4241) or pytest.skip("unshare -p -f --mount-proc is needed (root)")
+    first = subprocess.Popen([*namespace, *stopped_at_first_fsync(strace), *release(inputs, f"{tmp_path / 'a'}/", 11)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     with _ending(first):
         assert wait_until(lambda: _partial_seen(tmp_path, "a") or first.poll() is not None, 120)
         fresh = pid_namespace() or pytest.skip("unshare -p -f --mount-proc is needed (root)")
@@ -421,7 +426,7 @@ def test_cleanup_from_another_pid_namespace_leaves_a_running_releases_partial_fo
                                 text=True, timeout=300)
         assert second.returncode == 0, second.stderr
         assert first.poll() is None and _partial_seen(tmp_path, "a"), "the running release's partial folder is gone"
-        status, err = _ended(first)
+        status, err = run_on(first)
     assert status == 0 and "Traceback" not in err, err
     for name, seed in (("a", 11), ("b", 22)):
         assert folder_outcome(tmp_path / name, inputs["csv"]) == ("pair", []) and seed_of(tmp_path / name) == seed

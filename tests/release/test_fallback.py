@@ -30,7 +30,9 @@ from tests.helpers.release_checks import (
     pair_problems,
     partials,
     pid_namespace,
+    run_on,
     sidecar_of,
+    stopped_at_first_fsync,
     wait_until,
 )
 from tests.release.test_commit_deaths import strace  # noqa: F401  (a fixture)
@@ -108,29 +110,30 @@ def test_a_killed_release_leaves_partial_files_that_the_next_release_removes(no_
 
 def test_cleanup_from_another_pid_namespace_leaves_a_running_releases_partial_files(
         no_tmpfile, mechanism, tmp_path, strace):  # noqa: F811
-    """A release running as process 4243 of its PID namespace, its commit slowed (each fsync held 3 s), and
-    another release into the same folder from a fresh namespace, where no process 4243 exists: the second's
-    cleanup must leave the first's partial files (their locks are held), and both publish their own pair."""
+    """A release running as process 4243 of its PID namespace, stopped as its commit begins (its first fsync:
+    stopped_at_first_fsync), and another release into the same folder from a fresh namespace, where no process
+    4243 exists: the second's cleanup must leave the first's partial files (their locks are held), and once the
+    first goes on (run_on), both publish their own pair.  The first cannot end before the second has, whatever
+    the load."""
     namespaced, fresh = pid_namespace(4241), pid_namespace()
     if namespaced is None or fresh is None:
         pytest.skip("unshare -p -f --mount-proc is needed (root)")
     table = tmp_path / "t.csv"
     _table(table, 5_000)
-    first = subprocess.Popen([*namespaced, strace, "-f", "-o", "/dev/null", "-e", "trace=fsync",
-                              "-e", "inject=fsync:delay_enter=3000000", *_argv(mechanism, table, no_tmpfile / "a.csv")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    argv = [*namespaced, *stopped_at_first_fsync(strace), *_argv(mechanism, table, no_tmpfile / "a.csv")]
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert wait_until(lambda: _partial_seen(no_tmpfile, "a.csv") or first.poll() is not None, 120)
         second = subprocess.run([*fresh, *_argv(mechanism, table, no_tmpfile / "b.csv")], capture_output=True,
                                 text=True, timeout=300)
         assert second.returncode == 0, second.stderr
         assert first.poll() is None and _partial_seen(no_tmpfile, "a.csv"), "the running release's partial files went"
-        _, err = first.communicate(timeout=300)
-    finally:  # a failed assertion must not leave it running on the mount
+        status, err = run_on(first)
+    finally:  # a failed assertion must not leave it running (or stopped) on the mount
         if first.poll() is None:
             first.kill()
             first.communicate()
-    assert first.returncode == 0 and "Traceback" not in err, err
+    assert status == 0 and "Traceback" not in err, err
     assert pair_problems(no_tmpfile / "a.csv", table) == [] and pair_problems(no_tmpfile / "b.csv", table) == []
     assert sorted(p.name for p in no_tmpfile.iterdir()) == ["a.csv", "a.csv.release.json", "b.csv",
                                                              "b.csv.release.json"]

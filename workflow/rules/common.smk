@@ -40,6 +40,7 @@ from countdp.structural.form import REPRESENTATION
 from countdp.values.alpha import alpha_text, exact_alphas_in
 from countdp.studies.naming import PROPERTIES, alpha_spelling, lp_name, number_or_fraction, objective_slug
 import code_version
+import job_process
 import worker_pool
 
 
@@ -47,13 +48,23 @@ def in_worker(function, *args):
     """``function(*args)`` for a `run:` job: in one of this run's ``--cores`` worker processes in a
     local run (workflow/lib/worker_pool.py: `run:` jobs are threads of this process, which share
     one interpreter lock and cannot be interrupted; a worker is terminated when the run is stopped),
-    with ``--cores 1`` too; in place inside a cluster job (its Snakemake runs with ``--cores all``
-    whatever the job was given)."""
+    with ``--cores 1`` too; in place in a Snakemake started for this one job (a cluster job's, which
+    runs with ``--cores all`` whatever the job was given, or a `run:` job's subprocess), which then
+    exits as soon as the job is done (workflow/lib/job_process.py)."""
+    if getattr(workflow, "remote_exec", False) or getattr(workflow, "subprocess_exec", False):
+        job_process.drop_job_rate_limiter(getattr(workflow, "scheduler", None))
+        return worker_pool.call(0, function, *args)
     try:
-        workers = 0 if workflow.remote_exec else max(1, int(workflow.cores))
+        workers = max(1, int(workflow.cores))
     except (WorkflowError, TypeError, KeyError):
         workers = 0
     return worker_pool.call(workers, function, *args)
+
+
+# A cluster job's Snakemake runs its `run:` job in a thread instead of spawning one more Snakemake
+# for it (a SLURM group job's jobs would otherwise cost two Snakemake starts each: job_process.py).
+if getattr(workflow, "remote_exec", False):
+    job_process.run_jobs_in_threads()
 
 
 # Validation runs while the Snakefile is parsed, so a bad value stops `snakemake` (dry runs
