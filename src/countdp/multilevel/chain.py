@@ -37,6 +37,7 @@ from countdp.multilevel.certificate import LevelsCertificate, certify_levels
 from countdp.multilevel.exact_forms import gm_table
 from countdp.multilevel.exact_products import chain_products
 from countdp.multilevel.families import LevelPlan, check_mechanism, level_plan, reference_matrices
+from countdp.multilevel.levels_base import LevelsBase
 from countdp.multilevel.rounding import dp_deficit, mixing_weight, round_table
 from countdp.multilevel.settings import ChainSettings, parse_levels
 from countdp.multilevel.structural_chain import StructuralLevelChain, build_structural_chain
@@ -48,7 +49,7 @@ from countdp.values.alpha import alpha_text
 
 
 @dataclass(frozen=True, eq=False)
-class LevelChain:
+class LevelChain(LevelsBase):
     """The weights a multi-level release samples, with their exact certificate (:meth:`certificate`).
 
     ``mechanism``: the family released at every level; ``reference[k]``: ``M(n, alpha_k)`` as
@@ -95,33 +96,6 @@ class LevelChain:
         object.__setattr__(self, "reference", reference)
         object.__setattr__(self, "transitions", tuple(frozen))
         object.__setattr__(self, "mixing", tuple(Fraction(x) for x in self.mixing))
-
-    representation = "levels"
-    """The protocol's name of this representation (:mod:`countdp.values.mechanism`)."""
-
-    @property
-    def levels(self) -> int:
-        return len(self.alphas)
-
-    @property
-    def values_per_count(self) -> int:
-        """One released value per level."""
-        return self.levels
-
-    @property
-    def alpha(self) -> Fraction:
-        """The guarantee of every level released together: the least private level's alpha (each set of
-        levels is as private as its least private member, :meth:`certify`)."""
-        return self.alphas[0]
-
-    @property
-    def denominator(self) -> int:
-        """``2**(K m)`` for ``m`` levels: the denominator of :meth:`column`, the joint distribution."""
-        return self.level_denominator(self.levels - 1)
-
-    def level_denominator(self, k: int) -> int:
-        """``2**(K (k+1))``: the denominator of :meth:`marginal` ``(k)``."""
-        return 1 << (self.K * (k + 1))
 
     def column(self, j: int | np.ndarray) -> np.ndarray:
         """The joint distribution of the levels released for input ``j``: exact integers over
@@ -188,15 +162,7 @@ class LevelChain:
         inverse CDF at column ``x``, level ``k+1`` through ``T_k``'s at column ``r_k``.
         Vectorised over all counts; ``sizes`` must be this ``n``; ``second`` is never needed.
         """
-        x = np.asarray(counts)
-        if x.dtype.kind not in "iu" or (x.size and (x.min() < 0 or x.max() > self.n)):
-            raise ValueError(f"counts must be integers in 0..{self.n}")
-        if sizes is not None and np.any(np.asarray(sizes) != self.n):
-            raise ValueError(f"a level chain serves groups of size {self.n} only")
-        w = np.asarray(words)
-        if w.dtype != np.uint64 or w.shape != (self.levels, *x.shape):
-            raise ValueError(f"{self.levels} levels need uint64 words shaped {(self.levels, *x.shape)}, one per "
-                             f"level and count, got {w.dtype} {w.shape}")
+        x, w = self.checked_sample(counts, words, sizes)
         draws = (w.reshape(self.levels, -1) >> np.uint64(64 - self.K)).astype(np.int64)
         out = np.empty(draws.shape, dtype=np.int64)
         out[0] = outputs_for_draws(self.first.cumulative, self.K, x.reshape(-1).astype(np.int64), draws[0],

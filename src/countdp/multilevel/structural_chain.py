@@ -27,6 +27,7 @@ from functools import cached_property
 import numpy as np
 
 from countdp.multilevel.certificate import LevelsCertificate
+from countdp.multilevel.levels_base import LevelsBase
 from countdp.multilevel.settings import ChainSettings, parse_levels
 from countdp.multilevel.structural_certificate import Recursion, certify_structural_levels, first_deviation
 from countdp.multilevel.structural_kernel import StructuralKernel, kernel, transition_bound
@@ -39,12 +40,10 @@ from countdp.validation import check_fits_in_memory, check_n
 from countdp.values.alpha import alpha_text
 
 
-class StructuralLevelChain:
+class StructuralLevelChain(LevelsBase):
     """GM at levels ``alphas`` for groups of size ``n``: level 0's structural form and, per later level,
     its transition's two column types ``kernels[k-1] = (interior, edge)`` (module docstring)."""
 
-    representation = "levels"
-    """The protocol's name of this representation (:mod:`countdp.values.mechanism`)."""
     structural = True
     mechanism = "GM"
 
@@ -58,25 +57,6 @@ class StructuralLevelChain:
         if len(self.kernels) != len(self.alphas) - 1 or any(len(pair) != 2 for pair in self.kernels):
             raise ValueError(f"{len(self.alphas)} levels need {len(self.alphas) - 1} transitions, each an "
                              "(interior, edge) pair")
-
-    @property
-    def levels(self) -> int:
-        return len(self.alphas)
-
-    @property
-    def values_per_count(self) -> int:
-        """One released value per level."""
-        return self.levels
-
-    @property
-    def alpha(self) -> Fraction:
-        """Every level released together is as private as the least private level, level 0."""
-        return self.alphas[0]
-
-    @property
-    def denominator(self) -> int:
-        """``2**(K m)``: the joint's denominator (one draw over ``2**K`` per level)."""
-        return 1 << (self.K * self.levels)
 
     @property
     def nbytes(self) -> int:
@@ -141,15 +121,7 @@ class StructuralLevelChain:
         gives a word for each of the rare draws that need more bits, by position in ``words``
         flattened (level-major).  ``sizes`` must be this ``n``.
         """
-        x = np.asarray(counts)
-        if x.dtype.kind not in "iu" or (x.size and (x.min() < 0 or x.max() > self.n)):
-            raise ValueError(f"counts must be integers in 0..{self.n}")
-        if sizes is not None and np.any(np.asarray(sizes) != self.n):
-            raise ValueError(f"a level chain serves groups of size {self.n} only")
-        w = np.asarray(words)
-        if w.dtype != np.uint64 or w.shape != (self.levels, *x.shape):
-            raise ValueError(f"{self.levels} levels need uint64 words shaped {(self.levels, *x.shape)}, one per "
-                             f"level and count, got {w.dtype} {w.shape}")
+        x, w = self.checked_sample(counts, words, sizes)
         flat = w.reshape(self.levels, -1)
         count = flat.shape[1]
         draws = (flat >> np.uint64(64 - self.first.coarse_bits)).astype(np.int64)

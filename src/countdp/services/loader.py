@@ -39,9 +39,10 @@ from countdp.mechanisms.properties import check_all
 from countdp.privacy.certify import Certificate, is_alpha_dp
 from countdp.privacy.exact import IntegerMechanism
 from countdp.services.arrays import read_npz, sha256_hex, weights_digest
+from countdp.services.record_alpha import recorded_alpha
 from countdp.services.structural_file import FORMAT, load_structural, structural_design
 from countdp.validation import check_matrix
-from countdp.values.alpha import alpha_text, exact_alpha
+from countdp.values.alpha import exact_alpha
 from countdp.values.properties import PROPERTIES
 
 RELEASE_MATRIX_TOL = 1e-9
@@ -210,12 +211,7 @@ def load_certified(path: str | os.PathLike) -> dict:
     N = matrix.shape[0]
     if record["n"] != N - 1:
         raise ValueError(f"{path}: n = {record['n']}, but the arrays are {N}x{N} (n = {N - 1})")
-    try:
-        alpha = exact_alpha(record["alpha_exact"])
-    except ValueError as exc:
-        raise ValueError(f"{path}: alpha_exact: {exc}") from None
-    if float(alpha) != record["alpha"]:
-        raise ValueError(f"{path}: alpha {record['alpha']!r} is not float(alpha_exact = {alpha_text(alpha)})")
+    recorded_alpha(record, path)
     try:
         dp_holds = is_alpha_dp(matrix, record["alpha"])
     except ValueError as exc:  # an alpha whose float is 0.0 or 1.0

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from countdp.design.designer import Design
 from countdp.design.forms import structural_form
-from countdp.values.alpha import alpha_text, exact_alpha
+from countdp.services.record_alpha import recorded_alpha
+from countdp.values.alpha import alpha_text
 
 FORMAT = "structural"
 """The value of a structural file's ``representation`` field."""
@@ -58,12 +59,7 @@ def load_structural(record: dict, path: Path) -> dict:
     """Verify a structural file's ``record`` (module docstring); returns it with ``record["released"]``
     the rebuilt, certified form, or raises a one-line ``ValueError`` naming ``path``."""
     _checked_fields(record, path)
-    try:
-        alpha = exact_alpha(record["alpha_exact"])
-    except ValueError as exc:
-        raise ValueError(f"{path}: alpha_exact: {exc}") from None
-    if float(alpha) != record["alpha"]:
-        raise ValueError(f"{path}: alpha {record['alpha']!r} is not float(alpha_exact = {alpha_text(alpha)})")
+    alpha = recorded_alpha(record, path)
     try:
         form = structural_form(record["mechanism"], record["n"], alpha)
     except ValueError as exc:
