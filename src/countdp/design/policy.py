@@ -133,3 +133,27 @@ def relaxed_width(alpha: float, objective, settings: SolverSettings) -> int | No
     else:
         return None
     return int(np.ceil(corner)) + settings.chains.relaxed_width_margin
+
+
+def relaxed_max_template_n(objective, settings: SolverSettings) -> int:
+    """The widest relaxed template tried for ``objective``
+    (:attr:`~ChainTuning.relaxed_max_template_n`; 0 for an objective it does not list)."""
+    return dict(settings.chains.relaxed_max_template_n).get(objective.name, 0)
+
+
+def relaxed_widths(n: int, alpha: float, objective, settings: SolverSettings) -> tuple[tuple[int, ...], str | None]:
+    """``(widths, why)``: the relaxed template's widths tried in turn at ``n`` — the rule's
+    (:func:`relaxed_width`), then :attr:`~ChainTuning.relaxed_widening` times it — each kept only
+    if its template ``3 W + 4`` fits twice in ``n`` and within :func:`relaxed_max_template_n`;
+    ``why`` says why the rule's own width is not tried (``None`` when it is)."""
+    W = relaxed_width(alpha, objective, settings)
+    if W is None:
+        return (), f"no width rule for {objective.name}"
+    widest = relaxed_max_template_n(objective, settings)
+    widths = (W, int(np.ceil(W * settings.chains.relaxed_widening)))
+    kept = tuple(w for w in dict.fromkeys(widths) if 2 * (3 * w + 4) <= n and 3 * w + 4 <= widest)
+    if 2 * (3 * W + 4) > n:
+        return kept, f"n={n} below twice the template of width {W} (alpha = {alpha:g})"
+    if 3 * W + 4 > widest:
+        return kept, f"the template of width {W} ({3 * W + 4} wide, alpha = {alpha:g}) is wider than {widest}"
+    return kept, None

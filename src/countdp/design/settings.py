@@ -144,10 +144,15 @@ class ChainTuning:
     :attr:`relaxed_width_margin` (their corners are about ``1.3 / (1 - alpha)`` wide)."""
     relaxed_width_margin: int = 2
     """Added to the relaxed template's width rule."""
-    relaxed_max_template_n: int = 160
-    """The relaxed large-n template is tried only up to this template size ``3 W + 4``: its vertex at
-    template size is a general LP whose simplex grows steeply with its size (L2 at alpha 0.9 is 148
-    wide; L1 at 0.95, 232 wide, and L0 at 0.99, over 400, find no vertex within the simplex limits)."""
+    relaxed_max_template_n: tuple[tuple[str, int], ...] = (("L0d", 160), ("L1", 240), ("L2", 160))
+    """The relaxed large-n template is tried, for each objective, only up to this template size
+    ``3 W + 4``: its vertex at template size is a general LP whose simplex grows steeply with its
+    size, more steeply for L2 (148 wide at alpha 0.9, ``docs/tuning.md``) than for L1 (232 wide at
+    0.95)."""
+    relaxed_widening: float = 1.35
+    """Where the certificate of the rule's width does not close, the width this much wider is tried
+    once (if its template fits): at some alpha the template's vertex at the rule's width is not yet
+    the one of every larger size (L1 on WM at alpha 0.91 closes from ``W = 46``, the rule giving 34)."""
     relaxed_objectives: tuple[str, ...] = ("L0d", "L1", "L2")
     """Objectives the relaxed large-n template tries (L0 has its own copied dual)."""
     support_dual_methods: tuple[str, ...] = ("guided", "simplex")
