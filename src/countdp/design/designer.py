@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.design.forms import structural_form
+from countdp.design.memory import LP_BYTES_PER_ENTRY
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.spread_proof import METHOD as SPREAD_METHOD
 from countdp.design.spread_proof import SOLVER as SPREAD_SOLVER
@@ -39,8 +40,6 @@ LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.Sta
 
 CLOSED_FORM_BYTES_PER_ENTRY = 250
 """Peak memory of a closed-form design per matrix entry, for the size check (docs/performance.md)."""
-LP_BYTES_PER_ENTRY = 2_000
-"""Peak memory of an LP design per matrix entry (Clarabel's factorisation dominates), for the size check."""
 
 SOLVERS = {
     "HIGHS": ("simplex", "ipm"),
@@ -157,11 +156,24 @@ def check_solver(solver: str, method: str | None) -> tuple[str, str]:
     return name, chosen
 
 
+def check_time_limit(time_limit: object) -> None:
+    """Raise ``ValueError`` (one line) unless ``time_limit`` is ``None`` or a positive finite number of seconds."""
+    if time_limit is None:
+        return
+    try:
+        seconds = float(time_limit)
+    except (TypeError, ValueError):
+        raise ValueError(f"time_limit must be a number of seconds, got {time_limit!r}") from None
+    if not (np.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"time_limit must be a positive, finite number of seconds, got {time_limit!r}")
+
+
 def design_lp(n: int, alpha: object, properties: object = (), objective: object = "L0",
               weights: object = None, solver: str = "HIGHS", method: str | None = None,
               aggregate: str = "sum", mechanism: str = "LP", backend: str = "auto",
               max_repair_lambda: float | None = MAX_REPAIR_LAMBDA,
-              settings: SolverSettings = DEFAULT_SETTINGS, shortcuts: bool = False) -> Design:
+              settings: SolverSettings = DEFAULT_SETTINGS, shortcuts: bool = False,
+              time_limit: float | None = None) -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
 
     ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.values.alpha.exact_alpha`).
@@ -180,6 +192,15 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     choose only the backend of the general path, the reduced LP solved when no shortcut answers
     (Clarabel: its interior point on the reduced model).  Without it a method asked for is
     honoured alone, the plain LP (as the paper solved it); without a method the planner chooses anyway.
+    ``time_limit``: seconds (positive) after which the search stops and the best design proven
+    feasible so far is returned, exactly DP after the same repair, with its certified gap
+    (``status = "not proven optimal"`` unless the gap closed; ``extra["stopped"]`` says why, from
+    what and the gap): the engine's only wall-clock limit (:mod:`countdp.design.watch`,
+    :mod:`countdp.design.anytime`); certifying and rounding the design for release follow it.
+    Where only the general path could answer and its memory estimate is above
+    ``settings.solver.memory_bound`` (:mod:`countdp.design.memory`), the same best design is
+    returned with a time limit, and without one :class:`countdp.design.memory.MemoryBoundError`
+    (a ``ValueError``, one line) is raised.
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when no strategy returns
     an answer, or returns one whose DP repair needs more than ``max_repair_lambda``.
 
@@ -200,9 +221,11 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
         raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
     if backend == "highs" and solver != "HIGHS":
         raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
+    check_time_limit(time_limit)
     # lazy: the LP stack (scipy, the solvers) loads only when an LP is designed (module docstring)
     from countdp.design.planner import solve, uses_reduced_model
     from countdp.design.request import DesignRequest  # lazy: as above (it imports scipy)
+    from countdp.design.watch import watching  # lazy: with the planner
 
     request = DesignRequest(n, a, props, obj, None if weights is None else w, aggregate, solver=solver,
                             backend=backend, method=method, keep_shortcuts=shortcuts)
@@ -210,7 +233,8 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
         asked = method_given or solver != "HIGHS"
         request = replace(request, method=REDUCED_METHODS[solver, method] if asked else "auto")
     try:
-        answer = solve(request, settings)
+        with watching(time_limit, settings.solver.progress_clarabel_iterations):
+            answer = solve(request, settings)
     except RuntimeError as exc:
         raise DesignError(f"design failed for {_label(n, a, props, obj)}: {exc}") from exc
     return finish_design(answer.matrix, mechanism, n, alpha_q, obj, props, None if weights is None else w,
