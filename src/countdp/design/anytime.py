@@ -3,16 +3,16 @@
 It stops so at the caller's time limit (:mod:`countdp.design.watch`), or where the general path
 does not fit the memory bound (:mod:`countdp.design.memory`) and a time limit was given.
 
-**The design.**  The candidates are the unproven answer of an earlier attempt, the point an
-interrupted solve had reached (on a reduced model of the request's LP), each as it is and
-repaired (:func:`repaired`: clipped, its columns normalised, symmetrised for S, then mixed with
-UM as below), and the closed-form fallback (:func:`fallbacks`): GM, GM remapped (and EM, for L0 with F), each mixed with UM to the
-least weight that holds every row of the LP.  UM holds every DP row and every property, and the
-LP's feasible set is convex, so the mixture with weight 1 (UM itself) always holds: there is
-always a design.  Each candidate is made alpha-DP by :func:`countdp.privacy.certify.certify` (the
-repair :func:`countdp.design.designer.finish_design` applies, deterministic, so the matrix checked
-is the one released) and kept only where it breaks no row of the full LP
-(:meth:`countdp.design.model.DesignProblem.lp`) by more than
+**The design.** The candidates are the unproven answer of an earlier attempt, the point an
+interrupted solve had reached (on a reduced model of the request's LP), each as it is and repaired
+(:func:`repaired`: clipped, its columns normalised, symmetrised for S, then mixed with UM as
+below), and the closed-form fallback (:func:`fallbacks`): GM, GM remapped (and EM, for L0 with F),
+each mixed with UM to the least weight that holds every row of the LP. UM holds every DP row and
+every property, and the LP's feasible set is convex, so the mixture with weight 1 (UM itself)
+always holds: there is always a design. Each candidate is made alpha-DP by
+:func:`countdp.privacy.certify.certify` (the repair :func:`countdp.design.designer.finish_design`
+applies, deterministic, so the matrix checked is the one released) and kept only where it breaks no
+row of the full LP (:meth:`countdp.design.model.DesignProblem.lp`) by more than
 :data:`countdp.design.optimality.PRIMAL_TOL`; the one of least objective is the design.
 
 **Its gap.**  The largest lower bound of weak duality among the duals at hand, each checked by the

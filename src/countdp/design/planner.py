@@ -193,7 +193,7 @@ def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
     if best is None and refused is not None:
         if watch.time_limit is None:
             raise MemoryBoundError(f"{request.label()}: no fast path answers, and {refused}; give a time limit "
-                                   "for the best design within the bound with its gap, or raise the bound")
+                                   "(--time-limit, time_limit=) for the best design within the bound with its gap")
         return _finish(stopped_answer(request, None, None, refused, started), attempts, strategies)
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
