@@ -156,8 +156,15 @@ def check_solver(solver: str, method: str | None) -> tuple[str, str]:
     return name, chosen
 
 
-def check_time_limit(time_limit: object) -> None:
-    """Raise ``ValueError`` (one line) unless ``time_limit`` is ``None`` or a positive finite number of seconds."""
+def check_run_options(aggregate: str, backend: str, solver: str, time_limit: object) -> None:
+    """Raise ``ValueError`` (one line) for an unknown aggregate or backend, the backend ``highs``
+    with another solver than HiGHS, or a time limit that is not a positive finite number of seconds."""
+    if aggregate not in ("sum", "max"):
+        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
+    if backend not in ("auto", "cvxpy", "highs"):
+        raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
+    if backend == "highs" and solver != "HIGHS":
+        raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
     if time_limit is None:
         return
     try:
@@ -192,15 +199,9 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     choose only the backend of the general path, the reduced LP solved when no shortcut answers
     (Clarabel: its interior point on the reduced model).  Without it a method asked for is
     honoured alone, the plain LP (as the paper solved it); without a method the planner chooses anyway.
-    ``time_limit``: seconds (positive) after which the search stops and the best design proven
-    feasible so far is returned, exactly DP after the same repair, with its certified gap
-    (``status = "not proven optimal"`` unless the gap closed; ``extra["stopped"]`` says why, from
-    what and the gap): the engine's only wall-clock limit (:mod:`countdp.design.watch`,
-    :mod:`countdp.design.anytime`); certifying and rounding the design for release follow it.
-    Where only the general path could answer and its memory estimate is above
-    ``settings.solver.memory_bound`` (:mod:`countdp.design.memory`), the same best design is
-    returned with a time limit, and without one :class:`countdp.design.memory.MemoryBoundError`
-    (a ``ValueError``, one line) is raised.
+    ``time_limit``: seconds, then the best design proven feasible with its certified gap
+    (:mod:`countdp.design.anytime`, ``extra["stopped"]``), also where the general path is over
+    ``settings.solver.memory_bound``, which without a limit raises ``MemoryBoundError`` (a ``ValueError``).
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when no strategy returns
     an answer, or returns one whose DP repair needs more than ``max_repair_lambda``.
 
@@ -210,18 +211,11 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     n, alpha_q = check_n(n), check_release_alpha(alpha)
     a = float(alpha_q)
     check_fits_in_memory(n, LP_BYTES_PER_ENTRY, "an LP design")
-    props = parse_properties(properties)
-    obj = parse_objective(objective)
+    props, obj = parse_properties(properties), parse_objective(objective)
     method_given = method is not None
     solver, method = check_solver(solver, method)
-    if aggregate not in ("sum", "max"):
-        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
     w = np.full(n + 1, 1.0 / (n + 1)) if weights is None else check_distribution(weights, n)
-    if backend not in ("auto", "cvxpy", "highs"):
-        raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
-    if backend == "highs" and solver != "HIGHS":
-        raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
-    check_time_limit(time_limit)
+    check_run_options(aggregate, backend, solver, time_limit)
     # lazy: the LP stack (scipy, the solvers) loads only when an LP is designed (module docstring)
     from countdp.design.planner import solve, uses_reduced_model
     from countdp.design.request import DesignRequest  # lazy: as above (it imports scipy)
