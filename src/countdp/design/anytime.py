@@ -37,7 +37,7 @@ from countdp.design.polish import full_dual
 from countdp.design.remapped_gm import remap_dual, remapped_geometric
 from countdp.design.request import Answer, DesignRequest
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
-from countdp.privacy.certify import CertificationError, certify
+from countdp.privacy.certify import certify
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -70,7 +70,8 @@ def repaired(problem: DesignProblem, P: np.ndarray) -> np.ndarray:
     to 0, each column scaled to sum to one, averaged with its mirror image when S is requested,
     then :func:`mixed_with_um`."""
     P = np.maximum(np.asarray(P, float), 0.0)
-    P = P / np.maximum(P.sum(axis=0, keepdims=True), 1e-300)
+    sums = P.sum(axis=0, keepdims=True)
+    P = np.where(sums > 0, P / np.where(sums > 0, sums, 1.0), 1.0 / P.shape[0])  # an empty column: UM's
     if "S" in problem.properties:
         P = 0.5 * (P + P[::-1, ::-1])
     return mixed_with_um(problem, P)
@@ -118,7 +119,7 @@ def best_feasible(request: DesignRequest, designs: list[tuple[str, np.ndarray]])
     for label, raw in designs:
         try:
             x = problem.point(certify(raw, request.alpha)[0])
-        except CertificationError:
+        except ValueError:  # CertificationError, or a column summing to 0
             continue
         if violation(problem, x) <= PRIMAL_TOL and (best is None or c @ x < c @ best[2]):
             best = (label, raw, x)
