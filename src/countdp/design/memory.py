@@ -11,7 +11,7 @@ alpha 0.91 (up to 5,200 B an entry).  :func:`general_path_bytes` is
 :data:`LP_BYTES_PER_ENTRY` an entry up to n = :data:`GROWTH_FROM_N` and grows as ``sqrt(n)`` an entry
 beyond (2,830 B an entry at n = 1024), plus the process and the path's overhead.  A general
 strategy whose estimate is above :attr:`~countdp.design.settings.SolverTuning.memory_bound` (2 GiB by
-default: the general path up to about n = 850) is not run (:func:`memory_refusal`).
+default: the general path up to about n = 840) is not run (:func:`memory_refusal`).
 """
 
 from __future__ import annotations

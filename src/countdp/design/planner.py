@@ -52,7 +52,7 @@ from countdp.design.strategies import (
     symmetrized,
 )
 from countdp.design.strategy import SolveContext, Strategy, skipped_unless_accepted
-from countdp.design.watch import TimeLimitReached, current
+from countdp.design.watch import IDLE, TimeLimitReached, current
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -136,9 +136,10 @@ def _finish(answer: Answer, attempts: list[Attempt], strategies: dict[str, Strat
 def _general_start(request: DesignRequest, settings: SolverSettings, watch) -> str | None:
     """Before the first general strategy: why it is not run (its memory estimate above the bound),
     or ``None``, after saying the best closed-form design and lower bound so far (the gap the
-    general path starts from; the watch keeps the design's objective for the solvers' progress)."""
+    general path starts from; the request's watch keeps the design's objective for the solvers'
+    progress; not outside a request, where the watch is shared)."""
     refused = memory_refusal(request.n, settings)
-    if refused is None and request.n >= settings.solver.auto_min_n:
+    if refused is None and request.n >= settings.solver.auto_min_n and watch is not IDLE:
         start = stopped_answer(request, None, None, "the general path starts from", time.perf_counter())
         watch.upper = start.solver_objective
     return refused

@@ -76,7 +76,7 @@ class SolverTuning:
     guided_simplex_iterations: int = 6000
     """Iterations of each simplex from Clarabel's basis (a good guess needs a few pivots)."""
     memory_bound: int = 2 * 2**30
-    """Bytes the general path (a full-size LP: :data:`countdp.design.memory.GENERAL_PATH`) may use, by
+    """Bytes the general path (a full-size LP: :data:`countdp.design.planner.GENERAL_PATH`) may use, by
     its estimate (:func:`countdp.design.memory.general_path_bytes`); a general strategy whose
     estimate is above it is not run (the fast paths are not bounded by it: their estimate is a
     fraction of the general one)."""
