@@ -167,12 +167,12 @@ REFUSALS = {
     "sizes of a mechanism not plotted": ({"fig09": {"n_by_mechanism": {"WM": [2, 3]}, "mechanisms": ["GM", "UM"]}},
                                          "config key 'fig09.n_by_mechanism.WM': WM is not plotted in Figure 9; "
                                          "allowed: a mechanism of fig09.mechanisms (GM, UM)"),
-    # the LP's up-front bound, 2,000 bytes per entry of a 20,001 x 20,001 matrix (745.13 GiB), and the process
+    # the general LP's estimate (countdp.design.memory: 2,000 bytes an entry, growing as sqrt(n / 512)) and the process
     "a design beyond the memory limit": ({"design_memory_mb": 1000,
                                           "fig02": {"panels": [{"objective": "L1", "n": 20000}]}},
                                          "config key 'fig02.panels[0].n': n = 20000 does not fit in memory for "
                                          "LP-RH+RM+CH+CM+F+WH+S under L1 at alpha = 0.62 (reduced LP: needs about "
-                                         "745.45 GiB, design_memory_mb = 1,000 MB); allowed: group sizes whose "
+                                         "4,657.39 GiB, design_memory_mb = 1,000 MB); allowed: group sizes whose "
                                          "designs fit, design_memory_mb of a larger machine, or the key's largest n "
                                          "lowered"),
 }

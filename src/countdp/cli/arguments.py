@@ -74,4 +74,19 @@ def tolerance_argument(text: str) -> float:
     return checked(parse, text)
 
 
-__all__ = ["Once", "Parser", "UsageError", "alpha_argument", "checked", "positive_int", "tolerance_argument"]
+def seconds_argument(text: str) -> float:
+    """A positive, finite number of seconds (``--time-limit``)."""
+    def parse(value: str) -> float:
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = float("nan")
+        if not (seconds > 0 and seconds != float("inf")):
+            raise ValueError(f"must be a positive, finite number of seconds, got {value!r}")
+        return seconds
+
+    return checked(parse, text)
+
+
+__all__ = ["Once", "Parser", "UsageError", "alpha_argument", "checked", "positive_int", "seconds_argument",
+           "tolerance_argument"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.cli.arguments import UsageError, alpha_argument, positive_int, tolerance_argument
+from countdp.cli.arguments import UsageError, alpha_argument, positive_int, seconds_argument, tolerance_argument
 from countdp.design.designer import NARROW_MAX_N, REPRESENTATION_CHOICES, SOLVERS, design_named
 from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
@@ -46,6 +46,10 @@ def register(sub) -> None:
     d.add_argument("--method", default=None, help="simplex or ipm for HIGHS (default simplex)")
     d.add_argument("--max-repair", type=tolerance_argument, default=MAX_REPAIR_LAMBDA,
                    help=f"largest UM weight a solver answer's DP repair may mix in (default {MAX_REPAIR_LAMBDA:g})")
+    d.add_argument("--time-limit", type=seconds_argument, default=None, metavar="SECONDS",
+                   help="stop the search after this many seconds and write the best design proven feasible, "
+                        "exactly DP, with its certified gap (status 'not proven optimal'); also the way past the "
+                        "general path's memory bound")
     d.add_argument("--representation", choices=REPRESENTATION_CHOICES, default="auto",
                    help=f"matrix, or structural (a table and a rule: a file of bytes at any n); auto: a matrix up "
                         f"to n = {NARROW_MAX_N}, beyond it the structural form wherever the release has one")
@@ -84,6 +88,8 @@ def _design(args: argparse.Namespace) -> int:
         with StageLog("countdp"):  # what a design past a second is doing, on stderr
             options = {} if args.solver == "HIGHS" and args.method is None else \
                 {"solver": args.solver, "method": args.method}
+            if args.time_limit is not None:
+                options["time_limit"] = args.time_limit
             result = design_named(args.mechanism, args.n, alpha, objective=args.objective, properties=args.props,
                                   representation=args.representation, max_repair_lambda=args.max_repair, **options)
     except ValueError as exc:
@@ -91,6 +97,10 @@ def _design(args: argparse.Namespace) -> int:
     if args.format == "csv" and result.matrix is None:
         raise UsageError(f"{args.mechanism} n={args.n} is held as structure (no matrix to write as CSV); "
                          "use --format json, or --representation matrix where it fits")
+    stopped = result.extra.get("stopped")
+    if stopped is not None:  # the search stopped before a proof: say what is written, and its gap
+        sys.stderr.write(f"countdp: {stopped['reason']}: {stopped['design_from']}, status {result.status}, "
+                         f"certified gap {stopped['gap']:.3g} ({stopped['gap_rel']:.3g} relative)\n")
     if args.epsilon is not None:
         result.extra["epsilon_requested"] = args.epsilon
         result.extra["epsilon_guaranteed"] = epsilon_of(alpha)

@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.design.forms import structural_form
+from countdp.design.memory import LP_BYTES_PER_ENTRY
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.spread_proof import METHOD as SPREAD_METHOD
 from countdp.design.spread_proof import SOLVER as SPREAD_SOLVER
@@ -39,8 +40,6 @@ LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.Sta
 
 CLOSED_FORM_BYTES_PER_ENTRY = 250
 """Peak memory of a closed-form design per matrix entry, for the size check (docs/performance.md)."""
-LP_BYTES_PER_ENTRY = 2_000
-"""Peak memory of an LP design per matrix entry (Clarabel's factorisation dominates), for the size check."""
 
 SOLVERS = {
     "HIGHS": ("simplex", "ipm"),
@@ -157,11 +156,31 @@ def check_solver(solver: str, method: str | None) -> tuple[str, str]:
     return name, chosen
 
 
+def check_run_options(aggregate: str, backend: str, solver: str, time_limit: object) -> None:
+    """Raise ``ValueError`` (one line) for an unknown aggregate or backend, the backend ``highs``
+    with another solver than HiGHS, or a time limit that is not a positive finite number of seconds."""
+    if aggregate not in ("sum", "max"):
+        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
+    if backend not in ("auto", "cvxpy", "highs"):
+        raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
+    if backend == "highs" and solver != "HIGHS":
+        raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
+    if time_limit is None:
+        return
+    try:
+        seconds = float(time_limit)
+    except (TypeError, ValueError):
+        raise ValueError(f"time_limit must be a number of seconds, got {time_limit!r}") from None
+    if not (np.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"time_limit must be a positive, finite number of seconds, got {time_limit!r}")
+
+
 def design_lp(n: int, alpha: object, properties: object = (), objective: object = "L0",
               weights: object = None, solver: str = "HIGHS", method: str | None = None,
               aggregate: str = "sum", mechanism: str = "LP", backend: str = "auto",
               max_repair_lambda: float | None = MAX_REPAIR_LAMBDA,
-              settings: SolverSettings = DEFAULT_SETTINGS, shortcuts: bool = False) -> Design:
+              settings: SolverSettings = DEFAULT_SETTINGS, shortcuts: bool = False,
+              time_limit: float | None = None) -> Design:
     """Solve the design LP: BasicDP + ``properties``, minimising ``objective``.
 
     ``alpha``: a number, ``"p/q"`` string or Fraction (exact; :func:`countdp.values.alpha.exact_alpha`).
@@ -180,6 +199,9 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     choose only the backend of the general path, the reduced LP solved when no shortcut answers
     (Clarabel: its interior point on the reduced model).  Without it a method asked for is
     honoured alone, the plain LP (as the paper solved it); without a method the planner chooses anyway.
+    ``time_limit``: seconds, then the best design proven feasible with its certified gap
+    (:mod:`countdp.design.anytime`, ``extra["stopped"]``), also where the general path is over
+    ``settings.solver.memory_bound``, which without a limit raises ``MemoryBoundError`` (a ``ValueError``).
     Raises ``ValueError`` for bad parameters and :class:`DesignError` when no strategy returns
     an answer, or returns one whose DP repair needs more than ``max_repair_lambda``.
 
@@ -189,20 +211,15 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
     n, alpha_q = check_n(n), check_release_alpha(alpha)
     a = float(alpha_q)
     check_fits_in_memory(n, LP_BYTES_PER_ENTRY, "an LP design")
-    props = parse_properties(properties)
-    obj = parse_objective(objective)
+    props, obj = parse_properties(properties), parse_objective(objective)
     method_given = method is not None
     solver, method = check_solver(solver, method)
-    if aggregate not in ("sum", "max"):
-        raise ValueError(f"aggregate must be 'sum' or 'max', got {aggregate!r}")
     w = np.full(n + 1, 1.0 / (n + 1)) if weights is None else check_distribution(weights, n)
-    if backend not in ("auto", "cvxpy", "highs"):
-        raise ValueError(f"backend must be 'auto', 'cvxpy' or 'highs', got {backend!r}")
-    if backend == "highs" and solver != "HIGHS":
-        raise ValueError(f"backend 'highs' needs solver HIGHS, got {solver}")
+    check_run_options(aggregate, backend, solver, time_limit)
     # lazy: the LP stack (scipy, the solvers) loads only when an LP is designed (module docstring)
     from countdp.design.planner import solve, uses_reduced_model
     from countdp.design.request import DesignRequest  # lazy: as above (it imports scipy)
+    from countdp.design.watch import watching  # lazy: with the planner
 
     request = DesignRequest(n, a, props, obj, None if weights is None else w, aggregate, solver=solver,
                             backend=backend, method=method, keep_shortcuts=shortcuts)
@@ -210,7 +227,8 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
         asked = method_given or solver != "HIGHS"
         request = replace(request, method=REDUCED_METHODS[solver, method] if asked else "auto")
     try:
-        answer = solve(request, settings)
+        with watching(time_limit, settings.solver.progress_clarabel_iterations):
+            answer = solve(request, settings)
     except RuntimeError as exc:
         raise DesignError(f"design failed for {_label(n, a, props, obj)}: {exc}") from exc
     return finish_design(answer.matrix, mechanism, n, alpha_q, obj, props, None if weights is None else w,

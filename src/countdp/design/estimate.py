@@ -38,12 +38,12 @@ from fractions import Fraction
 
 from countdp.design.designer import (
     CLOSED_FORM_BYTES_PER_ENTRY,
-    LP_BYTES_PER_ENTRY,
     REDUCED_METHODS,
     _held_as_structure,
     check_solver,
 )
 from countdp.design.forms import canonical_size_for
+from countdp.design.memory import LP_BYTES_PER_ENTRY, MIB, PATH_OVERHEAD_BYTES, PROCESS_BYTES, lp_bytes
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.spread_proof import spread_serves
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
@@ -54,11 +54,6 @@ from countdp.values.catalogue import MECHANISMS, NAMED_DESIGNS
 from countdp.values.objectives import parse_objective
 from countdp.values.properties import parse_properties
 
-MIB = 2**20
-PROCESS_BYTES = 256 * MIB
-"""A design job's process before it designs: Python, numpy, scipy and the solvers (measured 122 MB)."""
-PATH_OVERHEAD_BYTES = 64 * MIB
-"""What every matrix path holds beyond its per-entry cost (the small designs above measured 18-52 MB)."""
 TEMPLATE_BYTES_PER_ENTRY = 1_000
 """Peak memory of a template path (large-n, relaxed, square-corner) or a proven spread per matrix
 entry: the full model's rows for the certificate, no factorisation (measured 700-760 B)."""
@@ -112,7 +107,7 @@ def bound_bytes(n: int) -> int:
     """What no path of a design at ``n`` needs more than (:attr:`DesignEstimate.required_bytes` is at
     most this): the general LP's cost, the dearest per entry, with the process.  A caller with many
     requests asks :func:`estimate_named` only where this bound does not fit (no planner imported)."""
-    return PROCESS_BYTES + PATH_OVERHEAD_BYTES + LP_BYTES_PER_ENTRY * (check_n(n) + 1) ** 2
+    return PROCESS_BYTES + lp_bytes(check_n(n))
 
 
 def time_class(seconds: float) -> str:
@@ -234,7 +229,7 @@ def path_cost(path: str, n: int, alpha: Fraction, settings: SolverSettings) -> t
         return PATH_OVERHEAD_BYTES + TEMPLATE_BYTES_PER_ENTRY * entries, 3e-5 * entries + 1.0
     if path == "dense cvxpy model":
         return PATH_OVERHEAD_BYTES + LP_BYTES_PER_ENTRY * entries, 0.05 * entries ** 1.5 / 1e3 + 0.5
-    return PATH_OVERHEAD_BYTES + LP_BYTES_PER_ENTRY * entries, 0.75 * (n / 128) ** 3 + 0.5
+    return lp_bytes(n), 0.75 * (n / 128) ** 3 + 0.5
 
 
 def _structural_cost(name: str, alpha: Fraction, settings: SolverSettings) -> tuple[int, float]:

@@ -45,6 +45,7 @@ from countdp.design.solvers.highs import run_highs
 from countdp.design.solvers.interior import drops_implied_bounds, interior_points
 from countdp.design.solvers.solved import INTERIOR_GUIDE, Solved, polish_run
 from countdp.design.solvers.template_guide import template_guide
+from countdp.design.watch import current
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -184,6 +185,7 @@ def solve_proven(lp: ReducedLP, method: str, fallback: bool = True, methods: tup
             continue  # the guided run had no template guide (or no answer): the same again would not help
         if attempts:
             LOG.info("not proven (%s); next: %s", attempts[-1], chosen)
+        current().check(f"the method {chosen}")
         best = _try_method(lp, chosen, fallback, attempts, best, offered, settings)
         if best is not None and best[3]["certified"]:
             break

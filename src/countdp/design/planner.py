@@ -14,7 +14,11 @@ When none is proven, the reduced LP's answer stands (``status = "not proven opti
 better of the guided and the cold stage (by the certificate's gap).  The strategies share
 sub-solves through the :class:`countdp.design.strategy.SolveContext` built here
 (:func:`make_context`): :class:`EngineSolves`, :mod:`countdp.design.lp_solve` under the settings
-given.  The planner knows no strategy by name: an attempt may leave a stage for a later one
+given.  Before the first strategy of :data:`GENERAL_PATH` (a full-size LP) it checks the general
+path's memory estimate against ``settings.solver.memory_bound`` and says the closed-form design
+and lower bound it starts from; at the caller's time limit it returns the best design proven
+feasible with its certified gap (:mod:`countdp.design.anytime`).  The planner knows no strategy by
+name: an attempt may leave a stage for a later one
 (``Attempt.stage``, seen there through ``SolveContext.earlier``) or end the plan (``Attempt.final``).
 """
 
@@ -28,6 +32,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from countdp.design import lp_solve
+from countdp.design.anytime import stopped_answer
+from countdp.design.memory import MemoryBoundError, memory_refusal
 from countdp.design.model import DesignProblem
 from countdp.design.policy import choose_method
 from countdp.design.reduce import ReducedLP
@@ -46,6 +52,7 @@ from countdp.design.strategies import (
     symmetrized,
 )
 from countdp.design.strategy import SolveContext, Strategy, skipped_unless_accepted
+from countdp.design.watch import IDLE, TimeLimitReached, current
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -61,6 +68,11 @@ REDUCED_MODEL_PLAN: tuple[Strategy, ...] = (
     reduced_lp.COLD,
 )
 """The strategies on the reduced model, in the order they are tried."""
+
+GENERAL_PATH: tuple[Strategy, ...] = (cm_relaxation.STRATEGY, folded.STRATEGY, reduced_lp.STRATEGY,
+                                      symmetrized.STRATEGY, reduced_lp.COLD, dense_cvxpy.STRATEGY)
+"""The strategies that solve an LP of the full size: bounded by ``settings.solver.memory_bound``
+(:mod:`countdp.design.memory`)."""
 
 DENSE_PLAN: tuple[Strategy, ...] = (dense_cvxpy.STRATEGY,)
 """The plain cvxpy model alone (``backend="cvxpy"``, a small ``n``, or Clarabel through cvxpy)."""
@@ -121,26 +133,69 @@ def _finish(answer: Answer, attempts: list[Attempt], strategies: dict[str, Strat
     return answer
 
 
-def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
-    """The first proven answer of :func:`plan`'s strategies, else the best unproven one.
+def _general_start(request: DesignRequest, settings: SolverSettings, watch) -> str | None:
+    """Before the first general strategy: why it is not run (its memory estimate above the bound),
+    or ``None``, after saying the best closed-form design and lower bound so far (the gap the
+    general path starts from; the request's watch keeps the design's objective for the solvers'
+    progress; not outside a request, where the watch is shared)."""
+    refused = memory_refusal(request.n, settings)
+    if refused is None and request.n >= settings.solver.auto_min_n and watch is not IDLE:
+        start = stopped_answer(request, None, None, "the general path starts from", time.perf_counter())
+        watch.upper = start.solver_objective
+    return refused
 
-    Raises ``RuntimeError`` (with every failure's reason) when no strategy returned an answer."""
-    context = make_context(settings)
-    attempts: list[Attempt] = []
-    strategies = {strategy.name: strategy for strategy in plan(request, settings)}
-    best: Attempt | None = None
-    for strategy in strategies.values():
+
+def _attempts(request: DesignRequest, settings: SolverSettings, attempts: list[Attempt]) -> tuple:
+    """Run :func:`plan`'s strategies into ``attempts``: ``(proven, best, refused)``, the proven
+    attempt, else the best unproven one and why the general path was not run (memory)."""
+    context, watch = make_context(settings), current()
+    best, refused, general = None, None, False
+    for strategy in plan(request, settings):
+        watch.check(f"the strategy {strategy.name}")
+        if strategy in GENERAL_PATH and not general:
+            general, refused = True, _general_start(request, settings, watch)
+        if strategy in GENERAL_PATH and refused is not None:
+            attempts.append(Attempt(strategy.name, "skipped", refused))
+            continue
         context = replace(context, earlier=tuple(attempts))
         attempt = skipped_unless_accepted(strategy, request, context) or strategy.attempt(request, context)
         attempts.append(attempt)
         if attempt.outcome != "skipped":
             LOG.debug("%s: %s %s", strategy.name, attempt.outcome, attempt.reason)
         if attempt.proven:
-            return _finish(attempt.answer, attempts, strategies)
+            return attempt, best, refused
         if attempt.answer is not None:
             best = attempt  # a later stage keeps the better of its own and the earlier answer
         if attempt.final:
             break  # the attempt ran its path to its end: no later stage
+    return None, best, refused
+
+
+def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
+    """The first proven answer of :func:`plan`'s strategies, else the best unproven one.
+
+    At the caller's time limit (:mod:`countdp.design.watch`), or where the general path's memory
+    estimate is above ``settings.solver.memory_bound`` and a time limit was given, the best design
+    proven feasible so far with its certified gap (:mod:`countdp.design.anytime`).  Raises
+    :class:`countdp.design.memory.MemoryBoundError` (a ``ValueError``) when only the general path
+    could answer and it does not fit, without a time limit; ``RuntimeError`` (with every failure's
+    reason) when no strategy returned an answer."""
+    attempts: list[Attempt] = []
+    strategies = {strategy.name: strategy for strategy in plan(request, settings)}
+    started, watch = time.perf_counter(), current()
+    try:
+        proven, best, refused = _attempts(request, settings, attempts)
+    except TimeLimitReached as stop:
+        earlier = next((a.answer for a in reversed(attempts) if a.answer is not None), None)
+        answer = stopped_answer(request, earlier, stop, f"the time limit ({stop.what})", started)
+        return _finish(answer, attempts, strategies)
+    if proven is not None:
+        return _finish(proven.answer, attempts, strategies)
+    if best is None and refused is not None:
+        if watch.time_limit is None:
+            raise MemoryBoundError(f"{request.label()}: no fast path answers, and {refused}; give a time limit "
+                                   "(--time-limit, time_limit=) for the best design within the bound with its gap")
+        return _finish(stopped_answer(request, None, None, refused, started), attempts, strategies)
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
         raise RuntimeError(failures[-1] if failures else "no strategy answered")

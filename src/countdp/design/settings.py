@@ -10,8 +10,11 @@ simplex iterations (:attr:`SolverTuning.guided_simplex_iterations`,
 :attr:`TemplateTuning.dual_simplex_work`), Clarabel's iterations (its own ``max_iter``, 200), or
 rounds (the template widths tried, the dual repair tiers, the refinement steps).  So the path
 taken, the design and its certificate are the same on any machine and under any load; the
-seconds recorded in a design's ``extra`` are for the record and decide nothing.  Neither
-:func:`countdp.design.designer.design_lp` nor ``countdp design`` takes a time limit.  Why each
+seconds recorded in a design's ``extra`` are for the record and decide nothing.  The one
+wall-clock limit is the caller's own, at the top (``design_lp(..., time_limit=...)``,
+``countdp design --time-limit``, :mod:`countdp.design.watch`): it is not a setting, and without
+it nothing stops on time.  :attr:`SolverTuning.memory_bound` bounds the general path's memory
+by its estimate (:mod:`countdp.design.memory`).  Why each
 value is what it is, with the measurements behind it, is in ``docs/performance.md`` and
 ``docs/tuning.md``.
 
@@ -72,6 +75,15 @@ class SolverTuning:
     before Clarabel's point is offered to the proof, below :attr:`TemplateTuning.template_min_n`."""
     guided_simplex_iterations: int = 6000
     """Iterations of each simplex from Clarabel's basis (a good guess needs a few pivots)."""
+    memory_bound: int = 2 * 2**30
+    """Bytes the general path (a full-size LP: :data:`countdp.design.planner.GENERAL_PATH`) may use, by
+    its estimate (:func:`countdp.design.memory.general_path_bytes`); a general strategy whose
+    estimate is above it is not run (the fast paths are not bounded by it: their estimate is a
+    fraction of the general one)."""
+    progress_clarabel_iterations: int = 5
+    """Clarabel says its progress (its primal and dual objectives and their gap) every this many
+    iterations; HiGHS says its own (the simplex's objective, a dual bound while rows are broken)
+    as often as its log does."""
     verbose: bool = False
     """Let the solvers print their own output: HiGHS's once-per-process banner (on standard error,
     if the process's first HiGHS model is made under these settings) and HiGHS's, Clarabel's and

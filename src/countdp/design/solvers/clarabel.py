@@ -19,6 +19,7 @@ from countdp.design.implied_bounds import implied_nonnegative
 from countdp.design.reduce import ReducedLP
 from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.solved import Solved
+from countdp.design.watch import TimeLimitReached, current
 from countdp.mechanisms.closed_forms import geometric
 from countdp.values.objectives import objective_value
 
@@ -71,9 +72,11 @@ def clarabel_lp(A: sp.spmatrix, cost: np.ndarray, col_lo: np.ndarray, col_hi: np
     options.tol_gap_abs = options.tol_gap_rel = options.tol_feas = tol
     options.direct_solve_method = method
     options.iterative_refinement_enable = refine
-    start = time.perf_counter()
-    solution = clarabel.DefaultSolver(sp.csc_matrix((k, k)), np.asarray(cost, float) / cost_scale, M,
-                                      np.concatenate(rhs), cones, options).solve()
+    start, watch = time.perf_counter(), current()
+    solver = clarabel.DefaultSolver(sp.csc_matrix((k, k)), np.asarray(cost, float) / cost_scale, M,
+                                    np.concatenate(rhs), cones, options)
+    solver.set_termination_callback(watch.clarabel_callback(f"Clarabel ({A.shape[0]:,} rows)", cost_scale))
+    solution = solver.solve()
     elapsed = time.perf_counter() - start
     z = np.asarray(solution.z, float) * cost_scale
     sizes = np.cumsum([eq.sum(), has_lo.sum(), has_hi.sum(), fin_lo.sum()])
@@ -84,8 +87,11 @@ def clarabel_lp(A: sp.spmatrix, cost: np.ndarray, col_lo: np.ndarray, col_hi: np
     col_dual = np.zeros(k)
     col_dual[fin_lo] += z_cl
     col_dual[fin_hi] -= z_ch
-    return ClarabelPoint(np.asarray(solution.x, float), row_dual, col_dual, str(solution.status),
-                         float(solution.obj_val) * cost_scale, elapsed, float(solution.r_prim))
+    point = ClarabelPoint(np.asarray(solution.x, float), row_dual, col_dual, str(solution.status),
+                          float(solution.obj_val) * cost_scale, elapsed, float(solution.r_prim))
+    if not point.solved and watch.expired():
+        raise TimeLimitReached("Clarabel's interior point method", None, point)
+    return point
 
 
 def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = None, refine: bool = False, *,
@@ -112,8 +118,12 @@ def run_clarabel(lp: ReducedLP, cost_scale: float = 1.0, tol: float | None = Non
     LOG.info("Clarabel's interior point method: %s rows, %s columns%s", f"{A.shape[0]:,}", f"{A.shape[1]:,}",
              ", refined" if refine else "")
     tuning = settings.solver
-    point = clarabel_lp(A, lp.cost, lp.col_lower, lp.col_upper, lo, hi, tuning.clarabel_tol if tol is None else tol,
-                        tuning.clarabel_direct_method, refine, cost_scale, lower, tuning.verbose)
+    try:
+        point = clarabel_lp(A, lp.cost, lp.col_lower, lp.col_upper, lo, hi, tuning.clarabel_tol if tol is None else tol,
+                            tuning.clarabel_direct_method, refine, cost_scale, lower, tuning.verbose)
+    except TimeLimitReached as stop:
+        raise stop.mapped(lp, lambda p: Solved(p.x, p.row_dual, p.col_dual, p.status, p.objective, p.seconds,
+                                                primal_residual=p.primal_residual)) from None
     if not point.solved:
         raise RuntimeError(f"Clarabel returned {point.status!r}")
     return Solved(point.x, point.row_dual, point.col_dual, point.status, point.objective, point.seconds,

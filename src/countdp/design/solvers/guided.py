@@ -27,6 +27,7 @@ from countdp.design.solvers.highs import run_highs, work_limits
 from countdp.design.solvers.interior import scaled_points
 from countdp.design.solvers.scaling import scaled_model, scales, unscaled
 from countdp.design.solvers.solved import INTERIOR_GUIDE, Solved
+from countdp.design.watch import TimeLimitReached
 
 Guide = Callable[[ReducedLP], "tuple | None"]
 """A guide builder: ``lp -> (guide, basic, active, n0)`` (a point of ``lp``, basis statuses or
@@ -55,6 +56,18 @@ def run_guided(lp: ReducedLP, iterations: int | tuple[int, int] | None = None, t
     tolerances for its points (default ``settings.solver.guide_clarabel_tol``)."""
     col, row = scales(lp, settings=settings)
     scaled = scaled_model(lp, col, row)
+    try:
+        return _run_guided(lp, scaled, (col, row), iterations, template, accept, tol, guide, settings)
+    except TimeLimitReached as stop:  # a point of the scaled model (Clarabel's) is carried to lp's units
+        if stop.lp is not scaled:
+            raise
+        raise stop.mapped(lp, lambda run: unscaled(run, col, row)) from None
+
+
+def _run_guided(lp: ReducedLP, scaled: ReducedLP, scale: tuple[np.ndarray, np.ndarray], iterations, template: bool,
+                accept, tol: float | None, guide: Guide | None, settings: SolverSettings) -> Solved:
+    """:func:`run_guided` on ``scaled``, ``lp`` scaled by ``scale``."""
+    col, row = scale
     began, spent = time.perf_counter(), 0.0
     early = accept is not None and lp.n >= settings.template.template_min_n and point_before_template(lp.problem)
     points, offered = scaled_points(lp, scaled, early, tol, settings=settings), []

@@ -27,6 +27,7 @@ from countdp.design.reduce import ReducedLP
 from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.scaling import scaled_model, scales
 from countdp.design.solvers.solved import Solved
+from countdp.design.watch import TimeLimitReached, current
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -66,7 +67,7 @@ def _configured(highspy, chosen: str, warm_start: bool, warm, primal: bool,
     """A ``Highs`` with :func:`run_highs`'s options set (its docstring): simplex when ``warm_start``
     (a starting basis was asked for), priced for a warm start when there is a basis ``warm``."""
     h = highspy.Highs()
-    h.setOptionValue("output_flag", settings.solver.verbose)
+    current().attach_highs(h, "HiGHS " + ("simplex" if warm_start else chosen), settings.solver.verbose)
     h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("solver", "simplex" if warm_start else chosen)
@@ -124,6 +125,8 @@ def run_highs(lp: ReducedLP, chosen: str, tight_from: Solved | None = None, row_
     elapsed = time.perf_counter() - began
     status = h.getModelStatus()
     text = h.modelStatusToString(status)
+    if status == highspy.HighsModelStatus.kInterrupt:
+        raise TimeLimitReached(f"HiGHS {chosen}", lp, _interrupted(h, col, row, elapsed))
     if status != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(f"HiGHS {chosen} returned {text!r}")
     solution, basis = h.getSolution(), h.getBasis()
@@ -133,3 +136,15 @@ def run_highs(lp: ReducedLP, chosen: str, tight_from: Solved | None = None, row_
                   highs_basis=basis if basis.valid else None,
                   pivots=int(h.getInfo().simplex_iteration_count))
 
+
+
+def _interrupted(h, col: np.ndarray, row: np.ndarray, elapsed: float) -> Solved | None:
+    """The point and duals an interrupted HiGHS run had reached, in the model's units (``None``
+    when it had none: interrupted in presolve, or before its first basis)."""
+    solution = h.getSolution()
+    if not (solution.value_valid and solution.dual_valid):
+        return None
+    info = h.getInfo()
+    return Solved(np.asarray(solution.col_value, float) * col, np.asarray(solution.row_dual, float) * row,
+                  np.asarray(solution.col_dual, float) / col, "interrupted", float(info.objective_function_value),
+                  elapsed, pivots=int(info.simplex_iteration_count))

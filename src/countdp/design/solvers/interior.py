@@ -21,6 +21,7 @@ from countdp.design.settings import SolverSettings
 from countdp.design.solvers.clarabel import objective_scale, run_clarabel
 from countdp.design.solvers.scaling import scaled_model, scales, unscaled
 from countdp.design.solvers.solved import INTERIOR_GUIDE, Solved
+from countdp.design.watch import TimeLimitReached
 
 
 def drops_implied_bounds(lp: ReducedLP, settings: SolverSettings) -> bool:
@@ -40,7 +41,11 @@ def scaled_points(lp: ReducedLP, scaled: ReducedLP, substituted_first: bool, tol
 
     def solve(substitute: bool, refine: bool) -> Solved:
         if substitute:
-            sub = run_clarabel(found[0], objective_scale(lp), tol, refine, drop_implied_bounds=drop, settings=settings)
+            try:
+                sub = run_clarabel(found[0], objective_scale(lp), tol, refine, drop_implied_bounds=drop,
+                                   settings=settings)
+            except TimeLimitReached as stop:  # its point, carried back to the scaled model
+                raise stop.mapped(scaled, lambda run: lift(scaled, found, run)) from None
             return lift(scaled, found, sub)
         return run_clarabel(scaled, objective_scale(lp), tol, refine, drop_implied_bounds=drop, settings=settings)
 
@@ -70,8 +75,11 @@ def interior_points(lp: ReducedLP, note: str = "", substituted_first: bool = Fal
     * else F's rows kept, then substituted out: where a basis is guessed from the point, the
       templates were tuned on the model with F's rows."""
     col, row = scales(lp, settings=settings)
-    for point in scaled_points(lp, scaled_model(lp, col, row), substituted_first, settings=settings):
-        yield unscaled(point, col, row, INTERIOR_GUIDE + note)
+    try:
+        for point in scaled_points(lp, scaled_model(lp, col, row), substituted_first, settings=settings):
+            yield unscaled(point, col, row, INTERIOR_GUIDE + note)
+    except TimeLimitReached as stop:  # its point, in lp's units
+        raise stop.mapped(lp, lambda run: unscaled(run, col, row)) from None
 
 
 def interior_point(lp: ReducedLP, *, settings: SolverSettings) -> Solved:

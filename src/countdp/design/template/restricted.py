@@ -38,6 +38,7 @@ from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.clarabel import clarabel_lp
 from countdp.design.solvers.highs import basis_statuses, highs_lp
 from countdp.design.template.geometry import cancel, feature_map, merge_rows, row_map
+from countdp.design.watch import current
 
 
 class TemplateMaps(NamedTuple):
@@ -175,13 +176,15 @@ def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, *,
     highspy = load_highspy(settings.solver.verbose)
 
     h = highspy.Highs()
-    h.setOptionValue("output_flag", settings.solver.verbose)
+    watch = current()
+    watch.attach_highs(h, "HiGHS primal simplex, a template", settings.solver.verbose)
     h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("simplex_iteration_limit", int(work / max(1, A.shape[0])))
     h.setOptionValue("simplex_strategy", 4)  # primal simplex
     h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))
     h.run()
+    watch.check("a template's simplex")
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     lp = SimpleNamespace(A=sp.csr_matrix(A), cost=np.asarray(cost, float), col_lower=col_lo, col_upper=col_hi,

@@ -1,0 +1,141 @@
+"""The run control of one design request: the caller's time limit and the solvers' progress lines.
+
+The caller's time limit (``design_lp(..., time_limit=...)``, ``countdp design --time-limit``) is
+the engine's only wall-clock limit: :func:`watching` sets it for the request, at the top, and no
+strategy or proof has one of its own (their limits count iterations, :mod:`countdp.design.settings`).
+Without it nothing here stops on time, so the path and the answer do not depend on the machine.
+
+The request's :class:`Watch` is found by the solvers through :func:`current` (a context variable:
+each thread, and so each design of the pipeline's threads, has its own).  Every HiGHS model
+(:func:`Watch.attach_highs`) says its progress from its own log (the simplex's iteration and
+objective, which for the dual simplex is a lower bound on the optimum while rows are still
+broken) and is interrupted once the limit has passed; Clarabel (:meth:`Watch.clarabel_callback`)
+says its primal and dual objectives and their gap every
+:attr:`~countdp.design.settings.SolverTuning.progress_clarabel_iterations` iterations and stops at the
+limit too.  Between solves the planner and the general path check :meth:`Watch.check`.  A stopped
+solve raises :class:`TimeLimitReached`, carrying the point (with its duals) it had reached, from
+which :mod:`countdp.design.anytime` makes the best design it can prove feasible, with its gap.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from countdp.design.settings import DEFAULT_SETTINGS
+
+LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
+
+HIGHS_ITERATION = re.compile(r"^\s*(\d+)\s+([-+0-9.eE]+|[-+]?inf)\s*(Pr:\s*(\d+)\(([^)]*)\))?;?\s*(Du:\s*(\d+))?")
+"""A line of HiGHS's simplex log: iteration, objective, then the primal (``Pr``) and dual (``Du``)
+infeasibilities when there are any."""
+
+
+class TimeLimitReached(Exception):
+    """The caller's time limit passed during ``what``.  ``lp``, ``run``: the reduced model solved
+    and the point it had reached (a :class:`countdp.design.solvers.solved.Solved`, its duals with
+    it), when the solver had one; else ``None``.  Not a ``RuntimeError``: no fallback of the
+    engine takes it for a solver's failure, it goes up to the planner."""
+
+    def __init__(self, what: str, lp=None, run=None):
+        super().__init__(f"the time limit was reached during {what}")
+        self.what, self.lp, self.run = what, lp, run
+
+    def mapped(self, lp, convert: Callable) -> TimeLimitReached:
+        """The same stop with its point carried to ``lp`` by ``convert`` (e.g. out of scaled units)."""
+        return TimeLimitReached(self.what, lp, None if self.run is None else convert(self.run))
+
+
+@dataclass
+class Watch:
+    """One request's time limit (``None``: none) and progress reporting (module docstring)."""
+
+    time_limit: float | None = None
+    clarabel_every: int = DEFAULT_SETTINGS.solver.progress_clarabel_iterations
+    start: float = field(default_factory=time.perf_counter)
+    upper: float | None = None  # the best design's objective known so far (for the gap in progress lines)
+
+    def expired(self) -> bool:
+        """Whether the time limit has passed (never, without one)."""
+        return self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit
+
+    def remaining(self) -> float:
+        """Seconds left (infinite without a limit)."""
+        return math.inf if self.time_limit is None else max(0.0, self.time_limit - (time.perf_counter() - self.start))
+
+    def check(self, what: str) -> None:
+        """Raise :class:`TimeLimitReached` if the limit has passed, before ``what`` starts."""
+        if self.expired():
+            raise TimeLimitReached(what)
+
+    def gap_text(self, lower: float) -> str:
+        """``", gap to the best design so far ..."`` for a lower bound, when a design is known."""
+        if self.upper is None or not math.isfinite(lower):
+            return ""
+        return f"; best design so far {self.upper:.10g}, gap {self.upper - lower:.3g}"
+
+    def highs_line(self, what: str, message: str) -> None:
+        """Say a line of HiGHS's simplex log as progress (other log lines are not said)."""
+        found = HIGHS_ITERATION.match(message)
+        if found is None or not message.strip()[0].isdigit():
+            return
+        iteration, objective = int(found.group(1)), float(found.group(2))
+        broken = found.group(3) is not None
+        dual_feasible = found.group(6) is None or int(found.group(7)) == 0
+        bound = " (a lower bound: rows still broken)" if broken and dual_feasible else ""
+        LOG.info("%s: iteration %s, objective %.10g%s%s", what, f"{iteration:,}", objective, bound,
+                 self.gap_text(objective) if bound else "")
+
+    def attach_highs(self, h, what: str, verbose: bool) -> None:
+        """Progress lines from ``h``'s log, and its interruption once the limit has passed.  HiGHS
+        then logs to this callback alone (to the console too when ``verbose``)."""
+        h.setOptionValue("output_flag", True)
+        h.setOptionValue("log_to_console", bool(verbose))
+        h.cbLogging.subscribe(lambda event: self.highs_line(what, event.message))
+        if self.time_limit is not None:
+            def interrupt(event) -> None:
+                if self.expired():
+                    event.interrupt()
+            h.cbSimplexInterrupt.subscribe(interrupt)
+            h.cbIpmInterrupt.subscribe(interrupt)
+
+    def clarabel_callback(self, what: str, cost_scale: float = 1.0) -> Callable[[object], bool]:
+        """Clarabel's termination callback: progress every ``clarabel_every`` iterations (its
+        objectives times ``cost_scale``, in the model's units), and ``True`` (stop) once the limit
+        has passed."""
+        def callback(info) -> bool:
+            if info.iterations and info.iterations % self.clarabel_every == 0:
+                LOG.info("%s: iteration %d, primal %.10g, dual %.10g, relative gap %.2g", what, info.iterations,
+                         info.cost_primal * cost_scale, info.cost_dual * cost_scale, info.gap_rel)
+            return self.expired()
+        return callback
+
+
+WATCH: ContextVar[Watch | None] = ContextVar("countdp_design_watch", default=None)
+"""The watch of the request under way in this thread (:func:`watching`)."""
+
+IDLE = Watch()
+"""The watch of work outside any request: no time limit, progress said."""
+
+
+def current() -> Watch:
+    """The watch of the request under way (:data:`IDLE` outside one)."""
+    return WATCH.get() or IDLE
+
+
+@contextmanager
+def watching(time_limit: float | None, clarabel_every: int) -> Iterator[Watch]:
+    """The request's :class:`Watch` for the block, its clock started now (``clarabel_every``:
+    :attr:`~countdp.design.settings.SolverTuning.progress_clarabel_iterations` of its settings)."""
+    watch = Watch(time_limit, clarabel_every)
+    token = WATCH.set(watch)
+    try:
+        yield watch
+    finally:
+        WATCH.reset(token)

@@ -1,0 +1,154 @@
+"""The general path's run control: the caller's time limit, the memory bound, and the progress lines.
+
+A design stopped before its proof must still be exactly DP (the released weights, checked in
+integer arithmetic), hold every requested property, and carry a gap that is a true bound: its
+lower bound at most the optimum, found here by an independent route (the unreduced HiGHS model of
+:mod:`countdp.design.highs_model`), and its upper bound the design's own objective.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from countdp.cli import main
+from countdp.design.anytime import best_feasible
+from countdp.design.constraints import property_rows
+from countdp.design.designer import design_lp
+from countdp.design.highs_model import DesignModel
+from countdp.design.memory import MemoryBoundError, general_path_bytes
+from countdp.design.request import DesignRequest
+from countdp.design.settings import SolverSettings
+from countdp.design.watch import Watch
+from countdp.mechanisms.closed_forms import geometric
+from countdp.privacy.exact import exact_dp_check
+from countdp.values.objectives import objective_value
+
+PROPS = ("WH", "RM", "CM", "S")
+
+
+def optimum(n: int, alpha: float, props, objective: str, weights=None) -> float:
+    """The LP's optimum by the unreduced HiGHS model (no reduction, no template, no certificate)."""
+    model = DesignModel(n, alpha, props, objective)
+    return model.minimise(model.cost("sum", weights))[1]
+
+
+def assert_feasible_with_true_gap(design, n, alpha, props, objective, weights=None):
+    """Exactly DP, every property held, and ``lower <= optimum <= upper = objective``."""
+    released = design.released
+    assert exact_dp_check(released.weights, design.alpha_exact, released.K).holds
+    x = design.matrix.ravel()
+    for prop in props:
+        assert property_rows(prop, n).violation(x) <= 1e-9, prop
+    proof = design.extra["optimality"]
+    best = optimum(n, alpha, props, objective, weights)
+    assert proof["lower_bound"] <= best + 1e-9 <= proof["upper_bound"] + 2e-9
+    assert proof["upper_bound"] == pytest.approx(objective_value(design.matrix, objective, weights), rel=1e-12)
+    stopped = design.extra["stopped"]
+    assert stopped["gap"] == pytest.approx(proof["upper_bound"] - proof["lower_bound"])
+    return proof, stopped
+
+
+def test_a_tiny_time_limit_returns_an_exactly_dp_design_with_a_true_gap():
+    n, alpha = 40, 0.9
+    design = design_lp(n, "0.9", PROPS, "L1", time_limit=1e-6)
+    assert design.status == "not proven optimal"
+    proof, stopped = assert_feasible_with_true_gap(design, n, alpha, PROPS, "L1")
+    assert stopped["gap"] > 0 and not proof["certified"]
+    assert "time limit" in stopped["reason"]
+    assert stopped["lower_bound_from"].startswith("the explicit dual of GM remapped")
+    full = design_lp(n, "0.9", PROPS, "L1")  # without a limit: proven, inside the stopped design's gap
+    assert full.status == "optimal"
+    assert proof["lower_bound"] <= full.objective_value <= proof["upper_bound"] + 1e-9
+
+
+def test_a_limit_inside_a_simplex_stops_it_with_a_true_gap():
+    """A cold dual simplex stopped at the limit: the design and the bound are still true ones
+    (its duals are offered for the bound: they pass GM remapped's after a few seconds at n = 120)."""
+    n, alpha = 120, 0.95
+    design = design_lp(n, "0.95", PROPS, "L1", method="simplex", backend="highs", time_limit=1.5)
+    proof, stopped = assert_feasible_with_true_gap(design, n, alpha, PROPS, "L1")
+    assert design.status == "not proven optimal" and "HiGHS" in stopped["reason"]
+    assert design.solve_time < 15
+
+
+def test_an_interrupted_interior_point_is_repaired_into_the_design():
+    """Clarabel's point at the limit breaks rows by its tolerance; repaired (columns normalised,
+    symmetrised, mixed with the least UM) it is a design, and its duals bound it."""
+    n, alpha = 120, 0.95
+    w = np.linspace(1.0, 2.0, n + 1)
+    w /= w.sum()
+    design = design_lp(n, "0.95", PROPS, "L1", weights=w, time_limit=1.0)
+    proof, stopped = assert_feasible_with_true_gap(design, n, alpha, PROPS, "L1", w)
+    assert "Clarabel" in stopped["reason"]
+    assert stopped["design_from"].startswith("the point Clarabel")
+
+
+def test_the_feasibility_check_refuses_a_design_that_breaks_a_property():
+    """GM breaks CM at n = 40 (its tails pile up in the end rows): offered alone it is refused, and
+    the design is the fallback that holds every row."""
+    request = DesignRequest.of(40, 0.9, PROPS, "L1")
+    assert property_rows("CM", 40).violation(geometric(40, 0.9).ravel()) > 0.1
+    label, _, x = best_feasible(request, [("GM", geometric(40, 0.9)), ("UM", np.full((41, 41), 1 / 41))])
+    assert label == "UM"
+    with pytest.raises(RuntimeError):
+        best_feasible(request, [("GM", geometric(40, 0.9))])
+
+
+def test_the_memory_bound_refuses_the_general_path_in_one_line():
+    tight = SolverSettings.of(memory_bound=general_path_bytes(40) - 1)
+    with pytest.raises(MemoryBoundError) as refused:
+        design_lp(40, "0.9", PROPS, "L1", settings=tight)
+    assert isinstance(refused.value, ValueError) and "\n" not in str(refused.value)
+    assert "memory bound" in str(refused.value)
+    design = design_lp(40, "0.9", PROPS, "L1", settings=tight, time_limit=60)  # the best design within the bound
+    assert "memory bound" in design.extra["stopped"]["reason"]
+    assert_feasible_with_true_gap(design, 40, 0.9, PROPS, "L1")
+    assert design_lp(40, "0.9", PROPS, "L1", settings=SolverSettings.of(memory_bound=general_path_bytes(40))).status \
+        == "optimal"
+    gm = design_lp(40, "0.9", (), "L0", settings=tight)  # a fast path (GM's theorem) is not bounded
+    assert gm.status == "optimal" and gm.method == "GM"
+
+
+def test_progress_lines_say_the_gap_and_the_solvers_iterations(caplog):
+    w = np.linspace(1.0, 2.0, 61)
+    with caplog.at_level(logging.INFO, logger="countdp"):
+        design_lp(60, "0.9", PROPS, "L1", weights=w / w.sum())
+    said = [record.getMessage() for record in caplog.records]
+    assert any(line.startswith("the general path starts from: ") and "gap" in line for line in said)
+    assert any(line.startswith("Clarabel (") and "relative gap" in line for line in said)
+
+
+def test_highs_log_lines_become_progress_with_the_gap(caplog):
+    watch = Watch(upper=12.5)
+    with caplog.at_level(logging.INFO, logger="countdp.design.watch"):
+        watch.highs_line("HiGHS simplex", "       9554     1.1456030155e+01 Pr: 1153(500.481) 10.6s")
+        watch.highs_line("HiGHS simplex", "       6771     8.6835493695e+00 Pr: 1172(347.087); Du: 3(8.3e-08) 5.6s")
+        watch.highs_line("HiGHS simplex", "      10097     1.1923857749e+01 12.0s")
+        watch.highs_line("HiGHS simplex", "Presolving model")
+    said = [record.getMessage() for record in caplog.records]
+    assert said == ["HiGHS simplex: iteration 9,554, objective 11.45603016 (a lower bound: rows still broken); "
+                    "best design so far 12.5, gap 1.04",
+                    "HiGHS simplex: iteration 6,771, objective 8.683549369",  # dual infeasible: no bound
+                    "HiGHS simplex: iteration 10,097, objective 11.92385775"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "inf", "nan", ""])
+def test_the_cli_refuses_a_bad_time_limit_in_one_line(value, capsys):
+    assert main(["design", "LP", "--n", "8", "--alpha", "0.5", "--time-limit", value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "time-limit" in err
+
+
+def test_the_cli_writes_the_stopped_design_with_its_gap(tmp_path, capsys):
+    out = tmp_path / "d.json"
+    argv = ["design", "LP", "--props", "WH,RM,CM,S", "--objective", "L1", "--n", "40", "--alpha", "0.9",
+            "--time-limit", "0.000001", "--out", str(out)]
+    assert main(argv) == 0
+    assert "certified gap" in capsys.readouterr().err
+    record = json.loads(out.read_text())
+    assert record["status"] == "not proven optimal"
+    assert record["extra"]["stopped"]["gap"] > 0
