@@ -116,9 +116,15 @@ def test_the_memory_bound_refuses_the_general_path_in_one_line():
 def test_progress_lines_say_the_gap_and_the_solvers_iterations(caplog):
     w = np.linspace(1.0, 2.0, 61)
     with caplog.at_level(logging.INFO, logger="countdp"):
-        design_lp(60, "0.9", PROPS, "L1", weights=w / w.sum())
+        design_lp(60, "0.9", PROPS, "L1", weights=w / w.sum(), time_limit=600)
     said = [record.getMessage() for record in caplog.records]
     assert any(line.startswith("the general path starts from: ") and "gap" in line for line in said)
+    assert any(line.startswith("Clarabel (") and "relative gap" in line for line in said)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="countdp"):  # without a limit no answer uses the start: not computed
+        design_lp(60, "0.9", PROPS, "L1", weights=w / w.sum())
+    said = [record.getMessage() for record in caplog.records]
+    assert not any(line.startswith("the general path starts from: ") for line in said)
     assert any(line.startswith("Clarabel (") and "relative gap" in line for line in said)
 
 

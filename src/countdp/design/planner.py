@@ -135,11 +135,13 @@ def _finish(answer: Answer, attempts: list[Attempt], strategies: dict[str, Strat
 
 def _general_start(request: DesignRequest, settings: SolverSettings, watch) -> str | None:
     """Before the first general strategy: why it is not run (its memory estimate above the bound),
-    or ``None``, after saying the best closed-form design and lower bound so far (the gap the
-    general path starts from; the request's watch keeps the design's objective for the solvers'
-    progress; not outside a request, where the watch is shared)."""
+    or ``None``, after saying, under a time limit, the best closed-form design and lower bound so
+    far (the gap the general path starts from; the request's watch keeps the design's objective
+    for the solvers' progress).  Without a time limit that start is not computed (it costs seconds
+    at large ``n``, and no answer would use it)."""
     refused = memory_refusal(request.n, settings)
-    if refused is None and request.n >= settings.solver.auto_min_n and watch is not IDLE:
+    if (refused is None and request.n >= settings.solver.auto_min_n and watch is not IDLE
+            and watch.time_limit is not None):
         start = stopped_answer(request, None, None, "the general path starts from", time.perf_counter())
         watch.upper = start.solver_objective
     return refused
