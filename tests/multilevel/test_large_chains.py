@@ -116,6 +116,9 @@ def test_a_broken_large_transition_is_refused_and_its_level_is_not_dp(large):
     assert cert.levels[0].holds and not cert.levels[1].holds and not cert.holds
     row = broken.transitions[0][N].astype(object).dot(chain.first.weights.astype(object))  # row n of level 1
     assert not pure_python_dp([row], chain.alphas[1])
+    v = list(range(1, N + 2))  # and the composition test tells the two chains apart
+    assert (broken.marginal(1).dot(np.array(v, dtype=object)) == composed(broken, 1, v)).all()
+    assert (broken.marginal(1).dot(np.array(v, dtype=object)) != composed(chain, 1, v)).any()
 
 
 def test_the_size_limits_of_the_matrix_chains():

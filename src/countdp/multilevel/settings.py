@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from countdp.multilevel.derivable import DerivabilitySettings
+from countdp.structural.form import NARROW_MAX_N
 from countdp.values.alpha import alpha_text, exact_alpha
 
 
@@ -46,9 +47,11 @@ class ChainSettings:
 
     def matrix_limit(self, mechanism: str) -> int:
         """The largest n of ``mechanism``'s matrix chain: ``max_n``, or its family's limit if smaller
-        (``max_gm_n``, ``max_em_n``, or ``max_design_n`` for WM and WH)."""
+        (``max_gm_n``, ``max_em_n``, or ``max_design_n`` for WM and WH), and never beyond
+        :data:`~countdp.structural.form.NARROW_MAX_N` (2048), past which the designs are held as
+        structure, with no matrix to chain."""
         own = {"GM": self.max_gm_n, "EM": self.max_em_n, "WM": self.max_design_n, "WH": self.max_design_n}
-        return min(self.max_n, own.get(mechanism, self.max_n))
+        return min(self.max_n, own.get(mechanism, self.max_n), NARROW_MAX_N)
 
 
 def parse_levels(alphas: Sequence[object]) -> tuple[Fraction, ...]:
