@@ -27,10 +27,11 @@ solve, ``O(N^3)`` BLAS, 0.3 s at n = 1024), and the same two bounds decide.  Der
 out with residuals near the float rounding (the LP's reach ``1e-7`` at n = 50).  A singular
 ``A`` gives no ``T`` (the upper bound is then the uniform matrix's) and no dual.  The upper bound
 is ``B A^-1`` clipped and renormalised, as above; the lower bound's ``Y`` is built from the
-negative entries of ``B A^-1``: with ``Z <= 0`` supported
-where ``B A^-1 < 0`` and ``Y = Z A^-T`` scaled into [-1, 1], ``<Y, B> = <Z, B A^-1>`` is positive
-while every column maximum of ``Y A^T = Z`` is 0, so the bound is positive exactly when ``B A^-1``
-has a negative entry (evaluated by :func:`dual_lower_bound`, valid for any ``Y``).
+negative entries of ``B A^-1``: with ``Z <= 0`` supported where ``B A^-1 < 0`` and
+``Y = Z A^-T`` scaled into [-1, 1], ``<Y, B> = <Z, B A^-1>`` is positive while every column
+maximum of ``Y A^T = Z`` is 0 (every column of ``B A^-1`` sums to 1, so has a non-negative
+entry), so in exact arithmetic the bound is positive exactly when ``B A^-1`` has a negative
+entry; :func:`dual_lower_bound` evaluates it for the ``Y`` actually found, float error subtracted.
 
 When ``A``, ``B`` and a candidate ``T`` are exact (Fractions), :func:`verify_exact` decides
 ``B = T A``, ``T >= 0`` and column sums 1 exactly; it is how GM -> GM is confirmed without tolerance.
