@@ -19,8 +19,8 @@ the result, and doubles the weight of the first failing level if a check ever fa
 
 Cost: the exact marginals are ``O(m^2 n^3)`` float64 BLAS work (multi-modular,
 :mod:`countdp.multilevel.exact_products`) plus ``O(m^2 n^2)`` big-integer operations; n is
-capped at ``max_n``; GM beyond it is the structural chain's
-(:mod:`countdp.multilevel.structural_chain`), which needs no matrix.
+capped per family (:meth:`ChainSettings.matrix_limit`: 1000 for GM, 1024 for EM, WM, WH); GM
+beyond it is the structural chain's (:mod:`countdp.multilevel.structural_chain`), which needs no matrix.
 """
 
 from __future__ import annotations
@@ -70,8 +70,9 @@ class LevelChain(LevelsBase):
     def __post_init__(self) -> None:
         n = check_n(self.n)
         mechanism = check_mechanism(self.mechanism)
-        if n > self.settings.max_n:
-            raise ValueError(f"multi-level release supports n <= {self.settings.max_n}, got n = {n}")
+        if n > self.settings.matrix_limit(mechanism):
+            raise ValueError(f"a {mechanism} matrix chain supports n <= {self.settings.matrix_limit(mechanism)}, "
+                             f"got n = {n}")
         levels = parse_levels(self.alphas)
         if not MIN_RELEASE_K <= self.K <= 62 or self.first.K != self.K:
             raise ValueError(f"a level chain needs {MIN_RELEASE_K} <= K <= 62, the same for every level")
@@ -223,9 +224,9 @@ def _initial_mixing(n: int, alphas: Sequence[Fraction], K: int, plan: LevelPlan,
 def _check_size(n: int, K: int, mechanism: str, settings: ChainSettings) -> int:
     """n as an int within the family's limit, and K within the release's range; else one-line ``ValueError``."""
     n = check_n(n)
-    limit = {"EM": settings.max_em_n, "WM": settings.max_design_n, "WH": settings.max_design_n}.get(mechanism, n)
-    if n > min(settings.max_n, limit):
-        raise ValueError(f"multi-level release of {mechanism} supports n <= {min(settings.max_n, limit)}, got n = {n}")
+    if n > settings.matrix_limit(mechanism):
+        raise ValueError(f"multi-level release of {mechanism} supports n <= {settings.matrix_limit(mechanism)}, "
+                         f"got n = {n}")
     if not MIN_RELEASE_K <= K <= 62:
         raise ValueError(f"a released mechanism needs {MIN_RELEASE_K} <= K <= 62, got K = {K}")
     return n
@@ -236,7 +237,7 @@ def build_level_chain(n: int, alphas: Sequence[Fraction | str | float], K: int |
                       mechanism: str = "GM") -> LevelChain | StructuralLevelChain:
     """The certified chain releasing ``M(n, alpha_0)`` (``M = mechanism``), then each level from the one before.
 
-    ``mechanism``: GM, EM, WM or WH.  GM beyond ``settings.max_n`` is released by the structural
+    ``mechanism``: GM, EM, WM or WH.  GM beyond ``settings.matrix_limit("GM")`` is released by the structural
     chain (:func:`~countdp.multilevel.structural_chain.build_structural_chain`, any n; ``K``
     defaults there to 62 up to n = 2048 and 124 beyond); everything else is a matrix chain over
     ``2**K`` (``K`` default 62).  A pair of levels that is not derivable (EM's exact ``T``
@@ -246,14 +247,14 @@ def build_level_chain(n: int, alphas: Sequence[Fraction | str | float], K: int |
     """
     settings = settings or ChainSettings()
     m = check_mechanism(mechanism)
-    if m == "GM" and check_n(n) > settings.max_n:
+    if m == "GM" and check_n(n) > settings.matrix_limit("GM"):
         return build_structural_chain(n, alphas, K, settings)
     K = RELEASE_K if K is None else K
     n = _check_size(n, K, m, settings)
     levels = parse_levels(alphas)
     for a in levels:
         check_release_alpha(a, K)
-    plan = level_plan(m, n, levels, K, settings.derivability)
+    plan = level_plan(m, n, levels, K, settings.derivability, settings.exact_em_n)
     lams = _initial_mixing(n, levels, K, plan, settings.lambda_margin)
     for _ in range(settings.max_doublings):
         try:

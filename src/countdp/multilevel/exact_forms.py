@@ -16,6 +16,9 @@ as a table, its values are ``y alpha^k`` and its index the exponents.
 Matrices with no few-valued closed form become tables too: :func:`fraction_table` (any matrix of
 Fractions, such as EM's exact transitions) and :func:`stochastic_table` (a float matrix that is
 column-stochastic up to rounding, such as an LP's transition, made exactly column-stochastic).
+A large float matrix whose entries are nearly all distinct (a solved transition at n = 1000:
+a million values) would cost a million Fractions that way; :func:`grid_table` makes it an exact
+:class:`GridTable` instead, int64 numerators over one power of two, in whole-array operations.
 """
 
 from __future__ import annotations
@@ -46,6 +49,51 @@ class ExactTable:
     def floats(self) -> np.ndarray:
         """The matrix as floats (each value rounded once), for error bounds and display."""
         return np.array([float(v) for v in self.values])[self.index]
+
+
+@dataclass(frozen=True, eq=False)
+class GridTable:
+    """An exact column-stochastic matrix on the grid ``2**-bits``: ``M = weights / 2**bits``.
+
+    ``weights`` are non-negative int64 with every column summing exactly to ``2**bits`` (``bits <= 62``).
+    """
+
+    weights: np.ndarray
+    bits: int
+
+    def dense(self) -> np.ndarray:
+        """The matrix as an object ndarray of Fractions (for tests and small matrices)."""
+        return np.frompyfunc(lambda w: Fraction(int(w), 1 << self.bits), 1, 1)(self.weights)
+
+    def floats(self) -> np.ndarray:
+        """The matrix as floats (each entry rounded once)."""
+        return self.weights / float(1 << self.bits)
+
+
+def grid_table(S: np.ndarray, bits: int = 62, tolerance: float = 1e-9) -> GridTable:
+    """An exactly column-stochastic :class:`GridTable` within ``2**-bits`` per entry of ``S`` (but one per column).
+
+    ``S``: non-negative floats, columns summing to 1 within ``tolerance``.  Every entry is floored
+    to the grid (exactly: ``S * 2**bits`` is a float scaled by a power of two, and its floor is an
+    integer below ``2**63``); each column's shortfall from ``2**bits`` (its floors and the float
+    sums' own error, far below one unit per entry for ``bits`` near 62) goes to its largest entry.
+    """
+    S = np.asarray(S, dtype=np.float64)
+    if not 1 <= bits <= 62:
+        raise ValueError(f"a grid table needs 1 <= bits <= 62, got {bits}")
+    if S.ndim != 2 or not np.isfinite(S).all() or S.min() < 0:
+        raise ValueError("a grid table needs a finite non-negative float matrix")
+    if np.max(np.abs(S.sum(axis=0) - 1.0)) > tolerance:
+        raise ValueError(f"a grid table needs columns summing to 1 within {tolerance}")
+    W = np.floor(S * float(1 << bits)).astype(np.int64)
+    shortfall = (1 << bits) - W.sum(axis=0)  # the sums stay near 2**bits: no int64 overflow
+    top = S.argmax(axis=0)
+    columns = np.arange(S.shape[1])
+    W[top, columns] += shortfall
+    if W[top, columns].min() < 0:
+        raise ValueError("a grid table's column cannot absorb its rounding shortfall")
+    W.setflags(write=False)
+    return GridTable(W, bits)
 
 
 def _powers(a: Fraction, count: int) -> list[Fraction]:
@@ -156,5 +204,5 @@ def stochastic_table(S: np.ndarray, tolerance: float = 1e-9) -> ExactTable:
     return ExactTable(tuple(values), index)
 
 
-__all__ = ["ExactTable", "boundary_mask", "em_exact", "em_table", "fraction_table", "gm_exact", "gm_inverse",
-           "gm_table", "stochastic_table"]
+__all__ = ["ExactTable", "GridTable", "boundary_mask", "em_exact", "em_table", "fraction_table", "gm_exact",
+           "gm_inverse", "gm_table", "grid_table", "stochastic_table"]

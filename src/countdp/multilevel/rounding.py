@@ -16,6 +16,10 @@ can take at most ``(1 + alpha) e`` units from an inequality; ``lam`` is chosen t
 ``margin`` times that, plus (for a transition found by an LP rather than exactly) ``margin`` times
 the amount by which the unrounded level already misses alpha-DP.  The exact certificate
 afterwards decides; this only aims it.
+
+A :class:`~countdp.multilevel.exact_forms.GridTable` (int64 numerators over ``2**bits``, every
+entry its own value) is rounded the same way in whole-array Python-integer arithmetic
+(:func:`round_grid`): one exact numerator per entry over one common denominator.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from countdp.multilevel.exact_forms import ExactTable
+from countdp.multilevel.exact_forms import ExactTable, GridTable
 
 
 def mixing_weight(n: int, alpha: Fraction, error_units: float, K: int, margin: float, deficit: float = 0.0) -> Fraction:
@@ -49,18 +53,21 @@ def dp_deficit(X: np.ndarray, alpha: float) -> float:
     return max(0.0, float(forward.max()), float(backward.max()))
 
 
-def round_table(table: ExactTable, lam: Fraction, K: int) -> np.ndarray:
+def round_table(table: ExactTable | GridTable, lam: Fraction, K: int) -> np.ndarray:
     """int64 weights, columns summing exactly to ``2**K``, each within one unit of ``2**K ((1-lam) M + lam U)``.
 
     Exact per distinct value: ``t = 2**K ((1 - lam) v + lam/(n+1))``, its floor and its remainder
     (Fractions); the floors are scattered through the index, and each column's shortfall (an
     integer below ``n+1``) goes, one unit each, to its entries with the largest remainders.
+    A :class:`GridTable` goes to :func:`round_grid`.
     """
+    if not 0 <= lam <= 1:
+        raise ValueError(f"the mixing weight must lie in [0, 1], got {lam}")
+    if isinstance(table, GridTable):
+        return round_grid(table, lam, K)
     index = table.index
     N = index.shape[0]
     D = 1 << K
-    if not 0 <= lam <= 1:
-        raise ValueError(f"the mixing weight must lie in [0, 1], got {lam}")
     scale, shift = D * (1 - lam), D * lam / N
     floors, remainders = [], []
     for v in table.values:
@@ -70,8 +77,33 @@ def round_table(table: ExactTable, lam: Fraction, K: int) -> np.ndarray:
         whole = t.numerator // t.denominator
         floors.append(whole)
         remainders.append(float(t - whole))
-    W = np.array(floors, dtype=np.int64)[index]
-    R = np.array(remainders)[index]
+    return _largest_remainder(np.array(floors, dtype=np.int64)[index], np.array(remainders)[index], D)
+
+
+def round_grid(table: GridTable, lam: Fraction, K: int) -> np.ndarray:
+    """:func:`round_table` of a :class:`GridTable`: every entry's ``t`` as one exact integer fraction.
+
+    With ``lam = a/b`` and ``M = V / 2**bits``,
+    ``t = (2**K (b - a) N V + 2**(K + bits) a) / (b N 2**bits)``: numerators in Python integers
+    (object arrays, whole-array operations), floors by one integer division, remainders from them.
+    """
+    V = np.asarray(table.weights)
+    if V.min() < 0:
+        raise ValueError("a matrix to round must be non-negative")
+    N = V.shape[0]
+    lam = Fraction(lam)
+    a, b = lam.numerator, lam.denominator
+    den = b * N << table.bits
+    numerators = V.astype(object) * ((b - a) * N << K) + (a << (K + table.bits))
+    whole = numerators // den
+    rest = numerators - whole * den
+    remainders = (rest / den).astype(np.float64)  # Python's int / int is correctly rounded
+    return _largest_remainder(whole.astype(np.int64), remainders, 1 << K)
+
+
+def _largest_remainder(W: np.ndarray, R: np.ndarray, D: int) -> np.ndarray:
+    """The floors ``W`` plus one unit at the entries of largest remainder ``R``, so every column sums to ``D``."""
+    N = W.shape[0]
     deficit = D - W.sum(axis=0)  # sum of the floors <= D, so no int64 overflow
     if np.any(deficit < 0) or np.any(deficit >= N):
         raise ValueError("a matrix to round must have columns summing to exactly 1")
@@ -81,4 +113,4 @@ def round_table(table: ExactTable, lam: Fraction, K: int) -> np.ndarray:
     return W + (rank < deficit[None, :]).astype(np.int64)
 
 
-__all__ = ["dp_deficit", "mixing_weight", "round_table"]
+__all__ = ["dp_deficit", "mixing_weight", "round_grid", "round_table"]

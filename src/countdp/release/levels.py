@@ -60,7 +60,7 @@ class LevelMechanisms:
     def matrix_sizes(self, k: int, sizes: np.ndarray) -> np.ndarray:
         """The sizes whose chain holds matrices: all but GM's beyond the matrix chain's limit (structural)."""
         sizes = np.asarray(sizes)
-        return sizes[sizes <= ChainSettings().max_n] if self.mechanism in (None, "GM") else sizes
+        return sizes[sizes <= ChainSettings().matrix_limit("GM")] if self.mechanism in (None, "GM") else sizes
 
 
 class LevelsSampler:
