@@ -1,4 +1,4 @@
-"""EM, WM and WH chains at n = 1024: solved transitions, grid tables, and the exact certificate at that size.
+"""EM, WM and WH chains at large n (EM at 1024, WM and WH at 300; the limits at 1024): solved transitions, grid tables, and the exact certificate at that size.
 
 Every check here is against a fact computed another way: the marginals against matrix-vector
 products of the sampled weights in Python integers (a Freivalds test, not the multi-modular
@@ -29,10 +29,13 @@ LEVELS = ("1/2", "2/3", "9/10")
 SOLVE = DerivabilitySettings(lp_max_n=0)
 
 
-@pytest.fixture(scope="module", params=["EM", "WM", "WH"])
+@pytest.fixture(scope="module", params=[("EM", N), ("WM", 300), ("WH", 300)], ids=["EM-1024", "WM-300", "WH-300"])
 def large(request):
-    """``(mechanism, chain)`` at n = 1024 and the benchmark's levels (one family alive at a time)."""
-    return request.param, build_level_chain(N, LEVELS, mechanism=request.param)
+    """``(mechanism, chain)`` at the benchmark's levels (one family alive at a time): EM at n = 1024;
+    WM and WH, whose levels are LP designs, at n = 300 in the suite (at n = 1024 in
+    ``benchmarks/bench_levels.py``, about a minute each with their designs)."""
+    mechanism, n = request.param
+    return mechanism, build_level_chain(n, LEVELS, mechanism=mechanism)
 
 
 def pure_python_dp(rows, alpha) -> bool:
@@ -73,9 +76,9 @@ def distance_from_weights(A: np.ndarray, D: int, W: np.ndarray, K: int = 62) -> 
 def test_the_large_chain_is_certified_and_its_marginals_are_the_composed_weights(large):
     mechanism, chain = large
     cert = chain.certify()
-    assert cert.holds and cert.n == N and cert.mechanism == mechanism
+    assert cert.holds and cert.n == chain.n and cert.mechanism == mechanism
     rng = np.random.default_rng(5)
-    v = [int(x) for x in rng.integers(0, 2**40, N + 1)]
+    v = [int(x) for x in rng.integers(0, 2**40, chain.n + 1)]
     for k in range(chain.levels):
         A = chain.marginal(k)
         assert (A.dot(np.array(v, dtype=object)) == composed(chain, k, v)).all()  # Freivalds
@@ -99,7 +102,7 @@ def test_every_level_is_close_to_the_mechanism_built_directly(large):
         if mechanism == "EM":
             gap, slack = distance_from_em(A, D, a), 0.0
         else:
-            design = design_named(mechanism, N, a)
+            design = design_named(mechanism, chain.n, a)
             W = design.released.weights
             assert k or (A == W).all()
             gap, slack = distance_from_weights(A, D, W), float(np.max(np.abs(W / 2.0**62 - design.matrix)))
@@ -114,9 +117,9 @@ def test_a_broken_large_transition_is_refused_and_its_level_is_not_dp(large):
     broken = corrupted(chain, 1)
     cert = broken.certify()
     assert cert.levels[0].holds and not cert.levels[1].holds and not cert.holds
-    row = broken.transitions[0][N].astype(object).dot(chain.first.weights.astype(object))  # row n of level 1
+    row = broken.transitions[0][chain.n].astype(object).dot(chain.first.weights.astype(object))  # row n of level 1
     assert not pure_python_dp([row], chain.alphas[1])
-    v = list(range(1, N + 2))  # and the composition test tells the two chains apart
+    v = list(range(1, chain.n + 2))  # and the composition test tells the two chains apart
     assert (broken.marginal(1).dot(np.array(v, dtype=object)) == composed(broken, 1, v)).all()
     assert (broken.marginal(1).dot(np.array(v, dtype=object)) != composed(chain, 1, v)).any()
 
