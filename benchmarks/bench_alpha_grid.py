@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline-timeout", type=float, default=60.0)
     args = parser.parse_args(argv)
     sets = L0_SETS if args.sets == "all" else tuple(args.sets.split(","))
-    print(f"# the alpha grid at n = {args.n}; cpus {os.cpu_count()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    print(f"# the alpha grid at n = {args.n}; cpus {os.cpu_count()}; {when}")
     print(f"{'row':<30} {'load':>4} | {'new: wall, peak RSS, proven, gap, answered by':<75} | baseline | ratio")
     for name in sets:
         for objective in args.objectives.split(","):

@@ -1,4 +1,5 @@
-"""EM, WM and WH chains at large n (EM at 1024, WM and WH at 300; the limits at 1024): solved transitions, grid tables, and the exact certificate at that size.
+"""EM, WM and WH chains at large n (EM at 1024, WM and WH at 300; the limits at 1024): solved
+transitions, grid tables, and the exact certificate at that size.
 
 Every check here is against a fact computed another way: the marginals against matrix-vector
 products of the sampled weights in Python integers (a Freivalds test, not the multi-modular

@@ -162,7 +162,8 @@ def test_a_width_that_does_not_close_is_widened_once():
     answer = reduced_design(n, alpha, WM, "L1")
     assert answer.method == LABEL and answer.extra["optimality"]["certified"]
     record = answer.extra["relaxed_template"]
-    assert record["width"] == 46 and [(w["width"], w["outcome"]) for w in record["widths"]] == [(34, "failed"), (46, "proven")]
+    assert record["width"] == 46
+    assert [(w["width"], w["outcome"]) for w in record["widths"]] == [(34, "failed"), (46, "proven")]
     assert "did not close" in record["widths"][0]["reason"]
     expected = general_optimum(n, alpha, WM, "L1")
     assert abs(answer.extra["optimality"]["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
