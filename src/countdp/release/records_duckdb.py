@@ -165,10 +165,11 @@ def check_people(run, spec: RecordsSpec, label: str, spell) -> None:
 def grouped_sql(spec: RecordsSpec, table: str) -> str:
     """The grouping query over ``table``: the group-by columns, the size, one count per predicate, in order."""
     keys = ", ".join(quoted(k) for k in spec.group_by)
+    order = ", ".join(f"{quoted(k)} ASC NULLS LAST" for k in spec.group_by)
     counts = ", ".join(f"(count(*) FILTER (WHERE ({predicate})))::BIGINT AS {quoted(name)}"
                        for name, predicate in spec.counts)
     return (f"SELECT {keys}, count(*)::BIGINT AS {quoted(spec.size)}, {counts} FROM {table} "
-            f"GROUP BY {keys} ORDER BY {keys}")
+            f"GROUP BY {keys} ORDER BY {order}")
 
 
 def chosen_sql(spec: RecordsSpec, key: str) -> str:
