@@ -14,7 +14,7 @@ from pathlib import Path
 
 from countdp.release.engine import check_out_name
 from countdp.release.options import build_request
-from countdp.release.records import UNIT, RecordsSettings, RecordsSpec
+from countdp.release.records import UNIT, RecordsSettings, RecordsSpec, build_spec
 from countdp.release.run import run_release
 
 ENGINES = ("duckdb", "spark")
@@ -64,4 +64,25 @@ def records_release(source: object, kind: str, spec: RecordsSpec, options, spell
     return outcome, kind
 
 
-__all__ = ["ENGINES", "UNIT", "grouped_source", "records_release"]
+def group_records(source: object, group_by, counts: dict, *, size: str = "n", engine: str | None = None,
+                  spark_master: str | None = None, settings: RecordsSettings | None = None):
+    """The grouped true counts of a records release, as an Arrow table: the same query, checks and order.
+
+    Not a release (no noise): for studies on public or simulated records, which need the true counts
+    that a release's grouping would find (the Adult groups of the extrinsic and congenial studies).
+    """
+    import pyarrow as pa  # lazy: loaded already by whoever groups records
+
+    from countdp.release.options import PYTHON  # lazy: likewise
+
+    spec = build_spec(group_by, counts, size, None, None, PYTHON)
+    kind = "path" if isinstance(source, str | Path) else type(source).__module__.split(".")[0]
+    grouped = grouped_source(source, kind, spec, None, PYTHON, _engine(kind, engine, PYTHON), spark_master, None,
+                             settings)
+    try:
+        return pa.Table.from_batches(list(grouped.batches(grouped.columns)), schema=grouped.schema)
+    finally:
+        grouped.close()
+
+
+__all__ = ["ENGINES", "UNIT", "group_records", "grouped_source", "records_release"]
