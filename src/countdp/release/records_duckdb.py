@@ -90,7 +90,9 @@ def _connect(spill: _Spill, settings: RecordsSettings):
     config = {"temp_directory": str(spill.path), "memory_limit": f"{settings.memory_limit_mb}MB"}
     if settings.threads is not None:
         config["threads"] = settings.threads
-    return duckdb.connect(":memory:", config=config)
+    con = duckdb.connect(":memory:", config=config)
+    con.execute("SET enable_progress_bar = false")  # the release draws its own progress, on stderr
+    return con
 
 
 _KINDS = {"pandas": "pandas DataFrame", "pyarrow": "Arrow table", "polars": "Polars DataFrame",
