@@ -7,10 +7,13 @@ a killed release's spill files are removed by the next release there), with the 
 file, a glob, a folder of Parquet or CSV files with Hive partitions, or a pandas or Polars
 DataFrame, an Arrow table or a DuckDB relation), checks every name and predicate before anything
 runs (each predicate is bound by DuckDB, and must be boolean), checks one record per person, and
-returns an :class:`~countdp.release.sources.ArrowSource` whose every pass runs the grouping query
-again, ordered by the group-by columns, and streams its result: the grouping is out of core, and
-the grouped counts are never held whole nor written.  ``close()`` closes the database (which
-removes its spill files) and the temporary folder.
+runs the grouping query once, ordered by the group-by columns, into a temporary table of the
+in-memory database (held in DuckDB's memory, and beyond its limit in DuckDB's own spill files in
+the release's temporary folder).  It returns an :class:`~countdp.release.sources.ArrowSource` whose
+every pass streams that table in Arrow batches: the grouping is out of core, and the grouped counts
+are never written as a table.  A DuckDB relation is grouped on its own connection, again for each
+pass.  ``close()`` closes the database (which frees the table and removes its spill files) and the
+temporary folder.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from countdp.release.sources import ArrowSource
 
 VIEW = "countdp_records"
 CHOSEN = "countdp_chosen"
+GROUPS = "countdp_groups"
 _GLOB = re.compile(r"[*?\[]")
 _CSV = (".csv", ".tsv", ".txt", ".csv.gz")
 
@@ -201,6 +205,9 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
                 key, note = choice_key(seed)
                 table = chosen_sql(spec, key)
         query = grouped_sql(spec, table)
+        if run == con.sql:  # grouped once, held by DuckDB (in memory, or spilled to the release's folder)
+            con.execute(f"CREATE TEMP TABLE {GROUPS} AS {query}")
+            query = f"SELECT * FROM {GROUPS}"
         schema = run(f"SELECT * FROM ({query}) LIMIT 0").arrow().schema
     except duckdb.Error as exc:
         _close(con, spill)
@@ -227,5 +234,5 @@ def _close(con, spill: _Spill) -> None:
     spill.remove()
 
 
-__all__ = ["CHOSEN", "VIEW", "check_names", "check_people", "check_predicates", "chosen_sql",
+__all__ = ["CHOSEN", "GROUPS", "VIEW", "check_names", "check_people", "check_predicates", "chosen_sql",
            "duckdb_records", "grouped_sql", "reader_sql"]
