@@ -103,6 +103,13 @@ def release_table(source, counts, *, size: str | None = None, mechanism: str | N
     (default-deny, as ``--keep``).  ``out``: also write the table and its sidecar (``"o.parquet"``, ``"o.csv"``,
     or ``"folder/"``), committed together; ``budget``: a ledger, debited first; ``seed``: experiments only.
     ``notes(line)`` receives what the command line prints on stderr.  Refusals are one ``ValueError`` line.
+
+        >>> import pandas as pd
+        >>> groups = pd.DataFrame({"group": ["a", "b"], "n": [5, 8], "young": [2, 1]})
+        >>> noisy, sidecar = countdp.release_table(groups, counts=["young"], size="n", mechanism="EM", alpha="2/3",
+        ...                                        keep=["group", "n"])
+        >>> noisy.columns.tolist(), sidecar["guarantee"]["alpha_total"]
+        (['group', 'n', 'noisy_young', 'mechanism'], '2/3')
     """
     kind = _kind(source)
     options = Options(counts=counts, out=out, size=size, mechanism=mechanism, mechanism_file=mechanism_file,
@@ -134,6 +141,13 @@ def release_records(source, group_by, counts: dict, *, size: str = "n", person_i
     ``one_record_per_person="random"`` keeps one of each person's records.  ``engine``: ``"duckdb"`` (the
     default) or ``"spark"`` (``spark_master``, default ``local[*]``).  The rest is as :func:`release_table`
     (``mechanism``, ``alpha`` / ``epsilon`` / ``total_epsilon`` / ``levels``..., ``keep``, ``budget``, ``out``).
+
+        >>> import pandas as pd
+        >>> people = pd.DataFrame({"county": ["a", "a", "b"], "age": [23, 61, 35]})
+        >>> noisy, sidecar = countdp.release_records(people, ["county"], {"young": "age < 30"}, mechanism="EM",
+        ...                                          alpha="2/3")
+        >>> noisy[["county", "n"]].values.tolist(), sidecar["input"]["records"]["engine"]
+        ([['a', 2], ['b', 1]], 'duckdb')
     """
     from countdp.release.records_run import records_release  # lazy: the query engines load only here
 
