@@ -5,12 +5,13 @@ the driver, through the same release engine.
 folder, a Spark DataFrame, or a pandas, Polars or Arrow table handed to Spark), checks every name
 and predicate by Spark's analyser before anything runs (a predicate must be boolean, with no
 aggregate), checks one record per person as :mod:`countdp.release.records_duckdb` does, and runs
-the same grouping query, ordered by the group-by columns (nulls last, as DuckDB orders them).  The
-group table, one row per group, is collected to the driver once as an Arrow table (in memory,
-never written) and released from there: a seeded release gives the same table on Spark as on
-DuckDB.  With ``one_record_per_person="random"`` the record kept is the one with the least SHA-256
-of the key and the record's JSON text (DuckDB hashes its own text of the record, so the two
-engines choose differently).  The sidecar records the engine and the records' number of partitions.
+the same grouping query.  The group table, one row per group, is collected to the driver once as
+an Arrow table (in memory, never written), put in DuckDB's order there (the group-by columns
+ascending, nulls last), and released from there: a seeded release gives the same table on Spark as
+on DuckDB.  With ``one_record_per_person="random"`` the record kept is the one with the least
+SHA-256 of the key and the record's JSON text (DuckDB hashes its own text of the record, so the
+two engines choose differently).  The sidecar records the engine and the records' number of
+partitions.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ def session(master: str | None):
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    cores = os.cpu_count() or 2
     spark = (SparkSession.builder.master(master or MASTER).appName("countdp")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(max(2, 2 * cores))).getOrCreate())
     spark.sparkContext.setLogLevel("OFF")
     return spark
 
@@ -123,13 +126,11 @@ def _one_per_person(frame, spec: RecordsSpec, key: str):
 
 
 def grouped_sql(spec: RecordsSpec) -> str:
-    """The grouping query in Spark SQL: the same columns, types and order as DuckDB's."""
+    """The grouping query in Spark SQL: the same columns and types as DuckDB's (ordered on the driver)."""
     keys = ", ".join(f"`{k}`" for k in spec.group_by)
-    order = ", ".join(f"`{k}` ASC NULLS LAST" for k in spec.group_by)
     counts = ", ".join(f"CAST(count(*) FILTER (WHERE ({predicate})) AS BIGINT) AS `{name}`"
                        for name, predicate in spec.counts)
-    return (f"SELECT {keys}, CAST(count(*) AS BIGINT) AS `{spec.size}`, {counts} FROM {VIEW} GROUP BY {keys} "
-            f"ORDER BY {order}")
+    return f"SELECT {keys}, CAST(count(*) AS BIGINT) AS `{spec.size}`, {counts} FROM {VIEW} GROUP BY {keys}"
 
 
 def spark_records(source: object, spec: RecordsSpec, spell, master: str | None = None, seed: int | None = None,
@@ -161,6 +162,8 @@ def spark_records(source: object, spec: RecordsSpec, spell, master: str | None =
     except Exception as exc:
         raise ValueError(f"{label}: {_error(exc)}") from None
     groups = groups.cast(pa.schema([pa.field(f.name, f.type) for f in groups.schema]))  # nullable, as DuckDB's
+    # DuckDB's order (ascending, nulls last), sorted here rather than by one more shuffle in Spark
+    groups = groups.sort_by([(key, "ascending") for key in spec.group_by], null_placement="at_end")
     description = spec.describe(label, "spark", note, partitions=frame.rdd.getNumPartitions(),
                                 master=spark.sparkContext.master,
                                 noise="drawn on the driver: the group table was collected there, in memory")
