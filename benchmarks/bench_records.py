@@ -137,7 +137,8 @@ def main() -> None:
         print(f"# generated {args.records:,} records in {args.groups:,} groups: "
               f"{source.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.0f} s")
     warm = work / "warm.parquet"
-    timed(records_command(source, warm, cache, "--dry-run", "--overwrite"))  # the sizes' mechanisms designed once, cached
+    # the sizes' mechanisms designed once, cached
+    timed(records_command(source, warm, cache, "--dry-run", "--overwrite"))
     timed(records_command(source, warm, cache, "--overwrite"))
     rows = [("countdp records, DuckDB", *timed(records_command(source, work / "duck.parquet", cache, "--overwrite")))]
     if not args.no_spark:
