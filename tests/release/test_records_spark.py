@@ -95,3 +95,14 @@ def test_one_record_per_person_on_spark(spark, people, cache):
         _release(doubled, "spark", cache, person_id="pid")
     table, _ = _release(doubled, "spark", cache, person_id="pid", one_record_per_person="random")
     assert table["n"].sum() == len(people)
+
+
+def test_release_table_takes_a_spark_dataframe_and_returns_one(spark, people, cache):
+    groups = people.groupby(["county", "band"]).size().reset_index(name="n")
+    groups["young"] = groups["n"] // 2
+    args = {"counts": ["young"], "size": "n", "mechanism": "EM", "alpha": "1/2", "keep": ["county", "band", "n"],
+            "cache": cache, "seed": 2}
+    table, record = countdp.release_table(spark.createDataFrame(groups), **args)
+    expected, _ = countdp.release_table(groups, **args)
+    assert type(table).__module__.startswith("pyspark") and record["input"]["kind"] == "Spark DataFrame"
+    pd.testing.assert_frame_equal(table.toPandas().astype(str), expected.astype(str))
