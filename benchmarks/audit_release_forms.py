@@ -29,8 +29,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from countdp import design_named
-from countdp.cli.release_command import _mechanisms
 from countdp.release import empirical_audit as ea
+from countdp.release.run import mechanisms
 from countdp.services.artifact import load_design, save_design
 
 ALPHA = Fraction(2, 3)
@@ -40,7 +40,7 @@ FORMS = ("file", "sizes", "columns", "levels", "invariant-by", "invariant-total"
 
 def cli(design=None):
     """The CLI's ``mechanism_for`` for a request (a mechanism file's design, the cache, or levels chains)."""
-    return lambda request: _mechanisms(request, design, False)
+    return lambda request: mechanisms(request, design, False)
 
 
 def cases(folder: Path, args: argparse.Namespace) -> list:

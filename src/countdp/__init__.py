@@ -34,6 +34,19 @@ from countdp.version import __version__ as __version__
 
 del _release_subpackage
 
+_RELEASE_API = ("release_records", "release_table")
+
+
+def __getattr__(name: str):
+    """``countdp.release_table`` and ``countdp.release_records`` (:mod:`countdp.release.api`), loaded on first use:
+    the table release's engine (pyarrow) stays out of the start-up of everything else."""
+    if name in _RELEASE_API:
+        from countdp.release import api  # lazy: pyarrow and the engine only for a release
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'countdp' has no attribute {name!r}")
+
+
 __all__ = [
     "NAMED_DESIGNS",
     "PROPERTIES",
@@ -58,5 +71,7 @@ __all__ = [
     "is_alpha_dp",
     "objective_value",
     "release",
+    "release_records",
+    "release_table",
     "uniform",
 ]

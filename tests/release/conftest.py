@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import pytest
@@ -27,3 +28,16 @@ def mount(tmp_path):
     yield mounted
     for point in points:
         subprocess.run(["umount", str(point)], check=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One Spark session in local mode (two cores) for every Spark test of the run; skipped where Java is absent."""
+    if shutil.which("java") is None:
+        pytest.skip("Spark needs a Java runtime: apt-get install openjdk-17-jre-headless (.ci/run installs it)")
+    from countdp.release.records_spark import session
+
+    spark = session("local[2]")
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    yield spark
+    spark.stop()

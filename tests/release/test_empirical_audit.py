@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from countdp import design_named
-from countdp.cli.release_command import CachedMechanisms
 from countdp.release import empirical_audit as ea
 from countdp.release.levels import level_design
+from countdp.release.run import CachedMechanisms
 from countdp.services.artifact import load_design, save_design
 from countdp.services.mechanism_cache import MechanismCache
 

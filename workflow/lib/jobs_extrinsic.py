@@ -39,13 +39,15 @@ def eval_adult(table_csv: str, sidecar: str, target: str, alpha: float, files: S
     """Figure 10 sweep: one Adult target, error vs group size, every mechanism of ``files`` ([m, n, path])."""
     from countdp.evaluate.data import read_adult_table
     from countdp.evaluate.experiments import adult_sweep, load_mechanisms
+    from countdp.studies.adult_groups import adult_group_counts
 
     start = time.perf_counter()
     table = read_adult_table(table_csv, sidecar)
     by_size = load_mechanisms(files, alpha)
     mechanisms = list(dict.fromkeys(row[0] for row in files))
     raw, summary = adult_sweep(table[target].to_numpy(), target, alpha, ns, mechanisms,
-                               lambda m, point: by_size[(m, point["n"])], int(repetitions), int(seed))
+                               lambda m, point: by_size[(m, point["n"])], int(repetitions), int(seed),
+                               grouping=lambda bits, n, rng: adult_group_counts(bits, n, rng, target))
     _write_sweep(raw, summary, raw_csv, summary_csv, log, f"{target} alpha={alpha}", start, len(ns), mechanisms)
 
 

@@ -168,13 +168,17 @@ def summarise(raw: pd.DataFrame, keys: Sequence[str],
 
 def adult_sweep(bits: np.ndarray, target: str, alpha: float, ns: Sequence[int], mechanisms: Sequence[str],
                 mechanism_for: MechanismFor, repetitions: int, seed: int, measure: str = "L0",
-                study: str = "fig10") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Figure 10: one Adult target, error vs group size; each repetition a fresh random grouping."""
+                study: str = "fig10", grouping=group_counts) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figure 10: one Adult target, error vs group size; each repetition a fresh random grouping.
+
+    ``grouping(bits, n, rng)``: the groups' counts (the pipeline passes
+    :func:`countdp.studies.adult_groups.adult_group_counts`, the same groups made from the person records).
+    """
     bits = np.asarray(bits, dtype=np.int64)
     points = [{"dataset": "adult", "target": target, "n": int(n), "alpha": float(alpha)} for n in ns]
 
     def draw(point, rng):
-        return group_counts(bits, point["n"], rng)
+        return grouping(bits, point["n"], rng)
 
     raw = simulate(study, seed, points, mechanisms, mechanism_for, draw, [measure], repetitions)
     keys = ["dataset", "target", "alpha", "n", "mechanism", "measure", "d"]

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -38,7 +36,9 @@ from countdp.release.levels import LevelsSampler
 from countdp.release.partials import MARKER, SIDECAR_SUFFIX, longest_name, partial_name
 from countdp.release.provenance import column_epsilon, sidecar_record
 from countdp.release.request import ReleaseRequest, Validated, validate
-from countdp.release.tables import TableSink, TableSource, integer_values
+from countdp.release.signals import HeldSignals
+from countdp.release.sources import MemoryCommit, MemorySink, Tee
+from countdp.release.tables import TableSink, integer_values
 from countdp.validation import check_matrices_fit
 from countdp.values.alpha import alpha_text
 
@@ -139,9 +139,14 @@ def check_paths(request: ReleaseRequest) -> None:
     """Refuse an output :func:`check_out_name` refuses, that is the input (also through a link), or
     already exists; with ``--overwrite``, a mount point (which cannot be removed or renamed), or for
     a release folder anything but a countdp release folder (:func:`~countdp.release.atomic_folder.existing_problem`)."""
+    if request.out is None:
+        return
     check_out_name(request)
     if request.out_folder:
         _check_folder(request)
+        return
+    if request.source is not None:
+        _check_exists(request)
         return
     out, sidecar, shown = request.out, sidecar_path(request.out), request.out_text
     for path in (out, sidecar):
@@ -149,7 +154,13 @@ def check_paths(request: ReleaseRequest) -> None:
             raise ValueError(f"--out {shown} is the input table {request.input}; choose another name")
         if os.path.realpath(path) == os.path.realpath(request.input):
             raise ValueError(f"--out {shown} is the input table {request.input}; choose another name")
-    for path, typed in ((out, shown), (sidecar, shown + SIDECAR_SUFFIX)):
+    _check_exists(request)
+
+
+def _check_exists(request: ReleaseRequest) -> None:
+    """Refuse a table or sidecar already at ``out`` (without ``--overwrite``), or a mount point there (with it)."""
+    shown = request.out_text
+    for path, typed in ((request.out, shown), (sidecar_path(request.out), shown + SIDECAR_SUFFIX)):
         if not request.overwrite and (path.exists() or path.is_symlink()):
             raise ValueError(f"{typed} already exists; remove it, choose another --out, or pass --overwrite")
         if request.overwrite and is_mount_point(path):
@@ -161,7 +172,7 @@ def _check_folder(request: ReleaseRequest) -> None:
     with ``--overwrite`` an existing OUT must be a countdp release folder (never a user's folder)."""
     out, shown = request.out, request.out_text
     inside = os.path.realpath(out) + os.sep
-    if os.path.realpath(request.input).startswith(inside):
+    if request.source is None and os.path.realpath(request.input).startswith(inside):
         raise ValueError(f"--out {shown} holds the input table {request.input}; choose another name")
     problem = existing_problem(out, request.overwrite, shown)
     if problem is not None:
@@ -206,7 +217,7 @@ def check_held_matrices(request: ReleaseRequest, sizes: np.ndarray, mechanism_fo
 
 def _prepare_invariant(request: ReleaseRequest, validated: Validated, mechanism_for, dry_run: bool) -> Prepared:
     try:
-        columns, sizes, labels = read_columns(TableSource(request.input), request.count_names, request.size_column,
+        columns, sizes, labels = read_columns(request.open_source(), request.count_names, request.size_column,
                                               request.invariant_by)
     except ValueError as exc:
         raise ValueError(f"{request.input}: {exc}") from None
@@ -294,59 +305,35 @@ def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Rando
     return pa.RecordBatch.from_arrays(arrays + labels, schema=schema)
 
 
-def _committer(request: ReleaseRequest) -> AtomicPair | AtomicFolder:
+def _committer(request: ReleaseRequest) -> AtomicPair | AtomicFolder | MemoryCommit:
     """Where the release is written and how it is committed: a folder named by one rename (``--out DIR/``),
-    or a table and its sidecar named side by side."""
+    a table and its sidecar named side by side, or nowhere (a release kept in memory)."""
+    if request.out is None:
+        return MemoryCommit()
     if request.out_folder:
         return AtomicFolder(request.out, request.table_path.name, replace=request.overwrite, shown=request.out_text)
     return AtomicPair(request.out, sidecar_path(request.out), replace=request.overwrite)
 
 
-class HeldSignals:
-    """SIGINT, SIGTERM and SIGHUP held from just before a release names its output to the end of the block.
-
-    Once the output is named the release is published; an interrupt arriving then must not make the
-    command say otherwise (a traceback, the ledger entry marked failed, a failing status).
-    ``with HeldSignals() as held:`` pass ``held.hold`` to :func:`write_release`, which calls it just
-    before the first name changes; from then on each of these signals is only recorded in
-    :attr:`received`, and the handlers in place come back when the block ends.  A Python handler
-    holds them, not a blocked signal mask: the kernel may deliver a signal to any thread that does
-    not block it (the writer's, pyarrow's), while Python handlers always run in the main thread.
-    Off the main thread nothing is held.
-    """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.received: list[str] = []
-        self.saved: dict = {}
-
-    def __enter__(self) -> HeldSignals:
-        return self
-
-    def hold(self) -> None:
-        if self.saved or threading.current_thread() is not threading.main_thread():
-            return
-        self.saved = {number: signal.signal(number, self.record) for number in self.SIGNALS}
-
-    def record(self, number: int, frame) -> None:
-        self.received.append(signal.Signals(number).name)
-
-    def __exit__(self, *exc) -> None:
-        for number, handler in self.saved.items():
-            signal.signal(number, signal.SIG_DFL if handler is None else handler)
-        self.saved = {}
+def _sink(request: ReleaseRequest, pair, schema: pa.Schema, quoted: bool, keep: bool):
+    """Where the released batches go: the committer's table file (and memory too, if ``keep``), or memory alone."""
+    if request.out is None:
+        return MemorySink(schema)
+    sink = TableSink(pair.table.stream, schema, request.output_format, quoted)
+    return Tee(sink, schema) if keep else sink
 
 
 def write_release(prepared: Prepared, randomness: Randomness, version: str, debit: dict | None = None,
-                  progress=None, hold=None) -> dict:
+                  progress=None, hold=None, returned: list | None = None) -> dict:
     """Pass two: draw, write, and commit the table and its sidecar together; returns the sidecar record.
 
     ``hold()``, if given, is called just before the commit's first name changes (:class:`HeldSignals`).
     Once the release is named, nothing raised afterwards reaches the caller: the release is published.
+    ``returned``: a list that receives the released table (an Arrow table), for a release that returns
+    it (always, with ``out=None``: nothing is written).
     """
     request, validated = prepared.request, prepared.validated
-    source = TableSource(request.input)
+    source = request.open_source()
     wanted = list(dict.fromkeys(validated.kept + request.count_names +
                                 ([request.size_column] if request.size_column else [])))
     schema = _output_schema(prepared, validated.schema)
@@ -356,7 +343,7 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         return integer_values(batch.column(name), name, what, row[0])
 
     with _committer(request) as pair, ThreadPoolExecutor(1) as writer:
-        sink = TableSink(pair.table.stream, schema, source.format, validated.csv_quoted)
+        sink = _sink(request, pair, schema, validated.csv_quoted, returned is not None)
         seen: dict = {}
         written = None  # one batch is written (pyarrow, without the GIL) while the next is drawn
         if prepared.invariants is not None:
@@ -372,6 +359,8 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         if written is not None:
             written.result()
         output_sha256 = sink.close()
+        if returned is not None:
+            returned.append(sink.table())
         if seen.get("sha256") != validated.input_sha256 or row[0] - 1 != validated.rows:
             raise ValueError(f"{request.input}: the table changed while it was being released; nothing was written")
         record = sidecar_record(request, validated, prepared.mechanisms, randomness, output_sha256, schema.names,

@@ -49,8 +49,20 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 TABLE_NAMES = tuple(TABLE_STEM + suffix for suffix in TABLE_SUFFIXES)
 PROBES = (f"{TABLE_STEM}.probe-1", f"{TABLE_STEM}.probe-2")
 """The empty files a partial folder briefly holds to find whether ``renameat2`` works there."""
-FOLDER_NAMES = frozenset(TABLE_NAMES + tuple(name + SIDECAR_SUFFIX for name in TABLE_NAMES) + PROBES)
-"""Every name a release writes inside a partial folder: all that cleanup ever removes there."""
+SPILL = re.compile(r"^duckdb_temp_[A-Za-z0-9_.-]+$")
+"""The names of DuckDB's own spill files, which a records release's temporary folder (a partial folder) holds."""
+
+
+class _Names(frozenset):
+    """A set of file names that also holds every name :data:`SPILL` matches."""
+
+    def __contains__(self, name: object) -> bool:
+        return frozenset.__contains__(self, name) or (isinstance(name, str) and bool(SPILL.match(name)))
+
+
+FOLDER_NAMES = _Names(TABLE_NAMES + tuple(name + SIDECAR_SUFFIX for name in TABLE_NAMES) + PROBES)
+"""Every name a release writes inside a partial folder (and DuckDB's spill files): all that cleanup ever
+removes there."""
 _CANNOT_LOCK = (errno.EOPNOTSUPP, errno.ENOLCK, errno.EBADF, errno.EINVAL, errno.ENOSYS)
 _ATTEMPTS = 8
 
@@ -208,6 +220,7 @@ def longest_name(folder: Path) -> int:
     return found if found and found > 0 else 255
 
 
-__all__ = ["FOLDER_NAMES", "MARKER", "PARTIAL", "PARTIAL_EXTRA", "PROBES", "SIDECAR_SUFFIX", "TABLE_NAMES",
+__all__ = ["FOLDER_NAMES", "MARKER", "PARTIAL", "PARTIAL_EXTRA", "PROBES", "SIDECAR_SUFFIX", "SPILL",
+           "TABLE_NAMES",
            "TABLE_STEM", "TABLE_SUFFIXES", "create_partial", "is_at", "lock", "lock_folder", "lock_within",
            "longest_name", "partial_name", "remove_partial_folder", "remove_stale_partials"]

@@ -25,6 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from countdp.release.records import UNIT as RECORDS_UNIT
 from countdp.services.arrays import weights_digest
 from countdp.structural.catalogue import STAND_IN_REASON, weakly_honest_from
 from countdp.structural.form import REPRESENTATION
@@ -66,11 +67,12 @@ def levels_guarantee(column) -> dict:
                          "sampled (mechanisms[].levels_certificate)"}
 
 
-def guarantee(columns, invariants=None, invariant_by: str | None = None) -> dict:
+def guarantee(columns, invariants=None, invariant_by: str | None = None, records: bool = False) -> dict:
     """Per-column and total privacy, by sequential composition over the count columns.
 
     An invariant column's alpha is the one computed for the conditioned release
-    (:mod:`countdp.release.invariant`), not the per-group mechanisms' alpha.
+    (:mod:`countdp.release.invariant`), not the per-group mechanisms' alpha.  ``records``: the table was
+    grouped from person records, whose unit of privacy the sidecar states (:data:`countdp.release.records.UNIT`).
     """
     rows, alpha_total, epsilon_total, guaranteed = [], Fraction(1), Fraction(0), 0.0
     for k, column in enumerate(columns):
@@ -91,7 +93,7 @@ def guarantee(columns, invariants=None, invariant_by: str | None = None) -> dict
             rows[-1]["per_group_alpha"] = alpha_text(column.alpha)
             rows[-1]["invariant"] = invariants[k].to_dict(invariant_by)
             rows[-1]["published_totals"] = invariants[k].published_totals(invariant_by)
-    unit = UNIT_OF_PRIVACY if invariants is None else INVARIANT_UNIT
+    unit = INVARIANT_UNIT if invariants is not None else RECORDS_UNIT if records else UNIT_OF_PRIVACY
     return {"unit_of_privacy": unit, "columns": rows,
             "alpha_total": alpha_text(alpha_total), "epsilon_total": rational_text(epsilon_total),
             "epsilon_total_guaranteed": guaranteed,
@@ -177,6 +179,16 @@ def _seeded(request, invariants) -> dict:
                                                     for c, inv in zip(request.columns, invariants, strict=True)}}
 
 
+def _input(request, rows: int) -> dict:
+    """The sidecar's ``input``: the file's path, or what a table that is not a file is (its records: how
+    they were grouped and counted), and the number of rows (groups) released."""
+    if request.records is not None:
+        return {"records": request.records, "rows": rows}
+    if request.source is not None:
+        return {**request.source.description, "rows": rows}
+    return {"path": str(request.input), "rows": rows}
+
+
 def sidecar_record(request, validated, mechanisms, randomness, output_sha256: str, output_columns: list[str],
                    commit: str, debit: dict | None, version: str, invariants=None) -> dict:
     """The whole sidecar of a committed release."""
@@ -186,11 +198,13 @@ def sidecar_record(request, validated, mechanisms, randomness, output_sha256: st
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": list(request.command),
         "threat_model": THREAT_MODEL,
-        "guarantee": guarantee(request.columns, invariants, request.invariant_by) if randomness.secure
+        "guarantee": guarantee(request.columns, invariants, request.invariant_by, request.records is not None)
+        if randomness.secure
         else _seeded(request, invariants),
         "randomness": randomness.describe(),
-        "input": {"path": str(request.input), "rows": validated.rows},
-        "output": {"path": str(request.table_path), "sha256": output_sha256, "columns": output_columns,
+        "input": _input(request, validated.rows),
+        "output": {"path": None if request.table_path is None else str(request.table_path), "sha256": output_sha256,
+                   "columns": output_columns,
                    "kept_columns": validated.kept},
         "mechanisms_from": str(request.mechanism_file) if request.mechanism_file else
                            {"mechanism": request.mechanism, "objective": request.objective,

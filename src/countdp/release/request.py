@@ -63,10 +63,15 @@ class ReleaseRequest:
     ``out_folder``: ``out`` names a release folder to create (``--out DIR/``), holding the table
     :attr:`table_path` and its sidecar, committed by one rename (:mod:`countdp.release.atomic_folder`).
     ``out_typed``: ``--out`` exactly as the user typed it, which every message about it repeats.
+    ``out=None``: the release is kept in memory and returned (the Python API), nothing written.
+
+    ``source``: a table that is not a file (:class:`~countdp.release.sources.ArrowSource`); ``input`` is
+    then its label.  ``records``: for a release of person records grouped by a query, what the sidecar
+    records about them (:mod:`countdp.release.records`).
     """
 
     input: Path
-    out: Path
+    out: Path | None
     columns: tuple[ColumnPrivacy, ...]
     keep: tuple[str, ...] | None = None
     size_column: str | None = None
@@ -84,11 +89,34 @@ class ReleaseRequest:
     target_alpha: Fraction | None = None
     out_folder: bool = False
     out_typed: str | None = None
+    source: object | None = None
+    records: dict | None = None
+
+    def open_source(self):
+        """The table read: :attr:`source` (a table that is not a file, :mod:`countdp.release.sources`), or the
+        file :attr:`input`."""
+        return self.source if self.source is not None else TableSource(self.input)
 
     @property
-    def table_path(self) -> Path:
-        """The published table, which readers open: ``out``, or ``out/table.<input's suffix>`` for a folder."""
-        return self.out / table_name(self.input) if self.out_folder else self.out
+    def output_format(self) -> str:
+        """``csv`` or ``parquet``: a file's own format; for any other source, ``out``'s suffix (Parquet for a
+        release folder or a release kept in memory)."""
+        if self.source is None:
+            return table_format(self.input)
+        if self.out is None or self.out_folder:
+            return "parquet"
+        return table_format(self.out)
+
+    @property
+    def table_path(self) -> Path | None:
+        """The published table, which readers open: ``out``, or ``out/table.<input's suffix>`` for a folder
+        (``table.parquet`` or ``table.csv`` for a source that is not a file); ``None`` for a release kept in
+        memory."""
+        if self.out is None:
+            return None
+        if not self.out_folder:
+            return self.out
+        return self.out / (table_name(self.input) if self.source is None else f"table.{self.output_format}")
 
     @property
     def out_text(self) -> str:
@@ -261,11 +289,15 @@ def _copies(source: TableSource, kept: list[str], counts: list[str]) -> set[tupl
 
 def validate(request: ReleaseRequest, progress=None) -> Validated:
     """Read every row once and check it; ``ValueError`` (one line, naming the input) at the first problem."""
-    source = TableSource(request.input)
+    source = request.open_source()
     kept = _names(source, request)
-    if not request.out_folder and table_format(request.out) != source.format:
+    if request.source is None and request.out is not None and not request.out_folder and \
+            table_format(request.out) != source.format:
         raise ValueError(f"--out {request.out_text}: a {source.format.upper()} table is released as "
                          f"{source.format.upper()}; name the output with a matching suffix")
+    if request.source is not None and request.out is not None and not request.out_folder and \
+            request.out.suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise ValueError(f"--out {request.out_text}: name a .csv or .parquet table (or, ending in '/', a folder)")
     seen: dict = {}
     try:
         watched = [name for name in kept if name != request.size_column]

@@ -1,7 +1,8 @@
 """The congenial release on the Adult groups of Figure 10: every group's count conditioned on the total.
 
 For each Adult target (young, gender, income), group size n and mechanism (GM or EM at one
-alpha), the people are put into random groups of n (as Figure 10 does), and the groups' counts
+alpha), the people are put into random groups of n (as Figure 10 does; the groups are made from
+the person records by a records release's grouping, :mod:`countdp.studies.adult_groups`), and the groups' counts
 are released twice per repetition: each group through its own certified mechanism (integer
 weights), and the same conditioned on the noisy counts summing exactly to the true total of the
 target, the invariant a curator publishes (Gong and Meng's congenial release, drawn exactly by
@@ -19,12 +20,12 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from countdp.evaluate.data import group_counts
 from countdp.invariants.group_total import GroupTotalSampler
 from countdp.invariants.guarantee import proven_bound
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
 from countdp.privacy.rounding import round_to_release
 from countdp.privacy.sampling import release
+from countdp.studies.adult_groups import adult_group_counts
 from countdp.studies.checks import CHECK_COLUMNS, check_row
 from countdp.values.alpha import alpha_text, exact_alpha
 
@@ -61,7 +62,7 @@ def _point(bits: np.ndarray, target: str, n: int, mechanism: str, settings: Cong
            rng: np.random.Generator) -> tuple[list[dict], dict]:
     """One (target, n, mechanism): the repetitions' errors and the guarantee."""
     alpha = exact_alpha(settings.alpha)
-    counts = group_counts(bits, n, rng)[: settings.groups]
+    counts = adult_group_counts(bits, n, rng, target)[: settings.groups]
     released = _released(mechanism, n, alpha)
     mechanisms = [released] * len(counts)
     sampler = GroupTotalSampler(mechanisms, counts)

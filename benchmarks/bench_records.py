@@ -1,0 +1,183 @@
+"""Person records in, a release out: countdp on DuckDB and on Spark, against pandas + ``countdp release``,
+and the Python API against the command line, in one sitting; time and peak memory, and their ratios.
+
+Generates ``--records`` person records (Parquet, written in chunks) in ``--groups`` groups, with an
+age, an income band and a sex, then times, each as a new process (peak memory is the process's
+resident memory of its whole process tree, sampled every 0.1 s, so Spark's JVM counts):
+
+1. ``countdp release --records ... --count`` three predicates, EM at 9/10, DuckDB (the target at
+   10^8 records and 10^6 groups: <= 60 s and <= 2 GB);
+2. the same with ``--engine spark --spark-master local[2]`` (target: within 3x of DuckDB);
+3. the baseline a curator would write: pandas reads the records, groups them and writes the true
+   counts as Parquet, then ``countdp release --input`` releases that table (times added);
+4. ``countdp.release_table`` on a pandas DataFrame of ``--api-rows`` groups against the command line
+   on the same table as Parquet (target: within 1.2x).
+
+Tumult Analytics' group-by count is not run here: it does not install beside this project's pins.
+
+    .venv/bin/python benchmarks/bench_records.py                         # 10^7 records, 10^5 groups
+    .venv/bin/python benchmarks/bench_records.py --records 100000000 --groups 1000000 --no-pandas
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CHUNK = 5_000_000
+COUNTS = ["young=age < 30", "rich=income = '>50K'", "women=sex = 'F'"]
+
+
+def generate(path: Path, records: int, groups: int, seed: int = 0) -> None:
+    """Records in chunks: a group id (county), an age, an income band, a sex."""
+    rng = np.random.default_rng(seed)
+    writer = None
+    for start in range(0, records, CHUNK):
+        size = min(CHUNK, records - start)
+        table = pa.table({"county": rng.integers(0, groups, size), "age": rng.integers(17, 91, size).astype(np.int16),
+                          "income": pa.array(np.where(rng.random(size) < 0.24, ">50K", "<=50K")).dictionary_encode(),
+                          "sex": pa.array(np.where(rng.random(size) < 0.5, "F", "M")).dictionary_encode()})
+        writer = writer or pq.ParquetWriter(path, table.schema)
+        writer.write_table(table)
+    writer.close()
+
+
+def tree_mb(root: int) -> float:
+    """Resident MB of a process and all its descendants now (from /proc; Spark's JVM is a child)."""
+    parents, rss = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stream:
+                fields = stream.read().rsplit(")", 1)[1].split()
+            parents[int(entry)], rss[int(entry)] = int(fields[1]), int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError):
+            continue
+    tree, grown = {root}, True
+    while grown:
+        grown = False
+        for pid, parent in parents.items():
+            if parent in tree and pid not in tree:
+                tree.add(pid)
+                grown = True
+    return sum(rss.get(pid, 0) for pid in tree) / 2**20
+
+
+def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
+    """Wall seconds and the peak resident MB of the command's whole process tree (sampled every 0.1 s: the
+    Python process and Spark's JVM together)."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        tree = 0.0
+        while process.poll() is None:
+            tree = max(tree, tree_mb(process.pid))
+            time.sleep(0.1)
+        seconds = time.perf_counter() - start
+        if process.returncode != 0:
+            errors.seek(0)
+            raise SystemExit(f"failed: {' '.join(command)}\n{errors.read().decode()[-3000:]}")
+    return seconds, tree
+
+
+def countdp(*args: str) -> list[str]:
+    return [sys.executable, "-m", "countdp.cli", "release", *args]
+
+
+def records_command(source: Path, out: Path, cache: Path, *extra: str) -> list[str]:
+    counts = [item for count in COUNTS for item in ("--count", count)]
+    return countdp("--records", str(source), "--group-by", "county", *counts, "--mechanism", "EM", "--alpha", "9/10",
+                   "--cache", str(cache), "--out", str(out), *extra)
+
+
+PANDAS = """
+import sys, pandas as pd
+people = pd.read_parquet(sys.argv[1])
+people["young"], people["rich"], people["women"] = people.age < 30, people.income == ">50K", people.sex == "F"
+groups = people.groupby("county").agg(n=("age", "size"), young=("young", "sum"), rich=("rich", "sum"),
+                                      women=("women", "sum")).reset_index()
+groups.to_parquet(sys.argv[2], index=False)
+"""
+
+API = """
+import sys, time, pandas as pd, countdp
+frame = pd.read_parquet(sys.argv[1])
+start = time.perf_counter()
+countdp.release_table(frame, counts=["young", "rich", "women"], size="n", mechanism="EM", alpha="9/10",
+                      keep=["county", "n"], cache=sys.argv[2])
+print(time.perf_counter() - start)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=lambda t: int(float(t)), default=10_000_000)
+    parser.add_argument("--groups", type=lambda t: int(float(t)), default=100_000)
+    parser.add_argument("--api-rows", type=lambda t: int(float(t)), default=1_000_000)
+    parser.add_argument("--work", type=Path, default=None, help="folder for the generated files (default: a temp)")
+    parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-pandas", action="store_true")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-records-"))
+    work.mkdir(parents=True, exist_ok=True)
+    source, cache = work / f"people-{args.records}-{args.groups}.parquet", work / "cache"
+    if not source.exists():
+        start = time.perf_counter()
+        generate(source, args.records, args.groups)
+        print(f"# generated {args.records:,} records in {args.groups:,} groups: "
+              f"{source.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.0f} s")
+    warm = work / "warm.parquet"
+    # the sizes' mechanisms designed once, cached
+    timed(records_command(source, warm, cache, "--dry-run", "--overwrite"))
+    timed(records_command(source, warm, cache, "--overwrite"))
+    rows = [("countdp records, DuckDB", *timed(records_command(source, work / "duck.parquet", cache, "--overwrite")))]
+    if not args.no_spark:
+        rows.append(("countdp records, Spark local[2]", *timed(records_command(
+            source, work / "spark.parquet", cache, "--overwrite", "--engine", "spark", "--spark-master", "local[2]"))))
+    if not args.no_pandas:
+        groups = work / "groups.parquet"
+        grouping = timed([sys.executable, "-c", PANDAS, str(source), str(groups)])
+        release = timed(countdp("--input", str(groups), "--count-column", "young,rich,women", "--size-column", "n",
+                                "--mechanism", "EM", "--alpha", "9/10", "--keep", "county,n", "--cache", str(cache),
+                                "--out", str(work / "pandas-noisy.parquet"), "--overwrite"))
+        rows.append(("pandas groupby + countdp release", grouping[0] + release[0], max(grouping[1], release[1])))
+    print(f"# {args.records:,} records, {args.groups:,} groups, three predicates, EM at 9/10; cpus={os.cpu_count()}, "
+          f"load={os.getloadavg()[0]:.1f}")
+    print(f"{'what':<36} {'seconds':>8} {'peak MB':>8} {'vs DuckDB':>9}")
+    for name, seconds, peak in rows:
+        print(f"{name:<36} {seconds:>8.1f} {peak:>8.0f} {seconds / rows[0][1]:>8.2f}x")
+    api_table(work, cache, args.api_rows)
+
+
+def api_table(work: Path, cache: Path, rows: int) -> None:
+    """``release_table`` on a pandas DataFrame against the command line on the same table as Parquet."""
+    rng = np.random.default_rng(1)
+    n = rng.poisson(100, rows) + 1
+    table = pa.table({"county": np.arange(rows), "n": n, "young": rng.binomial(n, 0.2), "rich": rng.binomial(n, 0.24),
+                      "women": rng.binomial(n, 0.5)})
+    path = work / f"groups-{rows}.parquet"
+    pq.write_table(table, path)
+    cli = timed(countdp("--input", str(path), "--count-column", "young,rich,women", "--size-column", "n",
+                        "--mechanism", "EM", "--alpha", "9/10", "--keep", "county,n", "--cache", str(cache), "--out",
+                        str(work / "cli-noisy.parquet"), "--overwrite"))
+    done = subprocess.run([sys.executable, "-c", API, str(path), str(cache)], capture_output=True, text=True,
+                          check=True)
+    call = float(done.stdout.strip().splitlines()[-1])
+    print(f"# release_table on a {rows:,}-row pandas DataFrame (the call) against the CLI on it as Parquet "
+          "(the whole process)")
+    print(f"{'CLI (process)':<36} {cli[0]:>8.2f} s")
+    print(f"{'release_table (call)':<36} {call:>8.2f} s   {call / cli[0]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

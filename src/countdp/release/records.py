@@ -1,0 +1,167 @@
+"""Person records in, a table of groups out: what a records release asks for, checked before anything runs.
+
+A records release (``countdp release --records people.parquet --group-by county,age_band --count
+young="age < 30" ...``, :func:`countdp.release_records`) groups the records by public columns and
+counts, in each group, the records for which each predicate holds; the group size is the number
+of the group's records.  The grouped table is then released exactly as a table release is, by the
+same engine (:mod:`countdp.release.engine`), read as a stream of Arrow batches from the query
+(:mod:`countdp.release.records_duckdb`, :mod:`countdp.release.records_spark`): the true counts
+exist only in the query engine's memory and its own spill files, never as a table on disk.
+
+**The unit of privacy** is the paper's: group membership and group sizes are public, each person's
+bit is private.  The ``--group-by`` columns are taken as public attributes, and the group sizes are
+published exactly (the mechanism column names each group's size).  Each record is one person's;
+with ``person_id`` a person found in several records is refused (naming how many such people
+there are), or with ``one_record_per_person="random"`` one of their records is kept, chosen by a
+keyed SHA-256 of the record under a key of 256 bits from the OS's secure source: the contribution
+bounding of Tumult Analytics and PipelineDP.  docs/threat-model.md states it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from countdp.release.options import Spelling, names
+
+UNIT = (
+    "one person's bit in each count column of their group: the records are grouped by public attributes (the "
+    "group-by columns), so group membership and the group sizes are public and published exactly (the mechanism "
+    "column names each group's size); a person contributes one record, and a neighbouring set of records changes "
+    "the other attributes of one person's record, which changes their group's count by at most one in each count "
+    "column. Groups compose in parallel; the count columns compose sequentially.")
+"""The unit of privacy a records release states in its sidecar."""
+
+PUBLIC = ("the group-by columns are taken as public attributes, and the group sizes (the number of each group's "
+          "records) are published exactly; a group with no record does not appear")
+ONE_RECORD = {
+    None: "each record is taken as a different person: a person with k records is protected at k times each "
+          "column's epsilon (give a person id to enforce one record per person)",
+    "refuse": "a person id found in more than one record was refused: each person contributed one record",
+    "random": "one record per person: of each person's records one was kept, chosen by SHA-256 keyed with 256 bits "
+              "from the OS's secure source (os.urandom), as Tumult Analytics' and PipelineDP's contribution bounding "
+              "does; the rest were dropped before grouping",
+}
+"""What the sidecar says about each person's contribution, by ``one_record_per_person``."""
+
+SEEDED_KEY = "derived from the seed: a seeded release is an experiment, whose choice of records anyone can repeat"
+_NAME = re.compile(r"^[^\x00-\x1f\"]+$")
+
+
+@dataclass(frozen=True)
+class RecordsSettings:
+    """Tuning of the grouping query: the engine's memory limit (beyond it DuckDB spills to the release's
+    temporary folder), its threads (``None``: every core) and the rows of each Arrow batch read."""
+
+    memory_limit_mb: int = 1024
+    threads: int | None = None
+    batch_rows: int = 1 << 16
+
+
+@dataclass(frozen=True)
+class RecordsSpec:
+    """How records become groups: the public ``group_by`` columns, the ``counts`` as ``(name, predicate)``
+    pairs, the group size's column name, and one record per person (``person_id``, and ``one_per_person``
+    ``"random"`` to keep one of several, else several are refused)."""
+
+    group_by: tuple[str, ...]
+    counts: tuple[tuple[str, str], ...]
+    size: str = "n"
+    person_id: str | None = None
+    one_per_person: str | None = None
+
+    @property
+    def count_names(self) -> list[str]:
+        return [name for name, _ in self.counts]
+
+    def describe(self, source: str, engine: str, key_note: str | None = None, **extra) -> dict:
+        """What the sidecar records about the records: nothing confidential, only how they were grouped."""
+        mode = self.one_per_person if self.one_per_person else ("refuse" if self.person_id else None)
+        record = {"source": source, "engine": engine, "group_by": list(self.group_by),
+                  "counts": dict(self.counts), "size_column": self.size, "person_id": self.person_id,
+                  "one_record_per_person": ONE_RECORD[mode], "public": PUBLIC, **extra}
+        if key_note is not None:
+            record["choice_key"] = key_note
+        return record
+
+
+def parse_counts(counts: object, spell: Spelling) -> tuple[tuple[str, str], ...]:
+    """``["young=age < 30", ...]`` (the command line's ``--count``) or ``{"young": "age < 30"}`` as pairs."""
+    flag = spell("count") if spell.style == "cli" else spell("counts")
+    if isinstance(counts, dict):
+        pairs = [(str(k), str(v)) for k, v in counts.items()]
+    elif counts:
+        pairs = []
+        for item in counts:
+            name, sign, predicate = str(item).partition("=")
+            if not sign or not name.strip() or not predicate.strip():
+                raise ValueError(f"{flag} {item!r}: give NAME=PREDICATE, e.g. {flag} young=\"age < 30\"")
+            pairs.append((name.strip(), predicate.strip()))
+    else:
+        pairs = []
+    if not pairs:
+        raise ValueError(f"a records release needs at least one {flag} NAME=PREDICATE")
+    for name, predicate in pairs:
+        if not _NAME.match(name):
+            raise ValueError(f"{flag} {name}={predicate}: the name {name!r} cannot name a column")
+        if not predicate.strip():
+            raise ValueError(f"{flag} {name}=: the predicate is empty")
+    seen = [name for name, _ in pairs]
+    for name in seen:
+        if seen.count(name) > 1:
+            raise ValueError(f"{flag} names the count {name!r} twice")
+    return tuple(pairs)
+
+
+def build_spec(group_by: object, counts: object, size: str | None, person_id: str | None,
+               one_per_person: str | None, spell: Spelling) -> RecordsSpec:
+    """The checked spec: names that do not collide, a contribution rule that is understood."""
+    keys = tuple(names(group_by, spell("group_by"))) if group_by is not None else ()
+    if not keys:
+        raise ValueError(f"a records release needs {spell('group_by')}: the public columns that make the groups")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{spell('group_by')} names a column twice: {','.join(keys)}")
+    pairs = parse_counts(counts, spell)
+    size = size or "n"
+    taken = {key: spell("group_by") for key in keys}
+    for name, why in [(size, spell("size"))] + [(n, spell("count") if spell.style == "cli" else spell("counts"))
+                                                 for n in [p[0] for p in pairs]]:
+        if name in taken:
+            raise ValueError(f"the output would have two columns named {name!r} ({taken[name]} and {why}); "
+                             "choose another name")
+        taken[name] = why
+    if one_per_person not in (None, "random"):
+        raise ValueError(f"{spell('one_record_per_person')} takes 'random', got {one_per_person!r}")
+    if one_per_person and not person_id:
+        raise ValueError(f"{spell('one_record_per_person')} needs {spell('person_id')}: the column naming each person")
+    if person_id is not None and person_id in keys:
+        raise ValueError(f"{spell('person_id')} {person_id!r} is a {spell('group_by')} column: a group per person "
+                         "would publish who is in the data")
+    return RecordsSpec(keys, pairs, size, person_id, one_per_person)
+
+
+def choice_key(seed: int | None) -> tuple[str, str | None]:
+    """The key of the random choice of one record per person, as 64 hex digits, and the sidecar's note:
+    256 bits from the OS's secure source, or, for a seeded experiment, derived from the seed."""
+    if seed is None:
+        return os.urandom(32).hex(), None
+    import numpy as np  # lazy: only a seeded experiment needs it
+
+    words = np.random.SeedSequence(seed).spawn(1)[0].generate_state(4, np.uint64)
+    return "".join(f"{int(w):016x}" for w in words), SEEDED_KEY
+
+
+def quoted(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def first_line(exc: BaseException) -> str:
+    """An engine's error in one line (its first)."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+__all__ = ["ONE_RECORD", "PUBLIC", "SEEDED_KEY", "UNIT", "RecordsSettings", "RecordsSpec", "build_spec",
+           "choice_key", "first_line", "parse_counts", "quoted"]

@@ -1,0 +1,174 @@
+"""Records grouped by Spark, for data that outgrows one machine: the grouping runs in Spark, the noise on
+the driver, through the same release engine.
+
+:func:`spark_records` reads the records with Spark (a Parquet or CSV path, a glob, a partitioned
+folder, a Spark DataFrame, or a pandas, Polars or Arrow table handed to Spark), checks every name
+and predicate by Spark's analyser before anything runs (a predicate must be boolean, with no
+aggregate), checks one record per person as :mod:`countdp.release.records_duckdb` does, and runs
+the same grouping query.  The group table, one row per group, is collected to the driver once as
+an Arrow table (in memory, never written), put in DuckDB's order there (the group-by columns
+ascending, nulls last), and released from there: a seeded release gives the same table on Spark as
+on DuckDB.  With ``one_record_per_person="random"`` the record kept is the one with the least
+SHA-256 of the key and the record's JSON text (DuckDB hashes its own text of the record, so the
+two engines choose differently).  The sidecar records the engine and the records' number of
+partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import pyarrow as pa
+
+from countdp.release.records import RecordsSettings, RecordsSpec, choice_key
+from countdp.release.sources import ArrowSource
+
+VIEW = "countdp_records"
+MASTER = "local[*]"
+_QUIET = ("py4j", "pyspark", "SQLQueryContextLogger")
+
+
+def session(master: str | None):
+    """The active Spark session, or a new one at ``master`` (default ``local[*]``), logging only failures
+    that reach countdp (Spark's own error log would print every refused predicate's stack)."""
+    from pyspark.sql import SparkSession  # lazy: pyspark and a JVM only for the Spark engine
+
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        return active
+    cores = os.cpu_count() or 2
+    spark = (SparkSession.builder.master(master or MASTER).appName("countdp")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(max(2, 2 * cores))).getOrCreate())
+    spark.sparkContext.setLogLevel("OFF")
+    return spark
+
+
+def _error(exc: BaseException) -> str:
+    """A Spark error in one line: its first non-blank line, without the stack."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _frame(spark, source: object):
+    """The records as a Spark DataFrame: ``(label, DataFrame)``."""
+    kind = type(source).__module__.split(".")[0]
+    if isinstance(source, str | os.PathLike):
+        path = os.fspath(source)
+        if not any(c in path for c in "*?[") and not os.path.exists(path):
+            raise ValueError(f"{path}: no such file or folder of records")
+        reader = spark.read.option("recursiveFileLookup", "false")
+        if path.lower().endswith((".csv", ".tsv", ".txt")) or (os.path.isdir(path) and not _has_parquet(path)):
+            return path, reader.option("header", True).option("inferSchema", True).csv(path)
+        return path, reader.parquet(path)
+    if kind == "pyspark":
+        return "Spark DataFrame", source
+    if kind == "polars":
+        source = source.to_pandas()
+    elif kind == "pyarrow":
+        source = source.to_pandas()
+    elif kind != "pandas":
+        raise ValueError(f"records for the Spark engine must be a path, a Spark DataFrame, or a pandas, Polars or "
+                         f"Arrow table, got {type(source).__name__}")
+    return {"pandas": "pandas DataFrame", "polars": "Polars DataFrame", "pyarrow": "Arrow table"}[kind], \
+        spark.createDataFrame(source)
+
+
+def _has_parquet(folder: str) -> bool:
+    return any(name.lower().endswith((".parquet", ".pq")) for _, _, names in os.walk(folder) for name in names)
+
+
+def check_predicates(spark, spec: RecordsSpec, spell) -> None:
+    """Each predicate analysed by Spark over the records (nothing run): boolean, without an aggregate."""
+    from pyspark.sql.types import BooleanType  # lazy: likewise
+
+    flag = spell("count") if spell.style == "cli" else spell("counts")
+    for name, predicate in spec.counts:
+        shown = f"{flag} {name}={predicate!r}"
+        if ";" in predicate:
+            raise ValueError(f"{shown}: not one expression")
+        try:
+            kind = spark.sql(f"SELECT ({predicate}) AS p FROM {VIEW}").schema["p"].dataType
+            if not isinstance(kind, BooleanType):
+                raise ValueError(f"{shown}: not a true-or-false expression over the records (it gives "
+                                 f"{kind.simpleString().upper()})")
+            _ = spark.sql(f"SELECT count(*) FILTER (WHERE ({predicate})) FROM {VIEW}").schema  # analysed, not run
+        except ValueError:
+            raise
+        except Exception as exc:  # Spark's analysis and parse errors share no base class outside pyspark
+            raise ValueError(f"{shown}: {_error(exc)}") from None
+
+
+def check_people(spark, spec: RecordsSpec, label: str, spell) -> None:
+    """As :func:`countdp.release.records_duckdb.check_people`, counted by Spark."""
+    pid = f"`{spec.person_id}`"
+    row = spark.sql(f"SELECT count_if(k > 1 AND p IS NOT NULL) AS several, coalesce(sum(CASE WHEN p IS NULL THEN k "
+                    f"END), 0) AS missing FROM (SELECT {pid} AS p, count(*) AS k FROM {VIEW} GROUP BY {pid})").first()
+    if row["missing"]:
+        raise ValueError(f"{label}: {row['missing']} record(s) have no {spell('person_id')} {spec.person_id!r} value")
+    if row["several"] and not spec.one_per_person:
+        raise ValueError(f"{label}: {row['several']} people appear in more than one record ({spell('person_id')} "
+                         f"{spec.person_id!r}); each person must contribute one record: give "
+                         f"{spell('one_record_per_person')} random to keep one of each person's records")
+
+
+def _one_per_person(frame, spec: RecordsSpec, key: str):
+    from pyspark.sql import Window  # lazy: likewise
+    from pyspark.sql import functions as F  # lazy: likewise
+
+    rank = F.sha2(F.concat(F.lit(key), F.to_json(F.struct(*[F.col(f"`{c}`") for c in frame.columns]))), 256)
+    window = Window.partitionBy(F.col(f"`{spec.person_id}`")).orderBy("countdp_rank")
+    return (frame.withColumn("countdp_rank", rank).withColumn("countdp_row", F.row_number().over(window))
+            .where("countdp_row = 1").drop("countdp_rank", "countdp_row"))
+
+
+def grouped_sql(spec: RecordsSpec) -> str:
+    """The grouping query in Spark SQL: the same columns and types as DuckDB's (ordered on the driver)."""
+    keys = ", ".join(f"`{k}`" for k in spec.group_by)
+    counts = ", ".join(f"CAST(count(*) FILTER (WHERE ({predicate})) AS BIGINT) AS `{name}`"
+                       for name, predicate in spec.counts)
+    return f"SELECT {keys}, CAST(count(*) AS BIGINT) AS `{spec.size}`, {counts} FROM {VIEW} GROUP BY {keys}"
+
+
+def spark_records(source: object, spec: RecordsSpec, spell, master: str | None = None, seed: int | None = None,
+                  settings: RecordsSettings | None = None) -> ArrowSource:
+    """The grouped records as an :class:`~countdp.release.sources.ArrowSource` (see the module docstring)."""
+    settings = settings or RecordsSettings()
+    spark = session(master)
+    try:
+        label, frame = _frame(spark, source)
+        frame.createOrReplaceTempView(VIEW)
+        columns = frame.columns
+    except ValueError:
+        raise
+    except Exception as exc:
+        raise ValueError(f"{source}: cannot read the records ({_error(exc)})") from None
+    for name, flag in [(k, spell("group_by")) for k in spec.group_by] + [(spec.person_id, spell("person_id"))]:
+        if name is not None and name not in columns:
+            raise ValueError(f"{label}: {flag} names no column {name!r}; the records have "
+                             f"{', '.join(map(repr, columns))}")
+    check_predicates(spark, spec, spell)
+    note = None
+    if spec.person_id is not None:
+        check_people(spark, spec, label, spell)
+        if spec.one_per_person:
+            key, note = choice_key(seed)
+            _one_per_person(frame, spec, key).createOrReplaceTempView(VIEW)
+    try:
+        groups = spark.sql(grouped_sql(spec)).toArrow()
+    except Exception as exc:
+        raise ValueError(f"{label}: {_error(exc)}") from None
+    groups = groups.cast(pa.schema([pa.field(f.name, f.type) for f in groups.schema]))  # nullable, as DuckDB's
+    # DuckDB's order (ascending, nulls last), sorted here rather than by one more shuffle in Spark
+    groups = groups.sort_by([(key, "ascending") for key in spec.group_by], null_placement="at_end")
+    description = spec.describe(label, "spark", note, partitions=frame.rdd.getNumPartitions(),
+                                master=spark.sparkContext.master,
+                                noise="drawn on the driver: the group table was collected there, in memory")
+    spark.catalog.dropTempView(VIEW)
+    return ArrowSource(label, groups.schema, lambda: groups.to_batches(max_chunksize=settings.batch_rows), description)
+
+
+__all__ = ["MASTER", "VIEW", "check_people", "check_predicates", "grouped_sql", "session", "spark_records"]
