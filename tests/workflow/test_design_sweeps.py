@@ -259,10 +259,19 @@ def _module_file(root: Path, module: str) -> Path | None:
     return next((p for p in (base / "__init__.py", base.with_suffix(".py")) if p.is_file()), None)
 
 
+def _nodes_run_on_import(tree: ast.Module):
+    """Every node of ``tree`` but those inside a module-level ``__getattr__`` (lazy attributes)."""
+    for top in tree.body:
+        if not (isinstance(top, ast.FunctionDef) and top.name == "__getattr__"):
+            yield from ast.walk(top)
+
+
 def _import_closure(root: Path, module: str) -> set[Path]:
     """Every countdp source file importing ``module`` can run: its own file, the files of the modules
     it imports anywhere (function-local imports too, read from the syntax tree), and the package
-    __init__ files on the way, recursively."""
+    __init__ files on the way, recursively.  Not the imports of a package's module ``__getattr__``
+    (PEP 562): they run only when that attribute is asked for (``countdp.release_table``), which no
+    design does."""
     seen: set[Path] = set()
     todo = [module]
     while todo:
@@ -272,7 +281,7 @@ def _import_closure(root: Path, module: str) -> set[Path]:
             if path is None or path in seen:
                 continue
             seen.add(path)
-            for node in ast.walk(ast.parse(path.read_text())):
+            for node in _nodes_run_on_import(ast.parse(path.read_text())):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
                 if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                     names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
