@@ -39,6 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from countdp.invariants.leaves import leaf_bounds, tilt_powers
 from countdp.invariants.limbs import Prefix, from_int, from_words, limb_bits, limbs_for, products
 from countdp.invariants.packed import (
     Bounds,
@@ -46,8 +47,6 @@ from countdp.invariants.packed import (
     bounds_product,
     multiply,
     pack,
-    tilt_powers,
-    tilted_leaf,
     words_for,
 )
 from countdp.invariants.windows import Windows, leaf_types, log_weights, tilt
@@ -213,7 +212,7 @@ class GroupTotalSampler:
         self.settings, self.total = settings, int(self.counts.sum())
         self.sizes = np.array([m.n for m in self.mechanisms], dtype=np.int64)
         self._types = leaf_types(self.mechanisms, self.counts)
-        self._exact, self._bounds, self._leaves, self._powers, self._lengths = {}, {}, {}, {}, {}
+        self._exact, self._bounds, self._leaves, self._lengths = {}, {}, {}, {}
         G = len(self.mechanisms)
         if settings.method == "lazy" and G > 1:
             multiplicity = np.bincount(self._types.of_group, minlength=len(self._types.columns))
@@ -244,19 +243,19 @@ class GroupTotalSampler:
             self._lengths[keep] = dict(zip(map(tuple, nodes.tolist()), lengths, strict=True))
         return self._lengths[keep][start, stop]
 
-    def leaf(self, kind: int, keep: int) -> Bounds:
-        """Bounds (``keep`` bits) of the tilted polynomial of leaf column ``kind`` (cached)."""
-        if (kind, keep) not in self._leaves:
-            if keep not in self._powers:
-                self._powers[keep] = tilt_powers(self._theta, int(self.sizes.max()), keep)
-            self._leaves[kind, keep] = tilted_leaf(self._types.columns[kind].tolist(), self._powers[keep], keep)
-        return self._leaves[kind, keep]
+    def leaves(self, keep: int) -> list[Bounds]:
+        """Bounds (``keep`` bits) of the tilted polynomial of every leaf column, used or not (cached): as many
+        as the public sizes say, whatever the counts."""
+        if keep not in self._leaves:
+            powers = tilt_powers(self._theta, int(self.sizes.max()), keep)
+            self._leaves[keep] = leaf_bounds(self._types.columns, powers, keep)
+        return self._leaves[keep]
 
     def bounds(self, start: int, stop: int, keep: int) -> Bounds:
         """Fixed-point bounds (``keep`` bits) of the tilted ``prod_{start <= g < stop} f_g`` (cached)."""
         if (keep, start, stop) not in self._bounds:
             if stop - start == 1:
-                node = self.leaf(int(self._types.of_group[start]), keep)
+                node = self.leaves(keep)[int(self._types.of_group[start])]
             else:
                 mid = (start + stop) // 2
                 node = bounds_product(self.bounds(start, mid, keep), self.bounds(mid, stop, keep), keep,
@@ -275,14 +274,19 @@ class GroupTotalSampler:
                                                  width))
         return self._exact[start, stop]
 
-    def exact_weights(self, start: int, stop: int, target: int) -> list[int]:
+    def exact_weights(self, start: int, stop: int, target: int) -> tuple[list[int], int]:
         """The exact weights ``f_L[a] f_R[target - a]`` of the splits of node ``start..stop-1``, for every
-        degree ``a`` of the left child, between two entries of weight 0 (the layout of :func:`split_sums`)."""
+        degree ``a`` of the left child, between two entries of weight 0 (the layout of :func:`split_sums`),
+        each plus the offset returned: every factor is read plus ``lead`` (above every coefficient, so
+        that the operands have one length) and the cross terms are subtracted."""
         mid = (start + stop) // 2
         left, right = self.exact_polynomial(start, mid), self.exact_polynomial(mid, stop)
+        lead = 1 << (64 * max(left.width, right.width))
         values, degrees = right.values(), target - np.arange(left.count)
         inside = (degrees >= 0) & (degrees < right.count)
-        return [0, *(left.values() * np.where(inside, values[np.clip(degrees, 0, right.count - 1)], 0)), 0]
+        factor, other = left.values() + lead, values[np.clip(degrees, 0, right.count - 1)] * inside + lead
+        offset = lead * lead
+        return [offset, *(factor * other + 2 * offset - lead * (factor + other)), offset], offset
 
     def _split(self, start: int, mid: int, stop: int, target: int, source: RandomBits, tally: list) -> int:
         """How much of ``target`` goes to groups ``start..mid-1``: each level of bounds, then exactly."""
@@ -296,13 +300,13 @@ class GroupTotalSampler:
             if a is not None and 0 < a <= left.low.count:  # (not an entry for the degrees outside the window)
                 return left.start + a - 1
             tally[1] += 1
-        weights = self.exact_weights(start, stop, target)
-        a, bound = choose(weights, weights, u, bits)
+        weights, offset = self.exact_weights(start, stop, target)
+        a, bound = choose(weights, weights, u, bits, offset)
         tally[2] += bound if self.settings.method == "exact" else 0.0
         while a is None:
             extra = self.settings.extend_bits
             u, bits, tally[0] = (u << extra) | source.bits(extra), bits + extra, tally[0] + 1
-            a = choose(weights, weights, u, bits)[0]
+            a = choose(weights, weights, u, bits, offset)[0]
         return a - 1
 
     def draw_with_report(self, rng: object = None) -> tuple[np.ndarray, DrawReport]:
@@ -335,7 +339,8 @@ class GroupTotalSampler:
         weight, G = math.prod(int(column[v]) for column, v in zip(columns, y.tolist(), strict=True)), len(y)
         if G == 1:  # y = x, the only output
             return Fraction(1)
-        return Fraction(weight, int(sum(self.exact_weights(0, G, self.total))))
+        weights, offset = self.exact_weights(0, G, self.total)
+        return Fraction(weight, int(sum(weights)) - len(weights) * offset)
 
 
 def draw_partitioned(mechanisms: Sequence[Mechanism], counts: object, partition_labels: object,

@@ -26,7 +26,6 @@ import numpy as np
 
 WORD = 64
 _ONE = np.uint64(1)
-_FAR = 1 << 62  # below any bit position a leaf can have
 
 
 def words_for(bits: int) -> int:
@@ -166,31 +165,5 @@ def bounds_product(left: Bounds, right: Bounds, bits: int, length: int) -> Bound
                   left.count + right.count - 1, radius, (left.mass * right.mass) >> drop)
 
 
-def tilt_powers(theta: tuple[int, int], degree: int, bits: int) -> tuple[list, list]:
-    """Lower and upper bounds of ``theta**y`` for ``y = 0..degree``, ``theta = num / 2**shift``: pairs
-    ``(m, e)`` meaning ``m 2**e``, each product rounded down (up) to ``bits + 16`` bits."""
-    num, shift = theta
-    lo, hi, precision = [(1, 0)], [(1, 0)], bits + 16
-    for _ in range(degree):
-        (ml, el), (mh, eh) = lo[-1], hi[-1]
-        ml, mh = ml * num, mh * num
-        dl, dh = max(0, ml.bit_length() - precision), max(0, mh.bit_length() - precision)
-        lo.append((ml >> dl, el + dl - shift))
-        hi.append((-(-mh >> dh), eh + dh - shift))
-    return lo, hi
-
-
-def tilted_leaf(column: Sequence[int], powers: tuple[list, list], bits: int) -> Bounds:
-    """Fixed-point bounds of ``W[y, x] theta**y`` (directed rounding on :func:`tilt_powers`' bounds), scaled
-    so that the largest upper bound has ``bits`` bits; its window is the whole column."""
-    lo = [(c * m, e) for c, (m, e) in zip(column, powers[0], strict=False)]
-    hi = [(c * m, e) for c, (m, e) in zip(column, powers[1], strict=False)]
-    scale = bits - max(v.bit_length() + e - (v == 0) * _FAR for v, e in hi)  # (zeros never the largest)
-    low = [(v << max(e + scale, 0)) >> max(-e - scale, 0) for v, e in lo]
-    high = [-((-(v << max(e + scale, 0))) >> max(-e - scale, 0)) for v, e in hi]
-    return Bounds(pack(low, words_for(bits)), 0, len(low), max(h - v for v, h in zip(low, high, strict=True)),
-                  sum(low))
-
-
 __all__ = ["WORD", "Bounds", "Packed", "as_integer", "bounds_product", "largest", "magnitudes", "multiply", "pack",
-           "placement", "shifted", "tilt_powers", "tilted_leaf", "top_bits", "words_for"]
+           "placement", "shifted", "top_bits", "words_for"]
