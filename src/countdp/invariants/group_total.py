@@ -64,7 +64,7 @@ class GroupTotalSettings:
     split; ``extend_bits``: bits added when ``U`` is too coarse.  ``tilt_steps``: bisection steps for
     ``log2 theta`` within ``+-tilt_range``.  ``window_points``: values of ``lambda`` on each side of 0
     for the windows' Chernoff bound; ``window_slack``: how much wider than the public counts need a
-    window is (:mod:`countdp.invariants.windows`).
+    window is (:mod:`countdp.invariants.windows`; below 1, narrower: still exact, refined more often).
     """
 
     method: str = "lazy"
@@ -81,8 +81,8 @@ class GroupTotalSettings:
             raise ValueError(f"method must be 'lazy' or 'exact', got {self.method!r}")
         if not self.digits or min(self.digits) < 1 or min(self.draw_bits, self.extend_bits) < 1:
             raise ValueError("digits must be a non-empty tuple of positive ints; draw_bits, extend_bits >= 1")
-        if self.window_points < 1 or not self.window_slack >= 1:
-            raise ValueError("window_points must be >= 1 and window_slack >= 1")
+        if self.window_points < 1 or not self.window_slack > 0:
+            raise ValueError("window_points must be >= 1 and window_slack > 0")
 
     @staticmethod
     def precision(digits: int) -> int:

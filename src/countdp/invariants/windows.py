@@ -116,7 +116,7 @@ class Windows:
         _, head, of_group = np.unique(kinds * (int(counts.max()) + 1) + counts, return_index=True,
                                       return_inverse=True)  # (mechanism, public count) pairs: public
         logw = log_weights([np.asarray(mechanisms[g].column(int(counts[g])), dtype=np.int64) for g in head])
-        theta = tilt(logw, np.bincount(of_group, minlength=len(head)), total, steps, span)
+        self.theta = theta = tilt(logw, np.bincount(of_group, minlength=len(head)), total, steps, span)
         grid = np.geomspace(1e-7, 64.0, points)
         self.lambdas, self.slack, self.points = np.concatenate([-grid[::-1], [0.0], grid]), slack, points
         self.cgf, self.mean = cumulants(logw + math.log(theta) * np.arange(logw.shape[1]), self.lambdas)
