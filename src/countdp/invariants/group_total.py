@@ -6,26 +6,31 @@ Group ``g`` has a certified mechanism (:class:`~countdp.values.mechanism.Mechani
 (Section 2.2, equation 2.3), without MCMC.
 
 **Method.**  Leaf polynomials ``f_g(z) = sum_y W_g[y, x_g] z^y``; a node of a balanced binary tree
-holds the product of its children's, by Kronecker substitution in fixed-width decimal slots, as
-:class:`decimal.Decimal` integers (libmpdec's transform multiplication beats Python's ints) in a
-context that traps any rounding.  Top down, a node told to total ``s`` gives ``a`` to its left child
-with weight ``f_L[a] f_R[s - a]``: the inverse CDF at a uniform real ``U`` of which ``draw_bits``
-bits are read, taken only when integer comparisons show that every weight consistent with what is
-known puts all of ``U``'s dyadic interval in one step; otherwise more is learnt (bits of ``U``,
-finer weights).  So every split has its exact probability and no float enters a decision.  The
-weights are known (``method``) exactly (``"exact"``: ``(sum n_g) K G`` digits, a few hundred groups
-at most) or (``"lazy"``) as integer lower bounds plus a radius for the tilted ``f_g(theta z)``, in
-fixed point with ``digits[0]`` significant digits, refined to the next ``digits`` and at last to the
-exact polynomials for a split they cannot decide.  The tilt scales a node's split weights by the
-same ``theta**s`` (no probability changes); it centres the product on ``T``, where precision is
-needed.  For the same random bits both methods return the same output.
+holds the product of its children's, by Kronecker substitution in slots of 64-bit words, one product
+of two GMP integers (:mod:`countdp.invariants.packed`).  Top down, a node told to total ``s`` gives
+``a`` to its left child with weight ``f_L[a] f_R[s - a]``: the inverse CDF at a uniform real ``U`` of
+which ``draw_bits`` bits are read, taken only when integer comparisons show that every weight
+consistent with what is known puts all of ``U``'s dyadic interval in one step; otherwise more is
+learnt (bits of ``U``, finer weights).  So every split has its exact probability and no float enters
+a decision.  The weights are known (``method``) exactly (``"exact"``: ``(sum n_g) K G`` bits, a few
+hundred groups at most) or (``"lazy"``) as integer lower bounds plus a radius for the tilted
+``f_g(theta z)``, in fixed point with as many bits as ``digits[0]`` significant digits need, refined
+to the next ``digits`` and at last to the exact polynomials for a split they cannot decide.  The tilt
+scales a node's split weights by the same ``theta**s`` (no probability changes); it centres the
+product on ``T``, where precision is needed.  A node's bounds keep a *window* of degrees whose length
+is fixed by the sizes (:mod:`countdp.invariants.windows`: about ``n sqrt(g bits)`` for ``g`` groups of
+size ``n``, where the full product has ``g n + 1`` coefficients), long enough for every coefficient
+the precision keeps, whatever the counts.  A split's weights and their running sums are numpy limbs
+(:mod:`countdp.invariants.limbs`), of which a bisection reads a few.  For the same random bits both
+methods return the same output.
 
 **What the work depends on.**  The number of every operation is fixed by the group sizes, ``K``, ``T``
-and the settings (branch-free tilt steps, ``n_g + 1`` products per leaf, packed operands behind a
-sentinel digit, ``draw_bits`` bits and every index and both tests per split, its ints offset to one
-length).  Left to the data: (1) operand magnitudes (leaves' Decimal products, radii, masses, exact
-polynomials), so an operation's time, weakly (tests/invariants/test_draw_work.py); (2) bits of ``U``
-read near a step and (3) refinements of ambiguous bounds, counted and bounded by the draw's report.
+and the settings (branch-free tilt steps, every leaf column of the partition's table, packed operands
+behind a sentinel limb, windows of public lengths, ``draw_bits`` bits and a bisection of a fixed number
+of steps per split, its running sums offset to one length).  Left to the data: (1) operand magnitudes
+(radii, masses, exact polynomials) and where a window sits, so an operation's time, weakly
+(tests/invariants/test_draw_work.py); (2) bits of ``U`` read near a step and (3) refinements of
+ambiguous bounds, counted and bounded by the draw's report.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from countdp.invariants.packed import (
     pack,
     words_for,
 )
-from countdp.invariants.windows import Windows, leaf_types, log_weights, tilt
+from countdp.invariants.windows import leaf_types, log_weights, tilt, window_lengths
 from countdp.privacy.sampling import SystemRandomSource, uniform_draw
 from countdp.values.mechanism import Mechanism, narrow_mechanisms
 
@@ -62,9 +67,10 @@ class GroupTotalSettings:
     the significant decimal digits per node of each level of bounds (held in as many bits as such a
     number needs), tried in turn before the exact polynomials.  ``draw_bits``: bits of ``U`` read per
     split; ``extend_bits``: bits added when ``U`` is too coarse.  ``tilt_steps``: bisection steps for
-    ``log2 theta`` within ``+-tilt_range``.  ``window_points``: values of ``lambda`` on each side of 0
-    for the windows' Chernoff bound; ``window_slack``: how much wider than the public counts need a
-    window is (:mod:`countdp.invariants.windows`; below 1, narrower: still exact, refined more often).
+    ``log2 theta`` within ``+-tilt_range``.  ``window_slack``: a node's window as a multiple of the
+    length that holds every coefficient its precision keeps, for any counts
+    (:func:`countdp.invariants.windows.window_lengths`; below 1 it leaves some out: still exact, refined
+    more often).
     """
 
     method: str = "lazy"
@@ -73,16 +79,15 @@ class GroupTotalSettings:
     extend_bits: int = 64
     tilt_steps: int = 48
     tilt_range: float = 64.0
-    window_points: int = 200
-    window_slack: float = 1.5
+    window_slack: float = 1.0
 
     def __post_init__(self) -> None:
         if self.method not in ("lazy", "exact"):
             raise ValueError(f"method must be 'lazy' or 'exact', got {self.method!r}")
         if not self.digits or min(self.digits) < 1 or min(self.draw_bits, self.extend_bits) < 1:
             raise ValueError("digits must be a non-empty tuple of positive ints; draw_bits, extend_bits >= 1")
-        if self.window_points < 1 or not self.window_slack > 0:
-            raise ValueError("window_points must be >= 1 and window_slack > 0")
+        if not self.window_slack > 0:
+            raise ValueError("window_slack must be > 0")
 
     @staticmethod
     def precision(digits: int) -> int:
@@ -219,8 +224,6 @@ class GroupTotalSampler:
             theta = tilt(log_weights(self._types.columns), multiplicity, self.total, settings.tilt_steps,
                          settings.tilt_range).as_integer_ratio()
             self._theta = (theta[0], theta[1].bit_length() - 1)  # num / 2**shift
-            self._windows = Windows(self.mechanisms, self.sizes, self.total, settings.tilt_steps, settings.tilt_range,
-                                    settings.window_points, settings.window_slack)
             keep = settings.precision(settings.digits[0])
             self.bounds(0, G // 2, keep), self.bounds(G // 2, G, keep)
 
@@ -235,11 +238,10 @@ class GroupTotalSampler:
         return np.array(out, dtype=np.int64).reshape(-1, 2)
 
     def window(self, start: int, stop: int, keep: int) -> int:
-        """The window length of node ``start..stop-1`` at ``keep`` bits (all nodes computed at once, by chunks)."""
+        """The window length of node ``start..stop-1`` at ``keep`` bits (all nodes computed at once)."""
         if keep not in self._lengths:
-            nodes, lengths = self._nodes(), []
-            for chunk in range(0, len(nodes), 4096):
-                lengths += self._windows.lengths(nodes[chunk:chunk + 4096], keep).tolist()
+            nodes = self._nodes()
+            lengths = window_lengths(self.sizes, nodes, keep, self.settings.window_slack).tolist()
             self._lengths[keep] = dict(zip(map(tuple, nodes.tolist()), lengths, strict=True))
         return self._lengths[keep][start, stop]
 

@@ -156,11 +156,14 @@ def bounds_product(left: Bounds, right: Bounds, bits: int, length: int) -> Bound
               + left.radius * right.radius * min(left.count, right.count))
     drop = max(0, top_bits(product.words) - bits)
     kept = shifted(product.words, drop, words_for(bits))
-    length = min(length, product.count)
-    start = placement(magnitudes(kept), length)
-    outside = np.ones(product.count, dtype=bool)
-    outside[start:start + length] = False
-    radius = -(-radius >> drop) + (drop > 0) + largest(kept, outside)
+    radius = -(-radius >> drop) + (drop > 0)
+    if length < product.count:  # (public: the window leaves some degrees out)
+        start = placement(magnitudes(kept), length)
+        outside = np.ones(product.count, dtype=bool)
+        outside[start:start + length] = False
+        radius += largest(kept, outside)
+    else:
+        start, length = 0, product.count
     return Bounds(Packed(kept[start:start + length]), left.start + right.start + start,
                   left.count + right.count - 1, radius, (left.mass * right.mass) >> drop)
 

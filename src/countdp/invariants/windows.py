@@ -1,20 +1,19 @@
 """Where the conditioned release's fixed point is precise: the tilt, the leaves' columns, the windows.
 
 None of this changes a probability (:mod:`countdp.invariants.group_total` decides every split exactly);
-it decides how much work the certified bounds take and how often they must be refined, with floats.
+it decides how much work the certified bounds take and how often they must be refined.
 
 * :func:`leaf_types`: the column each group's leaf is.  Groups sharing a mechanism (the same object)
   with at least ``n + 1`` members share a table of its ``n + 1`` columns (a leaf per possible count,
   computed once), others get one column each; which of the two is public (the sizes), so the number
   of leaves computed does not depend on the counts.
-* :func:`tilt`: ``theta`` centring the tilted product on the total.
-* :class:`Windows`: the number of degrees a node's bounds keep.  A product of ``g`` leaves has
-  ``sum n + 1`` coefficients, but those above ``2**-bits`` of its largest span only about
-  ``sqrt(g)`` times a leaf's spread.  The length is estimated for the *public counts* (the total
-  spread over the groups in proportion to their sizes, :func:`public_counts`) by a Chernoff bound of
-  their tilted laws, so it is fixed by the sizes, the total and the settings; ``window_slack``
-  widens it for counts whose laws are wider.  Coefficients a window leaves out are not lost: they are
+* :func:`tilt`: ``theta`` centring the tilted product on the total (floats).
+* :func:`window_lengths`: the number of degrees a node's bounds keep.  A product of ``g`` leaves of
+  size ``n`` has ``g n + 1`` coefficients, but those above ``2**-bits`` of its largest lie within about
+  ``n sqrt(g bits)`` of its mean, whatever the counts (Hoeffding's inequality), so the length is fixed by
+  the sizes.  Coefficients a window leaves out (only with ``window_slack < 1``) are not lost: they are
   folded into the node's radius (:func:`countdp.invariants.packed.bounds_product`).
+* :func:`public_counts`: counts fixed by the sizes and the total alone, for the release's calibration.
 """
 
 from __future__ import annotations
@@ -89,53 +88,21 @@ def tilt(logw: np.ndarray, multiplicity: np.ndarray, total: int, steps: int, spa
     return 2.0 ** ((low + high) / 2)
 
 
-def cumulants(logw: np.ndarray, lambdas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``K(l) = log sum_y exp(logw[y] + l y)`` and its derivative (the mean at ``l``), per row and ``l``."""
-    k, mean, y = np.empty((len(logw), len(lambdas))), np.empty((len(logw), len(lambdas))), np.arange(logw.shape[1])
-    for at in range(0, len(lambdas), 16):  # (by chunks of lambda: memory)
-        z = logw[:, None, :] + lambdas[None, at:at + 16, None] * y
-        top = z.max(axis=2, keepdims=True)
-        p = np.exp(z - top)
-        mass = p.sum(axis=2)
-        k[:, at:at + 16], mean[:, at:at + 16] = np.log(mass) + top[..., 0], (p * y).sum(axis=2) / mass
-    return k, mean
+def window_lengths(sizes: np.ndarray, nodes: np.ndarray, bits: int, slack: float) -> np.ndarray:
+    """The window length of each node ``(start, stop)`` (rows of ``nodes``) at ``bits`` bits, from the sizes alone.
 
-
-class Windows:
-    """Window lengths of the nodes of a partition, from its public counts (see the module docstring).
-
-    ``points`` values of ``lambda > 0`` (and as many below 0), geometric from ``1e-7`` to ``64``; a node's
-    window runs from the mean at the first ``lambda < 0`` to that at the first ``lambda > 0`` where the
-    Chernoff exponent ``K(0) - K(l) + l K'(l)`` exceeds ``bits ln 2 + ln(count)``, times ``slack``.
+    A node's tilted law is that of a sum ``S`` of independent counts, group ``g``'s in ``0..n_g``, whatever
+    the counts and ``theta``; by Hoeffding's inequality ``P(|S - E S| >= t) <= 2 exp(-2 t**2 / sum n_g**2)``.
+    Its largest coefficient holds at least ``1 / count`` of the mass, so every coefficient more than
+    ``t = sqrt(sum n_g**2 (bits ln 2 + ln(2 count)) / 2)`` from the mean is below ``2**-bits`` of the
+    largest: the window is ``2 t + 3`` degrees (``slack`` times that; floats, only for a length), at most
+    ``count``.
     """
-
-    def __init__(self, mechanisms: Sequence, sizes: np.ndarray, total: int, steps: int, span: float,
-                 points: int, slack: float) -> None:
-        counts, first = public_counts(sizes, total), {}
-        kinds = np.array([first.setdefault(id(m), len(first)) for m in mechanisms], dtype=np.int64)
-        _, head, of_group = np.unique(kinds * (int(counts.max()) + 1) + counts, return_index=True,
-                                      return_inverse=True)  # (mechanism, public count) pairs: public
-        logw = log_weights([np.asarray(mechanisms[g].column(int(counts[g])), dtype=np.int64) for g in head])
-        self.theta = theta = tilt(logw, np.bincount(of_group, minlength=len(head)), total, steps, span)
-        grid = np.geomspace(1e-7, 64.0, points)
-        self.lambdas, self.slack, self.points = np.concatenate([-grid[::-1], [0.0], grid]), slack, points
-        self.cgf, self.mean = cumulants(logw + math.log(theta) * np.arange(logw.shape[1]), self.lambdas)
-        self.prefix = np.vstack([np.zeros(len(head), np.int64), np.cumsum(np.eye(len(head), dtype=np.int64)[of_group],
-                                                                        axis=0)])  # groups of each kind before g
-        self.ends = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
-
-    def lengths(self, nodes: np.ndarray, bits: int) -> np.ndarray:
-        """The window length of each node ``(start, stop)`` (rows of ``nodes``) at ``bits`` bits."""
-        counts = self.prefix[nodes[:, 1]] - self.prefix[nodes[:, 0]]
-        k, m = counts @ self.cgf, counts @ self.mean
-        size = self.ends[nodes[:, 1]] - self.ends[nodes[:, 0]] + 1
-        z = self.points
-        rate = k[:, [z]] - k + self.lambdas * m
-        beyond = rate >= (bits * math.log(2) + np.log(size))[:, None]
-        up, down = beyond[:, z + 1:], beyond[:, :z][:, ::-1]
-        high = np.where(up.any(axis=1), m[:, z + 1:][np.arange(len(m)), up.argmax(axis=1)], size - 1)
-        low = np.where(down.any(axis=1), m[:, :z][:, ::-1][np.arange(len(m)), down.argmax(axis=1)], 0)
-        return np.clip(np.ceil(self.slack * (high - low + 1)), 1, size).astype(np.int64)
+    ends = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.int64))])
+    squares = np.concatenate([[0], np.cumsum(np.asarray(sizes, dtype=np.float64) ** 2)])
+    count = ends[nodes[:, 1]] - ends[nodes[:, 0]] + 1
+    spread = np.sqrt((squares[nodes[:, 1]] - squares[nodes[:, 0]]) / 2 * (bits * math.log(2) + np.log(2 * count)))
+    return np.clip(np.ceil(slack * (2 * spread + 3)), 1, count).astype(np.int64)
 
 
-__all__ = ["LeafTypes", "Windows", "cumulants", "leaf_types", "log_weights", "public_counts", "tilt"]
+__all__ = ["LeafTypes", "leaf_types", "log_weights", "public_counts", "tilt", "window_lengths"]
