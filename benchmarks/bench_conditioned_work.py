@@ -6,8 +6,9 @@ with the total ``T`` either *spread* (each group its proportional share, ``publi
 *clustered* (the largest groups filled to their size, the rest 0).  Two measures:
 
 * a deterministic operation counter (:class:`WorkCounter`): Python bytecodes executed in the
-  sampler's modules (``group_total``, ``packed``, ``limbs``, ``windows``), big-number multiplications/
-  divisions (``mul``) and additions/subtractions/shifts/comparisons (``add``), int and GMP, with their
+  sampler's modules (``group_total``, ``packed``, ``leaves``, ``limbs``, ``splits``, ``windows``),
+  big-number multiplications/divisions (``mul``) and additions/subtractions/shifts/comparisons
+  (``add``), int and GMP, with their
   operands' decimal digits and machine words (``limbs``: 30-bit digits of an int, 64-bit limbs of a GMP
   integer), the rows of the numpy arrays multiplied and split (``rows``), bits of ``U`` drawn, and the
   draw's refinements and extensions;
@@ -43,7 +44,7 @@ import gmpy2
 import numpy as np
 
 from countdp.invariants import group_total as gt
-from countdp.invariants import leaves, packed, windows
+from countdp.invariants import leaves, packed, splits, windows
 from countdp.invariants import limbs as limbs_module
 from countdp.invariants.windows import public_counts
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
@@ -139,7 +140,7 @@ class Num:
     __hash__ = None
 
 
-SAMPLER = (gt, packed, limbs_module, leaves, windows)
+SAMPLER = (gt, packed, limbs_module, leaves, splits, windows)
 """The modules whose bytecodes are counted."""
 
 
@@ -188,8 +189,9 @@ class WorkCounter:
         patches = {(packed, "multiply"): self._multiply, (gt, "multiply"): self._multiply,
                    (gt, "tilt_powers"): self._tilt_powers, (gt, "leaf_bounds"): self._leaf_bounds,
                    (gt, "bounds_product"): self._bounds_product, (gt, "split_sums"): self._split_sums,
-                   (gt.Packed, "values"): self._values(), (limbs_module.Prefix, "__getitem__"): self._prefix(),
-                   (gt.RandomBits, "bits"): self._bits(), (gt, "decide"): self._decide, (gt, "choose"): self._choose}
+                   (gt, "level_sums"): self._level_sums, (gt.Packed, "values"): self._values(),
+                   (splits.Running, "__getitem__"): self._prefix(), (gt.RandomBits, "bits"): self._bits(),
+                   (gt, "decide"): self._decide}
         self._saved = {(owner, name): vars(owner)[name] for owner, name in patches}
         self._files = {module.__file__ for module in SAMPLER}
         for (owner, name), wrapper in patches.items():
@@ -203,16 +205,14 @@ class WorkCounter:
             for (owner, name), original in self._saved.items():
                 setattr(owner, name, original)
 
-    def _choose(self, low, high, u, bits, *offset):  # (u and the offset counted too)
-        return self._saved[gt, "choose"](low, high, Num(self, u), bits, *(Num(self, v) for v in offset))
-
-    def _decide(self, low, high, u, bits, offset, exact):
+    def _decide(self, low, high, u, bits, offset, exact):  # (u and the offset counted too)
         return self._saved[gt, "decide"](low, high, Num(self, u), bits, Num(self, offset), exact)
 
-    def _multiply(self, a, b, slot):
-        self.op("mul", gmpy2.mpz(1) << (64 * (a.count * slot + 1)), gmpy2.mpz(1) << (64 * (b.count * slot + 1)))
+    def _multiply(self, a, b, bits):
+        size = -(-bits // 8)
+        self.op("mul", gmpy2.mpz(1) << (8 * (a.count * size + 1)), gmpy2.mpz(1) << (8 * (b.count * size + 1)))
         self.rows += a.count + b.count
-        return self._saved[packed, "multiply"](a, b, slot)
+        return self._saved[packed, "multiply"](a, b, bits)
 
     def _bounds_product(self, left, right, bits, length):
         self.rows += length
@@ -221,6 +221,10 @@ class WorkCounter:
     def _split_sums(self, left, right, target, keep):
         self.rows += left.low.count + right.low.count
         return self._saved[gt, "split_sums"](left, right, target, keep)
+
+    def _level_sums(self, pairs, targets, keep):
+        self.rows += sum(left.low.count + right.low.count for left, right in pairs)
+        return self._saved[gt, "level_sums"](pairs, targets, keep)
 
     def _tilt_powers(self, theta, degree, bits):
         lo, hi = self._saved[gt, "tilt_powers"](theta, degree, bits)
@@ -249,7 +253,7 @@ class WorkCounter:
         counter = self
 
         def read(prefix, i):
-            return Num(counter, counter._saved[limbs_module.Prefix, "__getitem__"](prefix, i))
+            return Num(counter, counter._saved[splits.Running, "__getitem__"](prefix, i))
         return read
 
     def _bits(self):

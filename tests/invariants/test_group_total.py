@@ -197,7 +197,7 @@ def test_packed_products_are_exact_convolutions():
     for _ in range(20):
         u = [int(v) for v in rng.integers(0, 2**62, int(rng.integers(1, 30)), dtype=np.int64)]
         v = [int(w) for w in rng.integers(0, 2**62, int(rng.integers(1, 30)), dtype=np.int64)]
-        product = multiply(pack(u, 1), pack(v, 2), 3)
+        product = multiply(pack(u, 1), pack(v, 2), 129)  # (62 + 62 bits, times at most 29 terms)
         assert product.values().tolist() == np.convolve(np.array(u, dtype=object), np.array(v, dtype=object)).tolist()
 
 

@@ -45,7 +45,6 @@ from fractions import Fraction
 import numpy as np
 
 from countdp.invariants.leaves import leaf_bounds, tilt_powers
-from countdp.invariants.limbs import Prefix, from_int, from_words, limb_bits, limbs_for, products
 from countdp.invariants.packed import (
     Bounds,
     Packed,
@@ -54,6 +53,7 @@ from countdp.invariants.packed import (
     pack,
     words_for,
 )
+from countdp.invariants.splits import choose, decide, level_sums, split_sums
 from countdp.invariants.windows import leaf_types, log_weights, tilt, window_lengths
 from countdp.privacy.sampling import SystemRandomSource, uniform_draw
 from countdp.values.mechanism import Mechanism, narrow_mechanisms
@@ -124,70 +124,6 @@ class RandomBits:
         for take in [62] * (count // 62) + [count % 62] * bool(count % 62):
             value = (value << take) | uniform_draw(self.rng, take)
         return value
-
-
-def choose(low: Sequence, high: Sequence, u: int, bits: int, offset: int = 0) -> tuple[int | None, float]:
-    """The index ``a`` of the inverse CDF at ``U`` in ``[u, u + 1) / 2**bits`` if the weight bounds
-    decide it (else ``None``), and an upper bound on the probability over ``U`` that they do not
-    (:func:`decide` on the running sums; exact weights are passed as ``low is high``)."""
-    p_lo, p_hi = (list(itertools.accumulate(w, initial=offset)) for w in (low, high))  # offset + sums before
-    return decide(p_lo, p_hi, u, bits, offset, low is high)
-
-
-def decide(p_lo: Sequence, p_hi: Sequence, u: int, bits: int, offset: int, exact: bool) -> tuple[int | None, float]:
-    """:func:`choose` from the running sums of the weights' bounds (``p[i]``: ``offset`` plus the first ``i``
-    weights, each weight plus ``offset``; ``n + 1`` sums for ``n`` weights).
-
-    ``a`` is the smallest index with ``S_a > U S`` (``S_a`` cumulative weights, ``S`` the total), taken
-    only if ``(u + 1) R_a <= (2**bits - u - 1) S_a`` (so ``U S < S_a``) and ``u R_{a-1} >= (2**bits - u)
-    S_{a-1}`` (so ``S_{a-1} <= U S``) hold for every weight within its bounds, ``R`` the weight above an
-    index.  The first test holds from some index on (the weights are non-negative; it holds at the
-    last), which bisection finds in ``n.bit_length()`` steps whatever the weights.  The offsets are
-    moved to the other side of each test (operands of one length).  The step after ``a`` lies in an
-    interval of width at most ``((S^hi_a - S^lo_a) + (S^hi - S^lo)) / S^lo``; over every ``a`` (the first
-    term grows with ``a``) at most ``(2n + 1)(S^hi - S^lo) / S^lo``, met by ``U`` with that probability
-    plus ``2n / 2**bits``.
-    """
-    n = len(p_lo) - 1
-    total_lo, total_hi, full = p_lo[n], p_hi[n], 1 << bits
-    first, last = 0, n - 1
-    for _ in range(n.bit_length()):
-        i = (first + last) // 2
-        below = ((u + 1) * (total_hi - p_hi[i + 1]) + (full - u - 1) * ((i + 2) * offset)
-                 <= (u + 1) * ((n - i - 1) * offset) + (full - u - 1) * p_lo[i + 1])
-        first, last = ((i + 1, last), (first, i))[below]
-    a, bound, true_lo = first, min(1.0, 2 * n / full), total_lo - (n + 1) * offset
-    if not exact:  # (exact weights: only U's width)
-        bound = min(1.0, (2 * n + 1) * (total_hi - total_lo) / true_lo + bound) if true_lo else 1.0
-    decided = (u * (total_lo - p_lo[a]) + (full - u) * ((a + 1) * offset)
-               >= u * ((n - a) * offset) + (full - u) * p_hi[a])
-    return (a, bound) if (a == 0) | decided else (None, bound)
-
-
-def split_sums(left: Bounds, right: Bounds, target: int, keep: int) -> tuple[Prefix, Prefix, int]:
-    """Running sums (lower, upper) of the bounds of the weights ``f_L[a] f_R[target - a]`` of a split, and
-    the offset ``2**(2 keep)`` that each weight comes plus (operands of one length in :func:`decide`).
-
-    The weights are those of the degrees ``a`` of ``left``'s window in order, between two entries for
-    the degrees outside it (below, above; each weighs at least 0 and at most their total, ``r_L (mass_R
-    + count_R r_R)``).  A degree of ``right`` outside its window has low 0 and high ``r_R`` (0 outside
-    ``0..count_R - 1``).  Numpy limbs (:mod:`countdp.invariants.limbs`) of a length fixed by ``keep``
-    (unless a radius outgrows ``2**keep``).
-    """
-    degrees = target - left.start - np.arange(left.low.count)  # right's degree for each of left's
-    rows, valid = degrees - right.start, ((degrees >= 0) & (degrees < right.count))[:, None]
-    inside = ((rows >= 0) & (rows < right.low.count))[:, None]
-    width, m = limb_bits(max(keep, left.radius.bit_length(), right.radius.bit_length()) + 1)
-    low_l = from_words(left.low.words, m, width)
-    low_r = from_words(right.low.words, m, width)[np.clip(rows, 0, right.low.count - 1)] * inside
-    high_l, high_r = low_l + from_int(left.radius, m, width), low_r + from_int(right.radius, m, width) * valid
-    offset, rest = 1 << (2 * keep), left.radius * (right.mass + right.count * right.radius)
-    count = max(2 * m, limbs_for((rest + offset).bit_length(), width)) + 1
-    base, outside = from_int(offset, count, width), from_int(rest + offset, count, width)
-    low, high = (np.empty((left.low.count + 3, count), dtype=np.int64) for _ in range(2))
-    low[[0, 1, -1]], high[0], high[[1, -1]] = base, base, outside  # (row 0: the initial sum, offset)
-    low[2:-1], high[2:-1] = products(low_l, low_r, count, width) + base, products(high_l, high_r, count, width) + base
-    return Prefix(low, width), Prefix(high, width), offset
 
 
 def _validated(mechanisms: Sequence[Mechanism], counts: object) -> tuple[list[Mechanism], np.ndarray]:
@@ -268,12 +204,12 @@ class GroupTotalSampler:
     def exact_polynomial(self, start: int, stop: int) -> Packed:
         """The exact polynomial ``prod_{start <= g < stop} f_g`` (built once, cached)."""
         if (start, stop) not in self._exact:
-            width = words_for(sum(m.K for m in self.mechanisms[start:stop]) + 1)  # (coefficients <= 2**sum K)
+            bits = sum(m.K for m in self.mechanisms[start:stop]) + 1  # (coefficients <= 2**sum K)
             mid = (start + stop) // 2
-            self._exact[start, stop] = (pack(self._types.columns[self._types.of_group[start]].tolist(), width)
+            self._exact[start, stop] = (pack(self._types.columns[self._types.of_group[start]].tolist(), words_for(bits))
                                         if stop - start == 1 else
                                         multiply(self.exact_polynomial(start, mid), self.exact_polynomial(mid, stop),
-                                                 width))
+                                                 bits))
         return self._exact[start, stop]
 
     def exact_weights(self, start: int, stop: int, target: int) -> tuple[list[int], int]:
@@ -290,40 +226,51 @@ class GroupTotalSampler:
         offset = lead * lead
         return [offset, *(factor * other + 2 * offset - lead * (factor + other)), offset], offset
 
-    def _split(self, start: int, mid: int, stop: int, target: int, source: RandomBits, tally: list) -> int:
-        """How much of ``target`` goes to groups ``start..mid-1``: each level of bounds, then exactly."""
+    def _split(self, start: int, mid: int, stop: int, target: int, sums: tuple | None, source: RandomBits,
+               tally: list) -> int:
+        """How much of ``target`` goes to groups ``start..mid-1``: each level of bounds (the first one's running
+        sums ``sums`` computed with the split's level of the tree), then exactly."""
         bits, u = self.settings.draw_bits, source.bits(self.settings.draw_bits)
         for level, digits in enumerate(self.settings.digits if self.settings.method == "lazy" else ()):
             keep = self.settings.precision(digits)
             left, right = self.bounds(start, mid, keep), self.bounds(mid, stop, keep)
-            low, high, offset = split_sums(left, right, target, keep)
+            low, high, offset = sums if level == 0 else split_sums(left, right, target, keep)
             a, bound = decide(low, high, u, bits, offset, False)
             tally[2] += bound if level == 0 else 0.0
             if a is not None and 0 < a <= left.low.count:  # (not an entry for the degrees outside the window)
                 return left.start + a - 1
             tally[1] += 1
         weights, offset = self.exact_weights(start, stop, target)
-        a, bound = choose(weights, weights, u, bits, offset)
+        sums = list(itertools.accumulate(weights, initial=offset))
+        a, bound = decide(sums, sums, u, bits, offset, True)
         tally[2] += bound if self.settings.method == "exact" else 0.0
         while a is None:
             extra = self.settings.extend_bits
             u, bits, tally[0] = (u << extra) | source.bits(extra), bits + extra, tally[0] + 1
-            a = choose(weights, weights, u, bits, offset)[0]
+            a = decide(sums, sums, u, bits, offset, True)[0]
         return a - 1
 
     def draw_with_report(self, rng: object = None) -> tuple[np.ndarray, DrawReport]:
         """One release and its :class:`DrawReport`.  ``rng``: ``None`` (OS secure source, for real
-        data), a numpy ``Generator`` (seeded, for experiments), or a :class:`RandomBits`."""
+        data), a numpy ``Generator`` (seeded, for experiments), or a :class:`RandomBits`.
+
+        The tree is walked a level at a time: the first bounds' running sums of every split of a level
+        are computed at once (:func:`~countdp.invariants.splits.level_sums`), then each split reads its
+        bits, left to right."""
         source, tally = (rng if isinstance(rng, RandomBits) else RandomBits(rng)), [0, 0, 0.0]
-        out, stack = np.zeros(len(self.mechanisms), dtype=np.int64), [(0, len(self.mechanisms), self.total)]
-        while stack:
-            start, stop, target = stack.pop()
-            if stop - start == 1:
+        out, level = np.zeros(len(self.mechanisms), dtype=np.int64), [(0, len(self.mechanisms), self.total)]
+        lazy, keep = self.settings.method == "lazy", self.settings.precision(self.settings.digits[0])
+        while level:
+            for start, _, target in (node for node in level if node[1] - node[0] == 1):
                 out[start] = target
-                continue
-            mid = (start + stop) // 2
-            a = self._split(start, mid, stop, target, source, tally)
-            stack += [(mid, stop, target - a), (start, mid, a)]  # the left child first
+            splits = [(start, (start + stop) // 2, stop, target) for start, stop, target in level if stop - start > 1]
+            pairs = [(self.bounds(start, mid, keep), self.bounds(mid, stop, keep)) for start, mid, stop, _ in splits
+                     ] if lazy else []
+            sums = level_sums(pairs, [t for *_, t in splits], keep) if pairs else iter([None] * len(splits))
+            level = []
+            for (start, mid, stop, target), first in zip(splits, sums, strict=True):
+                a = self._split(start, mid, stop, target, first, source, tally)
+                level += [(start, mid, a), (mid, stop, target - a)]
         return out, DrawReport(tally[0], tally[1], tally[2])
 
     def draw(self, rng: object = None) -> np.ndarray:
@@ -366,4 +313,4 @@ def draw_partitioned(mechanisms: Sequence[Mechanism], counts: object, partition_
 
 
 __all__ = ["DrawReport", "GroupTotalSampler", "GroupTotalSettings", "RandomBits", "choose", "decide",
-           "draw_partitioned", "split_sums"]
+           "draw_partitioned", "level_sums", "split_sums"]

@@ -7,7 +7,7 @@ then a bisection reads a few of the sums.  Held as ``(rows, m)`` int64 arrays of
 by public sizes.  :func:`limb_bits` picks ``b`` so that nothing overflows: factors whose limbs are
 below ``2**(b+1)`` (a carried number plus another) have limb products below ``2**(2b+2)``, and ``m``
 of them sum below ``2**63``; after carrying (limbs back below ``2**b``), a running sum of ``n`` rows
-stays below ``2**63`` for ``n < 2**(62-b)``.  Only the sums the bisection reads become Python integers.
+stays below ``2**63`` for ``n < 2**(62-b)``.  Only the sums a bisection reads become Python integers.
 """
 
 from __future__ import annotations
@@ -69,18 +69,4 @@ def products(a: np.ndarray, b: np.ndarray, count: int, width: int) -> np.ndarray
     return carried(out, width)
 
 
-class Prefix:
-    """Running sums of rows of ``width``-bit limbs, the first row the initial value: ``self[i]`` is the sum of
-    rows ``0..i``, a Python integer."""
-
-    def __init__(self, rows: np.ndarray, width: int) -> None:
-        self.sums, self.width = np.cumsum(rows, axis=0), width
-
-    def __getitem__(self, i: int) -> int:
-        return to_int(self.sums[i], self.width)
-
-    def __len__(self) -> int:
-        return self.sums.shape[0]
-
-
-__all__ = ["Prefix", "carried", "from_int", "from_words", "limb_bits", "limbs_for", "products", "to_int"]
+__all__ = ["carried", "from_int", "from_words", "limb_bits", "limbs_for", "products", "to_int"]

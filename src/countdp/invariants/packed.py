@@ -4,8 +4,8 @@ The conditioned release (:mod:`countdp.invariants.group_total`) multiplies the g
 polynomials, exactly or as certified fixed-point bounds.  A coefficient is held as ``width`` 64-bit
 words, least significant first (a ``(count, width)`` array of ``uint64``), so that packing, shifting
 and comparing are numpy operations on arrays whose shape is fixed by public sizes.  A product is one
-multiplication of two big integers (Kronecker substitution: the polynomial evaluated at ``2**(64 s)``
-with slots of ``s`` words that hold every coefficient of the product), done by GMP (:mod:`gmpy2`):
+multiplication of two big integers (Kronecker substitution: the polynomial evaluated at ``2**(8 s)``
+with slots of ``s`` bytes that hold every coefficient of the product), done by GMP (:mod:`gmpy2`):
 near-linear in the operands' length, exact.
 
 :class:`Bounds` hold a polynomial to ``bits`` significant bits: every coefficient lies in
@@ -61,27 +61,33 @@ def pack(coefficients: Sequence[int], width: int) -> Packed:
     return Packed(np.frombuffer(data, dtype="<u8").reshape(len(coefficients), width))
 
 
-def as_integer(a: Packed, slot: int) -> gmpy2.mpz:
-    """``a`` evaluated at ``2**(64 slot)``, plus a sentinel ``2**(64 slot count)`` above it, so that the number
-    has the same length whatever the coefficients."""
-    buffer = np.zeros(a.count * slot + 1, dtype="<u8")
-    buffer[:-1].reshape(a.count, slot)[:, :a.width] = a.words
+def as_integer(a: Packed, size: int) -> gmpy2.mpz:
+    """``a`` evaluated at ``2**(8 size)`` (slots of ``size`` bytes, which hold every coefficient), plus a
+    sentinel ``2**(8 size count)`` above it, so that the number has the same length whatever the
+    coefficients."""
+    buffer = np.zeros(a.count * size + 1, dtype=np.uint8)
+    take = min(size, 8 * a.width)
+    buffer[:-1].reshape(a.count, size)[:, :take] = a.words.view(np.uint8).reshape(a.count, 8 * a.width)[:, :take]
     buffer[-1] = 1
     return gmpy2.mpz.from_bytes(buffer.tobytes(), "little")
 
 
-def multiply(a: Packed, b: Packed, slot: int) -> Packed:
-    """The product polynomial, exactly, in ``slot`` words per coefficient (which must hold every coefficient).
+def multiply(a: Packed, b: Packed, bits: int) -> Packed:
+    """The product polynomial, exactly, in ``words_for(bits)`` words per coefficient; ``bits`` must hold every
+    coefficient of the product (and of the factors).
 
-    The operands carry their sentinels (:func:`as_integer`), ``A + 2**La`` and ``B + 2**Lb``, whose
-    cross terms are subtracted: ``AB = (A+a)(B+b) - (A+a)b - (B+b)a + ab``.
+    The factors are packed in slots of ``ceil(bits / 8)`` bytes behind their sentinels
+    (:func:`as_integer`), ``A + 2**La`` and ``B + 2**Lb``, whose cross terms are subtracted:
+    ``AB = (A+a)(B+b) - (A+a)b - (B+b)a + ab``.
     """
-    la, lb = WORD * slot * a.count, WORD * slot * b.count
-    A, B = as_integer(a, slot), as_integer(b, slot)
+    size, count = -(-bits // 8), a.count + b.count - 1
+    la, lb = 8 * size * a.count, 8 * size * b.count
+    A, B = as_integer(a, size), as_integer(b, size)
     product = A * B - (A << lb) - (B << la) + (gmpy2.mpz(1) << (la + lb))
-    count = a.count + b.count - 1
-    data = product.to_bytes(8 * slot * count, "little")
-    return Packed(np.frombuffer(data, dtype="<u8").reshape(count, slot))
+    data = np.frombuffer(product.to_bytes(size * count, "little"), dtype=np.uint8).reshape(count, size)
+    out = np.zeros((count, 8 * words_for(bits)), dtype=np.uint8)
+    out[:, :size] = data
+    return Packed(out.view("<u8"))
 
 
 def top_bits(words: np.ndarray) -> int:
@@ -150,8 +156,7 @@ def bounds_product(left: Bounds, right: Bounds, bits: int, length: int) -> Bound
     (floor) so that the largest keeps ``bits`` bits, the radius becomes ``ceil(radius / 2**d) + 1``, and
     the rows outside the window (placed where what it leaves out is smallest) add their largest to it.
     """
-    slot = words_for(2 * bits + min(left.low.count, right.low.count).bit_length())
-    product = multiply(left.low, right.low, slot)
+    product = multiply(left.low, right.low, 2 * bits + min(left.low.count, right.low.count).bit_length())
     radius = (right.radius * left.mass + left.radius * right.mass
               + left.radius * right.radius * min(left.count, right.count))
     drop = max(0, top_bits(product.words) - bits)
