@@ -11,7 +11,8 @@ most ``--baseline-up-to`` groups times size, each within ``--baseline-timeout`` 
 
 Part 2 (``--cli``): ``countdp release --invariant total`` on a generated CSV of ``G`` groups of size
 200 (EM at 9/10), as a new process: what a curator waits for (the calibration draw on public counts,
-the real draw padded to twice its time, the guarantee, the files).
+the real draw padded to twice its time, the guarantee, the files): wall time, the process's CPU time
+(``RUSAGE_CHILDREN``; the padding sleeps) and peak RSS.
 
     .venv/bin/python benchmarks/bench_conditioned.py --old-src ../base/src
     .venv/bin/python benchmarks/bench_conditioned.py --old-src ../base/src --points 1000x200,10000x200 --cli 10000
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -93,13 +95,16 @@ def cli_run(src: Path, table: Path, out: Path, timeout: float) -> dict:
     """``countdp release --invariant total`` as a new process on ``src``."""
     arguments = ["release", "--input", str(table), "--count-column", "c", "--size-column", "n", "--keep", "id,n",
                  "--mechanism", "EM", "--alpha", "9/10", "--invariant", "total", "--out", str(out)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     run = run_child([sys.executable, "-c", CLI, *arguments], src, timeout=timeout)
-    return {**run, "ok": run["code"] == 0 and not run["killed"]}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return {**run, "cpu": cpu, "ok": run["code"] == 0 and not run["killed"]}
 
 
 def part_two(args: argparse.Namespace) -> None:
     print(f"\n## `countdp release --invariant total`, groups of size 200 (load {os.getloadavg()[0]:.1f})\n")
-    print("| G | code | wall s | peak MB | old / new |\n|---|---|---|---|---|")
+    print("| G | code | wall s | CPU s | peak MB | old / new: wall, CPU |\n|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         for groups in args.cli:
             table = Path(folder) / f"t{groups}.csv"
@@ -111,9 +116,9 @@ def part_two(args: argparse.Namespace) -> None:
                 runs["old"] = cli_run(args.old_src, table, Path(folder) / "old.csv", args.baseline_timeout)
             for code, run in runs.items():
                 wall = f"{run['wall']:.1f}" if run["ok"] else ("timeout" if run["killed"] else "failed")
-                ratio = (f"{run['wall'] / runs['new']['wall']:.1f}" if code == "old" and run["ok"]
-                         and runs["new"]["ok"] else "")
-                print(f"| {groups:,} | {code} | {wall} | {run['rss']:.0f} | {ratio} |", flush=True)
+                ratio = (f"{run['wall'] / runs['new']['wall']:.1f}, {run['cpu'] / runs['new']['cpu']:.1f}"
+                         if code == "old" and run["ok"] and runs["new"]["ok"] else "")
+                print(f"| {groups:,} | {code} | {wall} | {run['cpu']:.1f} | {run['rss']:.0f} | {ratio} |", flush=True)
 
 
 def main() -> None:
