@@ -5,10 +5,12 @@ release does it) on partitions of ``G`` groups of mixed sizes (GM and EM, alpha 
 with the total ``T`` either *spread* (each group its proportional share, ``public_counts``) or
 *clustered* (the largest groups filled to their size, the rest 0).  Two measures:
 
-* a deterministic operation counter (:class:`WorkCounter`): Python bytecodes executed in
-  ``group_total.py``, big-number multiplications/divisions (``mul``) and additions/subtractions/
-  comparisons (``add``), Decimal and int, with their operands' decimal digits and machine words
-  (``limbs``: 30-bit digits of an int, 19-digit words of a Decimal), bits of ``U`` drawn, and the
+* a deterministic operation counter (:class:`WorkCounter`): Python bytecodes executed in the
+  sampler's modules (``group_total``, ``packed``, ``leaves``, ``limbs``, ``splits``, ``windows``),
+  big-number multiplications/divisions (``mul``) and additions/subtractions/shifts/comparisons
+  (``add``), int and GMP, with their
+  operands' decimal digits and machine words (``limbs``: 30-bit digits of an int, 64-bit limbs of a GMP
+  integer), the rows of the numpy arrays multiplied and split (``rows``), bits of ``U`` drawn, and the
   draw's refinements and extensions;
 * instructions under ``valgrind --tool=callgrind``, collected only inside the measured call
   (``--toggle-collect=functools_reduce``), one fresh process per run, ``--repeats`` seeds.
@@ -36,15 +38,17 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from decimal import Decimal
 from fractions import Fraction
 
+import gmpy2
 import numpy as np
 
 from countdp.invariants import group_total as gt
+from countdp.invariants import leaves, packed, splits, windows
+from countdp.invariants import limbs as limbs_module
+from countdp.invariants.windows import public_counts
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.privacy.rounding import round_to_release
-from countdp.release.invariant import public_counts
 
 GRIDS = {  # name: [(groups, size cycle, total as a fraction of sum n)]
     "tune": [(8, (3, 8, 15, 30), "1/2"), (32, (10, 25, 50), "1/3"), (128, (50,), "1/2")],
@@ -78,23 +82,21 @@ def counts(sizes: np.ndarray, total: int, kind: str) -> np.ndarray:
 
 
 def limbs(value: object) -> int:
-    """Machine words of an operand: 30-bit digits of an int (CPython), 19-digit words of a Decimal (libmpdec)."""
-    if isinstance(value, int):
-        return (abs(value).bit_length() + 29) // 30
-    return -(-digits(value) // 19)
+    """Machine words of an operand: 30-bit digits of an int (CPython), 64-bit limbs of a GMP integer."""
+    if isinstance(value, gmpy2.mpz):
+        return (value.bit_length() + 63) // 64
+    return (abs(int(value)).bit_length() + 29) // 30
 
 
 def digits(value: object) -> int:
-    """Decimal digits of an int's magnitude, a Decimal's coefficient (0 for zero) or a digit string."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, Decimal):
-        return 0 if value.is_zero() else len(value.as_tuple().digits)
+    """Decimal digits of an int's magnitude (0 for zero); of a GMP integer, from its bit length."""
+    if isinstance(value, gmpy2.mpz):
+        return int(value.bit_length() * 0.30103) + 1
     return len(str(abs(int(value)))) if value else 0
 
 
 class Num:
-    """An int or Decimal that reports every arithmetic operation on it to a :class:`WorkCounter`."""
+    """An int that reports every arithmetic operation on it to a :class:`WorkCounter`."""
 
     __slots__ = ("counter", "value")
 
@@ -110,6 +112,10 @@ class Num:
     def __repr__(self) -> str:
         return f"Num({self.value!r})"
 
+    def bit_length(self) -> int:
+        self.counter.op("add", self.value)
+        return self.value.bit_length()
+
     __add__ = lambda self, o: self._op(o, operator.add, "add")  # noqa: E731
     __radd__ = lambda self, o: self._op(o, lambda a, b: b + a, "add")  # noqa: E731
     __sub__ = lambda self, o: self._op(o, operator.sub, "add")  # noqa: E731
@@ -119,6 +125,9 @@ class Num:
     __floordiv__ = lambda self, o: self._op(o, operator.floordiv, "mul")  # noqa: E731
     __truediv__ = lambda self, o: self._op(o, operator.truediv, "mul", wrap=False)  # noqa: E731
     __rtruediv__ = lambda self, o: self._op(o, lambda a, b: b / a, "mul", wrap=False)  # noqa: E731
+    __lshift__ = lambda self, o: self._op(o, operator.lshift, "add")  # noqa: E731
+    __rshift__ = lambda self, o: self._op(o, operator.rshift, "add")  # noqa: E731
+    __and__ = lambda self, o: self._op(o, operator.and_, "add")  # noqa: E731
     __neg__ = lambda self: self._op(0, lambda a, _: -a, "add")  # noqa: E731
     __le__ = lambda self, o: self._op(o, operator.le, "add", wrap=False)  # noqa: E731
     __ge__ = lambda self, o: self._op(o, operator.ge, "add", wrap=False)  # noqa: E731
@@ -127,31 +136,23 @@ class Num:
     __eq__ = lambda self, o: self._op(o, operator.eq, "add", wrap=False)  # noqa: E731
     __bool__ = lambda self: bool(self.value)  # noqa: E731
     __int__ = lambda self: int(self.value)  # noqa: E731
+    __index__ = lambda self: int(self.value)  # noqa: E731
     __hash__ = None
 
 
-class CountingContext:
-    """A :class:`decimal.Context` whose ``multiply`` reports to a :class:`WorkCounter`."""
-
-    def __init__(self, counter: WorkCounter, context) -> None:
-        self.counter, self.context = counter, context
-
-    def multiply(self, a, b):
-        self.counter.op("mul", a, b)
-        return self.context.multiply(a, b)
-
-    def __getattr__(self, name: str):
-        return getattr(self.context, name)
+SAMPLER = (gt, packed, limbs_module, leaves, splits, windows)
+"""The modules whose bytecodes are counted."""
 
 
 @dataclass
 class WorkCounter:
     """Operations of a :class:`GroupTotalSampler` build and draw, counted while :meth:`counting` is active:
-    the sampler's Python bytecodes, and its big-number multiplications and divisions (``mul``) and
-    additions, subtractions and comparisons (``add``) with the decimal digits of their operands.  The
-    int and Decimal values the sampler reads (coefficients, radii, masses) are replaced by :class:`Num`,
-    so every operation the code does on them is seen; ``multiply``'s packed product and the tilt's
-    powers, built from strings and contexts, are counted from their operands."""
+    the sampler's Python bytecodes, its big-number multiplications and divisions (``mul``) and additions,
+    subtractions, shifts and comparisons (``add``) with the decimal digits of their operands, and the rows
+    of its numpy products and splits.  The int values the sampler reads (column weights, the tilt's
+    powers, radii, masses, running sums, ``U``) are replaced by :class:`Num`, so each operation the code
+    does on them is seen; a packed product (one GMP multiplication) and the tilt's powers are counted
+    from their operands."""
 
     bytecodes: int = 0
     mul: int = 0
@@ -160,6 +161,7 @@ class WorkCounter:
     add: int = 0
     add_digits: int = 0
     add_limbs: int = 0
+    rows: int = 0
     bits: int = 0
     refinements: int = 0
     extensions: int = 0
@@ -174,7 +176,7 @@ class WorkCounter:
         return {k: v for k, v in vars(self).items() if not k.startswith("_")}
 
     def _trace(self, frame, event, arg):
-        if frame.f_code.co_filename != gt.__file__:
+        if frame.f_code.co_filename not in self._files:
             return None
         frame.f_trace_opcodes = True
         if event == "opcode":
@@ -183,12 +185,15 @@ class WorkCounter:
 
     @contextlib.contextmanager
     def counting(self):
-        """Patch ``group_total`` with counting wrappers and trace its bytecodes."""
-        patches = {(gt, "multiply"): self._multiply, (gt, "tilt_powers"): self._tilt_powers,
-                   (gt, "tilted_leaf"): self._tilted_leaf, (gt.Packed, "coefficients"): self._coefficients(),
-                   (gt.RandomBits, "bits"): self._bits(), (gt, "choose"): self._choose,
-                   (gt.GroupTotalSampler, "_weights"): staticmethod(self._weights)}
-        self._saved = {(owner, name): vars(owner)[name] for owner, name in patches}  # (raw: a staticmethod stays one)
+        """Patch the sampler with counting wrappers and trace its bytecodes."""
+        patches = {(packed, "multiply"): self._multiply, (gt, "multiply"): self._multiply,
+                   (gt, "tilt_powers"): self._tilt_powers, (gt, "leaf_bounds"): self._leaf_bounds,
+                   (gt, "bounds_product"): self._bounds_product, (gt, "split_sums"): self._split_sums,
+                   (gt, "level_sums"): self._level_sums, (gt.Packed, "values"): self._values(),
+                   (splits.Running, "__getitem__"): self._prefix(), (gt.RandomBits, "bits"): self._bits(),
+                   (gt, "decide"): self._decide}
+        self._saved = {(owner, name): vars(owner)[name] for owner, name in patches}
+        self._files = {module.__file__ for module in SAMPLER}
         for (owner, name), wrapper in patches.items():
             setattr(owner, name, wrapper)
         previous = sys.gettrace()
@@ -200,34 +205,56 @@ class WorkCounter:
             for (owner, name), original in self._saved.items():
                 setattr(owner, name, original)
 
-    def _choose(self, low, high, u, bits, *offset):  # (u and the offset counted too)
-        return self._saved[gt, "choose"](low, high, Num(self, u), bits, *(Num(self, v) for v in offset))
+    def _decide(self, low, high, u, bits, offset, exact):  # (u and the offset counted too)
+        return self._saved[gt, "decide"](low, high, Num(self, u), bits, Num(self, offset), exact)
 
-    def _weights(self, left, right, target, *offset):
-        return self._saved[gt.GroupTotalSampler, "_weights"](left, right, target, *(Num(self, v) for v in offset))
+    def _multiply(self, a, b, bits):
+        size = -(-bits // 8)
+        self.op("mul", gmpy2.mpz(1) << (8 * (a.count * size + 1)), gmpy2.mpz(1) << (8 * (b.count * size + 1)))
+        self.rows += a.count + b.count
+        return self._saved[packed, "multiply"](a, b, bits)
 
-    def _multiply(self, a, b, width):
-        self.op("mul", "1" + a.widened(width), "1" + b.widened(width))
-        return self._saved[gt, "multiply"](a, b, width)
+    def _bounds_product(self, left, right, bits, length):
+        self.rows += length
+        return self._saved[gt, "bounds_product"](left, right, bits, length)
 
-    def _tilt_powers(self, theta, degree, keep):
-        down, up, lo, hi = self._saved[gt, "tilt_powers"](theta, degree, keep)
-        for i in range(degree):
-            self.op("mul", lo[i], theta), self.op("mul", hi[i], theta)
-        return down, up, lo, hi
+    def _split_sums(self, left, right, target, keep):
+        self.rows += left.low.count + right.low.count
+        return self._saved[gt, "split_sums"](left, right, target, keep)
 
-    def _tilted_leaf(self, column, powers, keep):
-        down, up, lo, hi = powers
-        out = self._saved[gt, "tilted_leaf"](column, (CountingContext(self, down), CountingContext(self, up), lo, hi),
-                                             keep)
-        return gt.Bounds(out.low, Num(self, out.radius), Num(self, out.mass))
+    def _level_sums(self, pairs, targets, keep):
+        self.rows += sum(left.low.count + right.low.count for left, right in pairs)
+        return self._saved[gt, "level_sums"](pairs, targets, keep)
 
-    def _coefficients(self):
+    def _tilt_powers(self, theta, degree, bits):
+        lo, hi = self._saved[gt, "tilt_powers"](theta, degree, bits)
+        for (m, _), (h, _) in zip(lo[:-1], hi[:-1], strict=True):
+            self.op("mul", m, theta[0]), self.op("mul", h, theta[0])
+        return [(Num(self, m), e) for m, e in lo], [(Num(self, m), e) for m, e in hi]
+
+    def _leaf_bounds(self, columns, powers, bits):
+        self.rows += sum(len(c) for c in columns)
+        plain = ([m.value for m, _ in side] for side in powers)
+        out = self._saved[gt, "leaf_bounds"](columns, tuple([(m, e) for m, (_, e) in zip(values, side, strict=True)]
+                                                           for values, side in zip(plain, powers, strict=True)), bits)
+        return [gt.Bounds(b.low, b.start, b.count, Num(self, b.radius), Num(self, b.mass)) for b in out]
+
+    def _values(self):
         counter = self
 
-        def coefficients(packed, *args, **kwargs):
-            return [Num(counter, v) for v in counter._saved[gt.Packed, "coefficients"](packed, *args, **kwargs)]
-        return coefficients
+        def values(packed_polynomial):
+            plain = counter._saved[gt.Packed, "values"](packed_polynomial)
+            out = np.empty(len(plain), dtype=object)
+            out[:] = [Num(counter, v) for v in plain]
+            return out
+        return values
+
+    def _prefix(self):
+        counter = self
+
+        def read(prefix, i):
+            return Num(counter, counter._saved[splits.Running, "__getitem__"](prefix, i))
+        return read
 
     def _bits(self):
         counter = self
@@ -282,8 +309,8 @@ def cases(grid: str):
 
 def counter_table(grid: str, method: str, seeds: int) -> None:
     """The deterministic counter on every case, clustered against spread (same seeds)."""
-    keys = ("bytecodes", "mul", "mul_digits", "mul_limbs", "add", "add_digits", "add_limbs", "bits", "refinements",
-            "extensions")
+    keys = ("bytecodes", "mul", "mul_digits", "mul_limbs", "add", "add_digits", "add_limbs", "rows", "bits",
+            "refinements", "extensions")
     print(f"\n## deterministic counter ({grid} grid, {method}; sum over {seeds} seeds)\n")
     print("| partition | measure | clustered | spread | clustered/spread |\n|---|---|---|---|---|")
     for label, mechanisms, sizes, total in cases(grid):

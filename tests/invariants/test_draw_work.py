@@ -1,17 +1,18 @@
 """The conditioned sampler's work on clustered against spread counts of one total, by a deterministic
 operation counter (``WorkCounter`` of benchmarks/bench_conditioned_work.py): the sampler's Python
-bytecodes, its big-number multiplications/divisions and additions/subtractions/comparisons (every
-int and Decimal it reads is replaced by a counting number, so each operation the code does on them is
-seen), the bits of ``U`` drawn, refinements and extensions, for one build and one seeded draw.
+bytecodes, its big-number multiplications/divisions and additions/subtractions/shifts/comparisons
+(every int it reads is replaced by a counting number, so each operation the code does on them is
+seen), the rows of its numpy products and splits, the bits of ``U`` drawn, refinements and
+extensions, for one build and one seeded draw.
 
 What holds, and is asserted: the *number* of every kind of operation is the same for any counts of
 one total (fixed by the group sizes, ``K``, ``T`` and the settings), for both methods.  What does not
-hold, and is only bounded: the *sizes* of the operands.  The draw's weights are offset so that its
-operands have one length (``choose``, ``_weights``), but the leaves' Decimal products (the column
-values ``W[y, x_g]``), the radii and masses of the bounds and the exact polynomials (``"exact"``, and a
-lazy refinement) have magnitudes set by the counts.  Measured here: operand words (30-bit digits of an
-int, 19-digit words of a Decimal) differ by under 0.1% (lazy) and up to about 2% (exact), so the time
-of one operation, and so the running time, still depends weakly on the counts.
+hold, and is only bounded: the *sizes* of the operands.  The packed products have one length (a
+sentinel limb), the split's running sums are offset to one length (``decide``), but the leaves'
+products (the column values ``W[y, x_g]``), the radii and masses of the bounds and the exact weights
+(``"exact"``, and a lazy refinement) have magnitudes set by the counts.  Measured here: operand words
+differ by under 0.1% (lazy) and a few percent (exact), so the time of one operation, and so the
+running time, still depends weakly on the counts.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ CASES = [  # (groups, size cycle, total as a fraction of sum n: numerator, denom
     (16, (10, 25, 50), 1, 3),
     (5, (2, 7), 3, 5),
 ]
-COUNTS = ("bytecodes", "mul", "add", "bits", "refinements", "extensions")
+COUNTS = ("bytecodes", "mul", "add", "rows", "bits", "refinements", "extensions")
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +70,17 @@ def test_clustered_and_spread_counts_take_the_same_number_of_operations(bench, c
 
 
 def test_the_counter_sees_a_count_dependent_step(bench, monkeypatch):
-    """A planted step (the old ``_weights``, which skipped the products out of range) makes the
-    numbers of operations differ: the equality above is not vacuous."""
-    def skipping(left, right, target, offset=0):
-        return [v * right[target - a] if 0 <= target - a < len(right) else 0 for a, v in enumerate(left)]
+    """A planted step (a linear scan of the running sums that stops where half the weight is reached, as
+    the bisection does not) makes the numbers of operations differ: the equality above is not vacuous."""
+    decide = gt.decide
 
-    monkeypatch.setattr(gt.GroupTotalSampler, "_weights", staticmethod(skipping))
-    found = work(bench, (16, (10, 25, 50), 1, 3), "exact")  # (exact: no offset, so the old code as it was)
-    assert found["clustered"]["mul"] != found["spread"]["mul"]  # (its bytecodes, outside group_total.py, not traced)
+    def scanning(p_lo, p_hi, u, bits, offset, exact):
+        i = 1
+        while 2 * p_lo[i] < p_lo[len(p_lo) - 1]:
+            i += 1
+        return decide(p_lo, p_hi, u, bits, offset, exact)
+
+    monkeypatch.setattr(gt, "decide", scanning)
+    for method in ("lazy", "exact"):
+        found = work(bench, (16, (10, 25, 50), 1, 3), method)
+        assert found["clustered"]["add"] != found["spread"]["add"]  # (its bytecodes, in this file, are not traced)

@@ -24,9 +24,8 @@ from countdp.invariants.group_total import (
     RandomBits,
     choose,
     draw_partitioned,
-    multiply,
-    pack,
 )
+from countdp.invariants.packed import multiply, pack
 from countdp.mechanisms.closed_forms import geometric
 from tests.helpers.invariant_checks import mechanism
 
@@ -198,8 +197,8 @@ def test_packed_products_are_exact_convolutions():
     for _ in range(20):
         u = [int(v) for v in rng.integers(0, 2**62, int(rng.integers(1, 30)), dtype=np.int64)]
         v = [int(w) for w in rng.integers(0, 2**62, int(rng.integers(1, 30)), dtype=np.int64)]
-        product = multiply(pack(u, 19), pack(v, 19), 40)
-        assert product.coefficients() == np.convolve(np.array(u, dtype=object), np.array(v, dtype=object)).tolist()
+        product = multiply(pack(u, 1), pack(v, 2), 129)  # (62 + 62 bits, times at most 29 terms)
+        assert product.values().tolist() == np.convolve(np.array(u, dtype=object), np.array(v, dtype=object)).tolist()
 
 
 @pytest.mark.parametrize("call, message", [

@@ -234,9 +234,9 @@ class _Cells:
 def _classes(mechanisms: Sequence[Mechanism]) -> list[tuple[Mechanism, list[int]]]:
     """Groups sharing one mechanism (same ``K`` and weights): a representative and the groups' indices."""
     seen: dict[tuple, tuple[Mechanism, list[int]]] = {}
+    keys = {id(m): (m.K, m.n, integer_weights(m).tobytes()) for m in {id(m): m for m in mechanisms}.values()}
     for g, m in enumerate(mechanisms):
-        W = integer_weights(m)
-        seen.setdefault((m.K, W.shape, W.tobytes()), (m, []))[1].append(g)
+        seen.setdefault(keys[id(m)], (m, []))[1].append(g)
     return list(seen.values())
 
 

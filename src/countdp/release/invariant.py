@@ -39,6 +39,7 @@ import numpy as np
 
 from countdp.invariants.group_total import GroupTotalSampler, RandomBits
 from countdp.invariants.guarantee import InvariantGuarantee, exact_worst_ratio, proven_bound, target_alpha
+from countdp.invariants.windows import public_counts
 from countdp.release.tables import TableSource, integer_values
 
 EXACT_GROUPS = 6
@@ -180,17 +181,6 @@ class TimingSettings:
     public counts (the same group sizes and total), measured just before."""
 
     pad_factor: float = 2.0
-
-
-def public_counts(sizes: np.ndarray, total: int) -> np.ndarray:
-    """Counts fixed by public facts only: ``total`` spread over the groups in proportion to their sizes
-    (largest remainder), each within ``0..size``."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    share = sizes * total // int(sizes.sum())
-    rest = total - int(share.sum())
-    order = np.argsort(-(sizes * total % int(sizes.sum())), kind="stable")
-    share[order[:rest]] += 1
-    return share
 
 
 def run_padded(work, calibrate, factor: float):

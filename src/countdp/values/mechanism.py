@@ -133,10 +133,11 @@ def narrow_mechanisms(mechanisms: object, needed_by: str) -> list[Mechanism]:
     """``mechanisms`` as a list of mechanisms releasing one value per count with weights over at most
     ``2**62`` (their columns fit int64), at least one; else a one-line ``ValueError`` naming ``needed_by``."""
     out = [getattr(m, "released", m) for m in mechanisms]
-    if not out or not all(isinstance(m, Mechanism) and m.values_per_count == 1 and m.K <= 62 for m in out):
+    distinct = list({id(m): m for m in out}.values())  # (groups of one size share one object: checked once)
+    if not out or not all(isinstance(m, Mechanism) and m.values_per_count == 1 and m.K <= 62 for m in distinct):
         raise ValueError(f"{needed_by} needs one certified mechanism per group (at least one group), each releasing "
                          "one value per count with weights over at most 2^62")
-    if not all(_certified(m) for m in out):
+    if not all(_certified(m) for m in distinct):
         raise ValueError(f"{needed_by} needs one certified mechanism per group: a group's certificate does not hold")
     return out
 
