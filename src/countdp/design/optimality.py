@@ -12,13 +12,17 @@ at 0 and ``r = c - A_ub^T u - A_eq^T v``, every feasible ``x`` has
 trust in the solver; a mechanism whose objective ``UB`` is within ``GAP_REL`` of ``LB`` is
 optimal to that accuracy.
 
-Floating point is accounted for by explicit bounds (Higham, *Accuracy and Stability*, 3.1):
-a computed ``k``-term dot product ``s`` obeys ``|s - exact| <= gamma_k sum |terms|`` with
-``gamma_k = k u / (1 - k u)``, ``u = 2^-53``.  ``r`` is lowered by twice that bound (the factor
-2 covers rounding in evaluating the bound itself, whose relative error is ``<= gamma_k << 1``);
-the scalar sums use :func:`math.fsum` (correctly rounded), so only the products' rounding
-(``u |term|`` each) and the final rounding remain, and are subtracted from ``LB`` (added to
-``UB``).  The check is one pass over the constraint matrix (``O(non-zeros)``).
+Floating point is accounted for by explicit bounds.  The reduced costs ``r`` are computed in
+double-double arithmetic (:func:`reduced_costs`: each product split exactly by Dekker's
+``TwoProduct``, each sum by Knuth's ``TwoSum``), so their error is ``u |r|`` from the final
+rounding plus ``(k + 2)^2 u^2`` times the entry's magnitude ``|c| + sum |a u|`` (``u = 2^-53``,
+``k`` the entry's terms), and ``r`` is lowered by twice that.  A plain float dot product would
+carry ``gamma_k = k u / (1 - k u)`` times the magnitude instead (Higham, *Accuracy and
+Stability*, 3.1): for L2 at ``n`` near 1000, where the magnitudes are about ``n``, that
+allowance summed over the columns alone exceeds the gap allowed.  The scalar sums use
+:func:`math.fsum` (correctly rounded), so only the products' rounding (``u |term|`` each) and the
+final rounding remain, and are subtracted from ``LB`` (added to ``UB``).  The check is a few
+passes over the constraint matrix (``O(non-zeros)``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import math
 from typing import TypedDict
 
 import numpy as np
+import scipy.sparse as sp
 
 from countdp.design.model import DesignLP, DesignProblem
 
@@ -77,10 +82,6 @@ def not_proven(reason: str) -> OptimalityProof:
     return {"certified": False, "reason": reason}
 
 
-def _gamma(k: int | np.ndarray) -> np.ndarray:
-    k = np.asarray(k, float)
-    return k * UNIT / (1.0 - k * UNIT)
-
 
 def design_lp_model(n: int, alpha: float, properties: object = (), objective: object = "L0",
                     weights: np.ndarray | None = None, aggregate: str = "sum") -> DesignLP:
@@ -88,24 +89,71 @@ def design_lp_model(n: int, alpha: float, properties: object = (), objective: ob
     return DesignProblem(n, alpha, properties, objective, weights, aggregate).lp()
 
 
-ROUNDING_ALLOWANCE = 16
-""":func:`lower_column_multipliers` lowers each column-sum multiplier by this many units of
-rounding (``2^-53``) times its column's largest term, beyond the deficit measured: the check
-lowers reduced costs by twice its own rounding bound."""
+SPLITTER = 2.0**27 + 1.0
+"""Dekker's splitting constant for binary64: ``a * SPLITTER`` splits ``a`` into two halves of 26
+bits whose products are exact."""
+
+TINY = 2.0**-960
+"""Per term, a bound on what underflow may cost ``TwoProduct`` (exact only above ``2^-969``)."""
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth's ``TwoSum``: ``s + e == a + b`` exactly, ``s = fl(a + b)``."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's ``TwoProduct``: ``p + e == a * b`` exactly (no overflow, no underflow), ``p = fl(a b)``."""
+    p = a * b
+    t = SPLITTER * a
+    a_hi = t - (t - a)
+    a_lo = a - a_hi
+    t = SPLITTER * b
+    b_hi = t - (t - b)
+    b_lo = b - b_hi
+    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+def reduced_costs(lp: DesignLP, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``r = c - A_ub^T u - A_eq^T v`` and a bound ``err`` with ``|r - exact| <= err`` entrywise.
+
+    Each entry's terms are subtracted one at a time (the ``k``-th non-zero of every row at once)
+    into a double-double ``hi + lo``: the products are split exactly and ``hi`` is kept exact by
+    ``TwoSum``, so only ``lo``'s roundings (each ``u`` times a quantity of size ``k u`` times the
+    magnitude) and the final rounding of ``hi + lo`` are lost.  ``err`` is twice
+    ``u |r| + (k + 2)^2 u^2 magnitude`` (the factor 2 covers the bound's own rounding) plus
+    :data:`TINY` per term."""
+    M = sp.vstack([lp.A_ub, lp.A_eq]).T.tocsr()
+    y = np.concatenate([np.asarray(u, float), np.asarray(v, float)])
+    hi, lo = np.array(lp.c, float), np.zeros(lp.c.size)
+    lengths = np.diff(M.indptr)
+    for k in range(int(lengths.max(initial=0))):
+        rows = np.flatnonzero(lengths > k)
+        at = M.indptr[rows] + k
+        p, e = _two_product(M.data[at], y[M.indices[at]])
+        hi[rows], t = _two_sum(hi[rows], -p)
+        lo[rows] += t - e
+    r = hi + lo
+    magnitude = (np.abs(lp.c) + abs(M) @ np.abs(y)) * (1.0 + 1e-6)
+    k = lengths + 2.0
+    return r, 2.0 * (UNIT * np.abs(r) + k * k * UNIT * UNIT * magnitude) + TINY * k
 
 
 def lower_column_multipliers(lp: DesignLP, u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``v`` with each column-sum multiplier (the first ``N`` entries, ``N^2`` variables ``P``)
-    lowered by its column's worst deficit plus :data:`ROUNDING_ALLOWANCE`: every reduced cost is
-    then non-negative beyond the check's rounding bound, at the cost of one deficit per column
-    (not per entry, as the box term ``min(0, r) * 1`` would charge)."""
-    AT = lp.A_ub.T.tocsr()
-    r = lp.c - AT @ u - lp.A_eq.T @ v
-    size = np.abs(lp.c) + abs(AT) @ np.abs(u) + abs(lp.A_eq.T) @ np.abs(v)
-    need = np.maximum(0.0, -r) + ROUNDING_ALLOWANCE * UNIT * size
+    lowered by its column's worst deficit, counted below the rounding bound of
+    :func:`reduced_costs` (twice it, for the check's recomputation), plus the rounding of the
+    subtraction itself: every reduced cost is then non-negative beyond the check's bound, at the
+    cost of one deficit per column (not per entry, as the box term ``min(0, r) * 1`` would charge)."""
+    u = np.maximum(np.asarray(u, float), 0.0)
+    r, err = reduced_costs(lp, u, v)
+    need = np.maximum(0.0, 2.0 * err - r)
     N = math.isqrt(lp.c.size)
     out = np.array(v, float)
-    out[:N] -= need[: N * N].reshape(N, N).max(axis=0)
+    lowered = need[: N * N].reshape(N, N).max(axis=0)
+    out[:N] -= lowered + 2.0 * UNIT * (np.abs(out[:N]) + lowered)
     return out
 
 
@@ -130,11 +178,8 @@ def check_optimality(lp: DesignLP, x: np.ndarray, u: np.ndarray, v: np.ndarray,
         return not_proven("non-finite vector")
     u_raw_infeasible = float(max(0.0, -u.min())) if u.size else 0.0
     u = np.maximum(u, 0.0)
-    AT_ub, AT_eq = lp.A_ub.T.tocsr(), lp.A_eq.T.tocsr()
-    r = lp.c - AT_ub @ u - AT_eq @ v
-    terms = np.diff(AT_ub.indptr) + np.diff(AT_eq.indptr) + 1
-    magnitude = np.abs(lp.c) + abs(AT_ub) @ u + abs(AT_eq) @ np.abs(v)
-    r_low = r - 2.0 * _gamma(terms + 1) * magnitude
+    r, err = reduced_costs(lp, u, v)
+    r_low = r - err
     r_infeasible = float(max(0.0, -r.min()))
     dual_b, err_b = _fsum_bound(np.concatenate([lp.b_ub * u, lp.b_eq * v]))
     box, err_box = _fsum_bound(np.minimum(0.0, r_low) * lp.upper)

@@ -10,12 +10,10 @@ reported as certified.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from countdp.design.model import DesignProblem
-from countdp.design.optimality import UNIT, check_optimality, not_proven
+from countdp.design.optimality import check_optimality, lower_column_multipliers, not_proven
 from countdp.design.polish import certified_and_proven, dp_closure
 from countdp.design.reductions.relax_cm import spread_dual
 from countdp.design.strategy import SolveContext
@@ -98,9 +96,9 @@ def certify_expansion(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, du
                                 problem.aggregate)
         spread = "CM" in problem.properties and "CM" not in dual_props
         u, v = spread_dual(relaxed, problem, u, v) if spread else problem.dual_from(relaxed, u, v)
-    # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier, with the check's
-    # own rounding allowance per entry (large for L2, whose reduced costs are sums of large terms)
-    v = lower_for_check(full, u, v)
+    # Tiny dual infeasibility (rounding) is moved into each column's sum multiplier, beyond the
+    # check's own rounding bound per entry
+    v = lower_column_multipliers(full, u, v)
     # UM's repair of an interior point costs lambda times UM's loss; where that keeps the gap open
     # the DP closure, which moves each column by about the violation, is proven instead
     if closure_first:
@@ -112,28 +110,3 @@ def certify_expansion(problem: DesignProblem, raw: np.ndarray, y: np.ndarray, du
         result["dp_closure"] = True
     result["matrix"], result["u"], result["v"] = raw, u, v
     return result
-
-
-CHECK_MARGIN = 4
-"""Units of rounding (``2^-53``) per unit of magnitude that :func:`lower_for_check` lowers beyond
-the check's own allowance (the lowering's rounding and the changed ``|v|`` in the magnitude)."""
-
-
-def lower_for_check(lp, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``v`` with each column-sum multiplier (the first ``N``) lowered by its column's worst
-    deficit plus the rounding allowance that :func:`countdp.design.optimality.check_optimality`
-    subtracts from each reduced cost (``2 gamma_(k+1)`` times its magnitude, ``k`` the entry's
-    terms) and :data:`CHECK_MARGIN` units: every reduced cost is then non-negative after that
-    allowance, and the check charges no box term.  A flat allowance per column falls short where
-    an entry has many terms (WM: DP, RM, CM, S, WH and the column sum), and each entry short of it
-    is charged in the box term; for L2 at ``n`` near 1000 that charge alone exceeds the gap allowed."""
-    u = np.maximum(u, 0.0)
-    AT, AeT = lp.A_ub.T.tocsr(), lp.A_eq.T.tocsr()
-    r = lp.c - AT @ u - AeT @ v
-    terms = (np.diff(AT.indptr) + np.diff(AeT.indptr) + 2).astype(float)
-    magnitude = np.abs(lp.c) + abs(AT) @ u + abs(AeT) @ np.abs(v)
-    need = np.maximum(0.0, -r) + (2.0 * terms * UNIT / (1.0 - terms * UNIT) + CHECK_MARGIN * UNIT) * magnitude
-    N = math.isqrt(lp.c.size)
-    out = np.array(v, float)
-    out[:N] -= need[: N * N].reshape(N, N).max(axis=0)
-    return out
