@@ -156,11 +156,11 @@ class ChainTuning:
     :attr:`relaxed_width_margin` (their corners are about ``1.3 / (1 - alpha)`` wide)."""
     relaxed_width_margin: int = 2
     """Added to the relaxed template's width rule."""
-    relaxed_max_template_n: tuple[tuple[str, int], ...] = (("L0d", 160), ("L1", 240), ("L2", 160))
+    relaxed_max_template_n: tuple[tuple[str, int], ...] = (("L0d", 160), ("L1", 240), ("L2", 180))
     """The relaxed large-n template is tried, for each objective, only up to this template size
     ``3 W + 4``: its vertex at template size is a general LP whose simplex grows steeply with its
-    size, more steeply for L2 (148 wide at alpha 0.9, ``docs/tuning.md``) than for L1 (232 wide at
-    0.95)."""
+    size, more steeply for L2 (20 s at 172 wide, alpha 0.91, and over 300 s at 235, alpha 0.93,
+    ``docs/tuning.md``) than for L1 (232 wide at 0.95)."""
     relaxed_widening: float = 1.35
     """Where the certificate of the rule's width does not close, the width this much wider is tried
     once (if its template fits): at some alpha the template's vertex at the rule's width is not yet
@@ -172,8 +172,11 @@ class ChainTuning:
     turn until one answers with a vertex (an interior point's dual carries every degenerate tight
     row, too many for the support); ``guided`` (the simplex from Clarabel's basis) is the fastest."""
     support_dual_iterations: int = 50_000
-    """Iterations of the cold dual simplex (``simplex`` of :attr:`support_dual_methods`) on the
-    template-size LP whose vertex the relaxed template copies."""
+    """Iterations of each simplex of :attr:`support_dual_methods` (the one from Clarabel's basis,
+    then the cold dual simplex) on the template-size LP whose vertex the relaxed template copies.
+    L2 on WM at alpha 0.91 (172 wide) needs about 20,000 from Clarabel's basis (20 s), where the
+    solver-wide :attr:`SolverTuning.guided_simplex_iterations` stopped it and the cold simplex
+    took minutes."""
     closure_objectives: tuple[str, ...] = ("L2",)
     """Objectives whose relaxed-template vertex is proven by its DP closure at once: the UM repair
     of its rounding costs its weight times UM's loss (~n^2/6 for L2), more than the gap allows."""

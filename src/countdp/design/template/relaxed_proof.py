@@ -237,14 +237,13 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
 def template_vertex(lp, settings: SolverSettings) -> Solved | None:
     """An optimal vertex of the reduced model ``lp``, polished from its basis, by the first of
     :attr:`~ChainTuning.support_dual_methods` that finds one (``guided``: the simplex from the
-    basis of Clarabel's point, never the point itself, within
-    :attr:`~SolverTuning.guided_simplex_iterations`; ``simplex``: HiGHS's dual simplex from a cold
-    start, within :attr:`~ChainTuning.support_dual_iterations`); ``None`` when none does.  No
+    basis of Clarabel's point, never the point itself; ``simplex``: HiGHS's dual simplex from a cold
+    start; each within :attr:`~ChainTuning.support_dual_iterations`); ``None`` when none does.  No
     limit is in seconds: which method answers is the same under any load."""
     for method in settings.chains.support_dual_methods:
         try:
             if method == "guided":
-                run = run_guided(lp, template=False, settings=settings)
+                run = run_guided(lp, settings.chains.support_dual_iterations, template=False, settings=settings)
             else:
                 run = run_highs(lp, method, iterations=settings.chains.support_dual_iterations, settings=settings)
         except RuntimeError:
