@@ -67,6 +67,15 @@ class StructuralEM(StructuralMechanism):
     def structured_column(self, j: int) -> np.ndarray:
         return self.power_at(exponents(self.n, np.arange(self.n + 1), j))
 
+    @cached_property
+    def float_powers(self) -> np.ndarray:
+        """``g(k) / 2**K`` in floats (each exact integer rounded once), then 0 for every exponent past the table."""
+        return np.array([float(int(g)) for g in self.powers] + [0.0]) / float(self.denominator)
+
+    def structured_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The structured part at ``(i, j)`` over ``2**K`` (floats): ``g(e(i, j))``."""
+        return self.float_powers.take(exponents(self.n, i, j), mode="clip")  # past the table: its last entry, 0
+
     def dense_weights(self) -> np.ndarray:
         """The whole matrix at once, from Figure 4's exponent grid (the closed form's own function)."""
         return self.power_at(explicit_fair_exponents(self.n)) + self.row_floor()[:, None]
