@@ -146,10 +146,27 @@ def test_too_large_a_mechanism_is_refused(tmp_path, capsys):
     path = tmp_path / "big.json"
     assert main(["design", "GM", "--n", "10001", "--alpha", "1/2", "--out", str(path)]) == 0
     capsys.readouterr()
+    before = sorted(tmp_path.iterdir())
     assert _run(["interpret", str(path), "--loss", "L1"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "too large" in captured.err and "at most 10,000" in captured.err
     assert "MiB" in captured.err and captured.err.count("\n") == 1
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_an_uncertified_remap_is_refused(tmp_path, capsys):
+    """GM at alpha = 9/10 under L1 at n = 2000: the least favourable prior spreads over the whole range
+    (its decay ``2a/(1+a^2) = 0.9945`` leaves ``rho^1000 ~ 4e-3``), more than a window LP may hold: exit 2,
+    one error line (after the stages shown on stderr), nothing printed or written."""
+    path = tmp_path / "gm2000.json"
+    assert main(["design", "GM", "--n", "2000", "--alpha", "9/10", "--out", str(path)]) == 0
+    capsys.readouterr()
+    before = sorted(tmp_path.iterdir())
+    assert _run(["interpret", str(path), "--loss", "L1"]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if not line.startswith("countdp: [")]
+    assert captured.out == "" and len(errors) == 1 and errors[0].startswith("countdp: error: the remap could not")
+    assert "window LP" in errors[0] and sorted(tmp_path.iterdir()) == before
 
 
 def test_importing_the_command_loads_no_lp_stack():

@@ -105,12 +105,20 @@ def gm_large():
     return design_named("GM", LARGE, "1/2").released
 
 
-@pytest.mark.parametrize("spec, value", [("L1", 4 / 3), ("L0", 2 / 3), ("L0d:2", 1 / 6), ("L2", 4.0)])
-def test_gm_at_large_n_is_worth_its_noise(gm_large, spec, value):
+@pytest.mark.parametrize("spec, value, rho", [("L1", 4 / 3, 0.8), ("L0", 2 / 3, 0.5), ("L0d:2", 1 / 6, 0.5 ** 0.2),
+                                              ("L2", 4.0, None)])
+def test_gm_at_large_n_is_worth_its_noise(gm_large, spec, value, rho):
+    """The value is the noise's expected loss, and the least favourable prior found is geometric at the
+    closed-form rate (``2a/(1+a^2)`` for L1, ``a`` for L0, ``a^(1/(2D+1))`` for L0d:D) about its peak."""
     result = structured_remap(gm_large, spec)
     c = result.certificate
     assert c.holds and c.dual <= value * (1 + 1e-12) and value <= c.primal * (1 + 1e-12)
     assert result.table.N == LARGE + 1 and result.windows == 0
+    if rho is not None:
+        peak = int(np.argmax(result.prior))
+        ratios = result.prior[peak + 1:peak + 6] / result.prior[peak:peak + 5]
+        assert np.allclose(ratios, rho, rtol=1e-6) and np.allclose(result.prior[peak - 5:peak][::-1], result.prior[
+            peak + 1:peak + 6], rtol=1e-9)
 
 
 def test_gm_losses_are_the_structural_evaluators(gm_large):
@@ -173,9 +181,13 @@ def test_the_certificate_refuses_a_spoiled_remap_and_a_poor_prior(gm_large):
     assert widened.primal > good.per_input.max() and widened.dual < risks.sum() / good.prior.sum()
 
 
-def test_a_window_too_large_stops_the_path():
-    released = design_named("EM", 300, "1/2").released  # EM's edges are its hard inputs: a window LP
+def test_the_path_stops_rather_than_answer_uncertified():
+    """EM's edges are its hard inputs (5/3 against 4/3 inside): without a window LP the bounds do not meet,
+    and with too small a window allowed the LP is refused; either way ``CertificateError``, no answer."""
+    released = design_named("EM", 300, "1/2").released
     assert structured_remap(released, "L1").windows >= 1
+    with pytest.raises(CertificateError, match="duality gap"):
+        structured_remap(released, "L1", settings=RemapSettings(window_rounds=0))
     with pytest.raises(CertificateError, match="window LP"):
         structured_remap(released, "L1", settings=RemapSettings(window_entries=1000))
 

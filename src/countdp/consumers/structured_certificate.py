@@ -16,7 +16,10 @@ Both are sums of non-negative float terms, each entry within
 integer, so each computed bound is within a relative ``gamma_k`` of the exact value on the sampled
 weights (``k``: the longest chain of roundings, :func:`rounding_chain`).  :func:`float_certificate`
 widens the primal up and the dual down by that much: the bracket then holds for the exact weights
-``W / 2**K``, not just for their floats.  (An exact rational certificate, as the small-``n`` path
+``W / 2**K``, not just for their floats.  The relative bounds need every term to be a normal float,
+not a subnormal: a weight is at least ``2^-124``, a remap probability at least ``2^-52``, and the
+remap path drops a prior's entries below ``1e-200`` of its largest, so every product is above
+``1e-240``.  (An exact rational certificate, as the small-``n`` path
 has, would take ``(n+1)^2`` big-integer products: minutes at ``n = 10^4``.)
 """
 

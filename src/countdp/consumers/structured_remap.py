@@ -65,6 +65,10 @@ WINDOW_COPIES = 10
 """Arrays of a window LP's size alive at once (its weights, the candidates' coefficients, the sparse model)."""
 BASE_BYTES = 120 << 20
 """The interpreter with numpy, scipy and HiGHS loaded."""
+PRIOR_FLOOR = 1e-200
+"""A prior's entries below this times its largest are dropped: with weights of at least ``2^-124`` a product
+``y_i W[r, i] / D`` stays far above the subnormal floats, where the relative rounding bounds of the
+certificate would not hold."""
 
 
 def memory_estimate(n: int, settings: RemapSettings) -> int:
@@ -281,9 +285,15 @@ class _Bounds:
     def offer(self, blocks: WeightBlocks, spec: object, prior: np.ndarray | None) -> None:
         """Keep ``prior``, or it with its background, if its Bayes risk over every release beats the best so
         far (both are tried: at small ``n`` a column's smallest weight is a far tail, not a floor, and
-        the background would cost more than it saves)."""
-        if prior is None or not np.any(prior > 0):
+        the background would cost more than it saves).  Only its non-negative finite entries on ``side``
+        count: weak duality bounds the worst case over ``side`` by the Bayes risk of a prior on it."""
+        if prior is None:
             return
+        prior = np.where(np.isin(np.arange(prior.size), self.side) & np.isfinite(prior), np.clip(prior, 0.0, None), 0.0)
+        if not np.any(prior > 0):
+            return
+        prior = prior / prior.max()
+        prior[prior < PRIOR_FLOOR] = 0.0  # every product of the dual bound then stays a normal float
         lifted = prior.copy()
         lifted[self.side] = np.maximum(prior[self.side], self.background * prior.max())
         for candidate in (prior, lifted):
