@@ -36,6 +36,7 @@ from countdp.consumers.structured_remap import decay_rate, structured_remap
 from countdp.consumers.weight_blocks import WeightBlocks
 from countdp.design.designer import design_named
 from countdp.evaluate.structural import column_losses
+from countdp.multilevel.structural_kernel import kernel
 from countdp.structural.catalogue import closed_structural_form
 
 HALF = Fraction(1, 2)
@@ -192,6 +193,9 @@ def test_the_path_stops_rather_than_answer_uncertified():
         structured_remap(released, "L1", settings=RemapSettings(window_entries=1000))
 
 
-def test_a_level_chain_or_a_float_matrix_is_refused():
+def test_a_float_matrix_or_a_form_without_float_blocks_is_refused():
     with pytest.raises(ValueError, match="certified mechanism"):
         structured_remap(np.eye(4), "L1")
+    transition = kernel(200, Fraction(1, 4), HALF, 62, 201 * 16, False)  # certified, but no structured_float
+    with pytest.raises(ValueError, match="float blocks of the weights, which a StructuralKernel"):
+        structured_remap(transition, "L1")

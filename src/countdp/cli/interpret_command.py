@@ -84,6 +84,8 @@ def _solve(record: dict, loss_spec, side: np.ndarray):
         return structured_remap(record["released"], loss_spec, side, settings)
     except CertificateError as exc:
         raise UsageError(f"the remap could not be certified: {exc}") from None
+    except ValueError as exc:  # a mechanism the structured path cannot read (no float blocks of its weights)
+        raise UsageError(f"the remap cannot be computed: {exc}") from None
 
 
 def _distributions(remap, floor: float) -> list[dict[int, float]]:

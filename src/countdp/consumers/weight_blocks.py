@@ -40,9 +40,12 @@ class WeightBlocks:
         self._matrix = None
         if self.mechanism.representation == "matrix":
             self._matrix = np.asarray(self.mechanism.weights, dtype=np.int64)
-        elif not hasattr(self.mechanism, "float_weights"):
-            raise ValueError(f"a consumer's remap at large n needs float blocks of the weights, which a "
-                             f"{type(self.mechanism).__name__} does not give")
+        else:
+            try:  # a form without its own structured_float inherits float_weights, which raises
+                self.mechanism.float_weights(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
+            except (AttributeError, NotImplementedError):
+                raise ValueError(f"a consumer's remap at large n needs float blocks of the weights, which a "
+                                 f"{type(self.mechanism).__name__} does not give") from None
 
     def block(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
         """``W[rows][:, cols] / 2**K`` as a ``len(rows) x len(cols)`` float array."""

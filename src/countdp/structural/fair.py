@@ -38,10 +38,13 @@ ARGUMENT = ("every column holds exponent 0 once and each of 1..floor(n/2) twice 
 
 
 def exponents(n: int, i: np.ndarray, j: int | np.ndarray) -> np.ndarray:
-    """EM's exponent ``e(i, j)`` (module docstring), vectorised."""
+    """EM's exponent ``e(i, j)`` (module docstring), vectorised, as ``min(d, ceil((d + m) / 2))``: that is
+    ``d`` when ``d <= m + 1`` and ``ceil((d + m) / 2)`` when ``d >= m + 1`` (they agree at ``d = m + 1``),
+    with a shift for the halving (``d + m + 1 >= 0``), several times faster than a floor division and a
+    select over a block of ``10^6`` entries."""
     d = np.abs(np.asarray(i) - j)
     m = np.minimum(j, n - np.asarray(j))
-    return np.where(d <= m, d, (d + m + 1) // 2)
+    return np.minimum(d, (d + m + 1) >> 1)
 
 
 class StructuralEM(StructuralMechanism):
