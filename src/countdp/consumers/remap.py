@@ -66,7 +66,8 @@ class RemapSettings:
     per entry); ``reach_tol``: a weight below this times its input's largest does not tie a release
     to the input in a window LP (above any floor: a structural form's is ``< 1e-15`` of the diagonal);
     ``window_entries``: the most (release, input) pairs a window LP may couple;
-    ``window_rounds``: how many times a window is solved and widened; ``pricing_rounds``: how
+    ``window_iterations``: HiGHS's simplex iteration limit for one window LP (past it, that LP's
+    answer is not used); ``window_rounds``: how many times a window is solved and widened; ``pricing_rounds``: how
     many times a window LP's answers are priced and extended; ``plateau_min_run``: the shortest
     run of the side information that gets a geometric least favourable prior; ``prior_background``:
     what every input of the side information gets in a prior, relative to its largest entry, in
