@@ -125,12 +125,48 @@ def test_bad_files_exit_2_naming_the_path(tmp_path, designs, capsys):
     assert str(garbage) in capsys.readouterr().err
 
 
+def test_beyond_the_dense_lp_the_structured_path_answers(tmp_path, capsys):
+    """n = 300: the structured path, its certificate in bounded floats; GM deep inside 0..n is worth its
+    noise's expected L1 loss, 2a / (1 - a^2) = 4/3 at a = 1/2 (a closed form, not the code's output)."""
+    path = tmp_path / "gm300.json"
+    assert main(["design", "GM", "--n", "300", "--alpha", "1/2", "--out", str(path)]) == 0
+    capsys.readouterr()
+    result = _json(["interpret", str(path), "--loss", "L1"], capsys)
+    certificate = result["certificate"]
+    assert not certificate["exact"] and "floating point" in certificate["method"] and certificate["gap"] <= 1e-9
+    assert float(certificate["dual"]) <= 4 / 3 * (1 + 1e-12) and 4 / 3 <= float(certificate["primal"]) * (1 + 1e-12)
+    assert len(result["per_input_loss"]) == 301 and len(result["remap"]) == 301
+    assert all(abs(sum(dist.values()) - 1.0) < 1e-12 for dist in result["remap"].values())
+    assert _run(["interpret", str(path), "--loss", "L1", "--side-info", "10..20"]) == 0
+    out = capsys.readouterr().out
+    assert "side information 10..20" in out and "in floating point, its rounding bounded" in out
+
+
 def test_too_large_a_mechanism_is_refused(tmp_path, capsys):
     path = tmp_path / "big.json"
-    assert main(["design", "GM", "--n", "129", "--alpha", "1/2", "--out", str(path)]) == 0
+    assert main(["design", "GM", "--n", "10001", "--alpha", "1/2", "--out", str(path)]) == 0
+    capsys.readouterr()
+    before = sorted(tmp_path.iterdir())
     assert _run(["interpret", str(path), "--loss", "L1"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == "" and "too large" in captured.err
+    assert captured.out == "" and "too large" in captured.err and "at most 10,000" in captured.err
+    assert "MiB" in captured.err and captured.err.count("\n") == 1
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_an_uncertified_remap_is_refused(tmp_path, capsys):
+    """GM at alpha = 9/10 under L1 at n = 2000: the least favourable prior spreads over the whole range
+    (its decay ``2a/(1+a^2) = 0.9945`` leaves ``rho^1000 ~ 4e-3``), more than a window LP may hold: exit 2,
+    one error line (after the stages shown on stderr), nothing printed or written."""
+    path = tmp_path / "gm2000.json"
+    assert main(["design", "GM", "--n", "2000", "--alpha", "9/10", "--out", str(path)]) == 0
+    capsys.readouterr()
+    before = sorted(tmp_path.iterdir())
+    assert _run(["interpret", str(path), "--loss", "L1"]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if not line.startswith("countdp: [")]
+    assert captured.out == "" and len(errors) == 1 and errors[0].startswith("countdp: error: the remap could not")
+    assert "window LP" in errors[0] and sorted(tmp_path.iterdir()) == before
 
 
 def test_importing_the_command_loads_no_lp_stack():

@@ -4,9 +4,12 @@ A consumer with a loss ``l(i, r)`` and side information ``S`` (the true counts i
 possible) who receives a release ``r`` answers ``r'`` with probability ``R[r', r]``, the remap
 minimising its worst expected loss over ``S`` (Gupte and Sundararajan, Section 2.4.3).  The remap is
 computed for the object that is actually sampled: the file's integer release weights over
-``2**K``, loaded and verified by :func:`countdp.services.loader.load_certified`; its value is
-certified by weak duality in exact arithmetic on those weights.  The remap only post-processes
-the release, so it spends no privacy budget.
+``2**K``, loaded and verified by :func:`countdp.services.loader.load_certified`.  Up to
+``n = 128`` (:attr:`~countdp.consumers.remap.RemapSettings.max_n`) it is the dense remap LP,
+certified by weak duality in exact arithmetic on those weights; beyond, up to ``n = 10^4``
+(``structured_max_n``), the structured path (:mod:`countdp.consumers.structured_remap`), certified
+by weak duality over all ``(n+1)^2`` weights in floating point with its rounding bounded.  The
+remap only post-processes the release, so it spends no privacy budget.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 
 from countdp.cli.arguments import UsageError, checked
 from countdp.consumers.losses import loss_matrix, parse_loss, parse_side_info, side_info_text
+from countdp.progress import StageLog
 from countdp.services.loader import load_certified
 from countdp.values.alpha import alpha_text
 
@@ -27,12 +31,18 @@ DISPLAY_DIGITS = 6
 DISPLAY_FLOOR = 1e-9
 """Remap probabilities below this are left out of the text output (JSON lists every non-zero one)."""
 
+EXACT_METHOD = "weak duality in exact arithmetic on the release weights"
+"""How the dense LP's remap (``n <= 128``) is certified."""
+FLOAT_METHOD = "weak duality over every release weight in floating point, its rounding bounded"
+"""How the structured path's remap (``128 < n <= 10^4``) is certified."""
+
 DESCRIPTION = (
     "Print a consumer's optimal remap of a released mechanism: for each released count r, the "
     "distribution of the answer r' that minimises the consumer's worst expected loss over its side "
     "information (G-S Section 2.4.3), computed for the file's integer release weights (the object "
-    "that is sampled) and certified exactly.  This is post-processing of a release: it needs no "
-    "privacy budget and touches no ledger.")
+    "that is sampled) and certified by weak duality: exactly up to n = 128, and up to n = 10,000 from the "
+    "mechanism's structure, over every weight in floating point with the rounding bounded.  This is "
+    "post-processing of a release: it needs no privacy budget and touches no ledger.")
 
 
 def register(sub) -> None:
@@ -57,23 +67,39 @@ def _load(path: Path) -> dict:
         raise UsageError(str(exc)) from None
 
 
-def _solve(record: dict, loss, side: np.ndarray):
-    """The certified optimal remap of the release weights (the LP stack is imported only here)."""
+def _solve(record: dict, loss_spec, side: np.ndarray):
+    """The certified optimal remap of the release weights: the dense LP up to ``max_n``, the structured
+    path up to ``structured_max_n``, a refusal beyond (the LP stack is imported only here)."""
     from countdp.consumers.remap import CertificateError, RemapSettings, optimal_release_remap  # lazy: scipy
+    from countdp.consumers.structured_remap import memory_estimate, structured_remap  # lazy: scipy, HiGHS
 
-    settings = RemapSettings()
-    if record["n"] > settings.max_n:
-        raise UsageError(f"n = {record['n']} is too large to interpret (at most {settings.max_n}: the remap LP "
-                         f"has (n+1)^2 variables)")
+    settings, n = RemapSettings(), record["n"]
+    if n > settings.structured_max_n:
+        raise UsageError(f"n = {n:,} is too large to interpret (at most {settings.structured_max_n:,}: every pass "
+                         f"reads all (n+1)^2 = {(n + 1) ** 2:.2g} release weights, so the time grows as n^2; "
+                         f"its memory would stay under about {memory_estimate(n, settings) / 2**20:,.0f} MiB)")
     try:
-        return optimal_release_remap(record["released"], loss, side, settings)
+        if n <= settings.max_n:
+            return optimal_release_remap(record["released"], loss_matrix(loss_spec, n), side, settings)
+        return structured_remap(record["released"], loss_spec, side, settings)
     except CertificateError as exc:
         raise UsageError(f"the remap could not be certified: {exc}") from None
+    except ValueError as exc:  # a mechanism the structured path cannot read (no float blocks of its weights)
+        raise UsageError(f"the remap cannot be computed: {exc}") from None
 
 
-def _distributions(R: np.ndarray, floor: float) -> list[dict[int, float]]:
-    """Per release ``r``: ``{r': probability}`` over the entries of column ``r`` above ``floor``."""
-    return [{int(k): float(R[k, r]) for k in np.flatnonzero(R[:, r] > floor)} for r in range(R.shape[1])]
+def _distributions(remap, floor: float) -> list[dict[int, float]]:
+    """Per release ``r``: ``{r': probability}`` over the answers of release ``r`` above ``floor`` (a dense
+    remap's column, or a structured remap's answer table)."""
+    table = getattr(remap, "table", None)
+    if table is None:
+        R = remap.remap
+        return [{int(k): float(R[k, r]) for k in np.flatnonzero(R[:, r] > floor)} for r in range(R.shape[1])]
+    probs, out = table.probabilities, []
+    for start, stop in zip(table.indptr[:-1].tolist(), table.indptr[1:].tolist(), strict=True):
+        out.append({int(a): float(p) for a, p in zip(table.answers[start:stop].tolist(), probs[start:stop].tolist(),
+                                                       strict=True) if p > floor})
+    return out
 
 
 def _result(path: Path, record: dict, loss_spec, side: np.ndarray, remap) -> dict:
@@ -82,11 +108,12 @@ def _result(path: Path, record: dict, loss_spec, side: np.ndarray, remap) -> dic
             "alpha": alpha_text(record["released"].alpha), "released_denominator": record["released"].denominator,
             "loss": str(loss_spec), "side_info": side_info_text(side), "privacy_budget_used": 0,
             "remap": {str(r): {str(k): p for k, p in dist.items()}
-                      for r, dist in enumerate(_distributions(remap.remap, 0.0))},
+                      for r, dist in enumerate(_distributions(remap, 0.0))},
             "worst_case_loss": remap.worst_loss, "attained_by": [int(i) for i in remap.attained],
             "per_input_loss": [float(v) for v in remap.per_input],
             "certificate": {"exact": certificate.exact, "primal": str(certificate.primal),
-                            "dual": str(certificate.dual), "gap": float(certificate.gap)}}
+                            "dual": str(certificate.dual), "gap": float(certificate.gap),
+                            "method": EXACT_METHOD if certificate.exact else FLOAT_METHOD}}
 
 
 def _text(result: dict, remap) -> str:
@@ -96,12 +123,11 @@ def _text(result: dict, remap) -> str:
              f"consumer: loss {result['loss']}, side information {result['side_info']}",
              "post-processing of the release: no privacy budget is used",
              f"release r -> answer r' with probability (entries below {DISPLAY_FLOOR:g} not shown)"]
-    for r, dist in enumerate(_distributions(remap.remap, DISPLAY_FLOOR)):
+    for r, dist in enumerate(_distributions(remap, DISPLAY_FLOOR)):
         lines.append(f"  {r} -> " + ", ".join(f"{k} ({p:.{g}g})" for k, p in dist.items()))
     attained = ", ".join(str(i) for i in result["attained_by"])
     lines.append(f"worst-case expected loss {result['worst_case_loss']:.{g}g}, attained at true count(s) {attained}")
-    lines.append(f"certified: weak duality in exact arithmetic on the release weights, gap "
-                 f"{result['certificate']['gap']:.2g}")
+    lines.append(f"certified: {result['certificate']['method']}, gap {result['certificate']['gap']:.2g}")
     return "\n".join(lines)
 
 
@@ -112,7 +138,8 @@ def _interpret(args: argparse.Namespace) -> int:
         side = np.arange(n + 1) if args.side_info is None else parse_side_info(args.side_info, n)
     except ValueError as exc:
         raise UsageError(f"--side-info: {exc}") from None
-    remap = _solve(record, loss_matrix(args.loss, n), side)
+    with StageLog("countdp"):  # what a remap past a second is doing, on stderr
+        remap = _solve(record, args.loss, side)
     result = _result(args.file, record, args.loss, side, remap)
     print(json.dumps(result, indent=2) if args.json else _text(result, remap))
     return 0

@@ -59,12 +59,35 @@ class RemapSettings:
     worst case when its loss is within this of it; ``solver_tol``: HiGHS's primal and dual
     feasibility tolerances (its smallest: at its default, 1e-7, the DP rows an answer may break
     need repairs that can cost more than ``tol`` of the value).
+
+    The structured path beyond ``max_n`` (:mod:`countdp.consumers.structured_remap`):
+    ``structured_max_n``: the largest ``n`` it takes (each pass over the weights is O(n^2) time);
+    ``block_entries``: the most weights one block of a pass holds (its memory: about 10 floats
+    per entry); ``reach_tol``: a weight below this times its input's largest does not tie a release
+    to the input in a window LP (above any floor: a structural form's is ``< 1e-15`` of the diagonal);
+    ``window_entries``: the most (release, input) pairs a window LP may couple;
+    ``window_iterations``: HiGHS's simplex iteration limit for one window LP (past it, that LP's
+    answer is not used); ``window_rounds``: how many times a window is solved and widened; ``pricing_rounds``: how
+    many times a window LP's answers are priced and extended; ``plateau_min_run``: the shortest
+    run of the side information that gets a geometric least favourable prior; ``prior_background``:
+    what every input of the side information gets in a prior, relative to its largest entry, in
+    units of the mechanism's floor (the smallest weight of a column over its largest), so that a
+    release far from the prior stays its own inputs'.
     """
 
     tol: float = 1e-9
     max_n: int = 128
     attain_tol: float = 1e-9
     solver_tol: float = 1e-10
+    structured_max_n: int = 10_000
+    block_entries: int = 1 << 21
+    reach_tol: float = 1e-13
+    window_entries: int = 1 << 20
+    window_iterations: int = 50_000
+    window_rounds: int = 4
+    pricing_rounds: int = 16
+    plateau_min_run: int = 16
+    prior_background: float = 1e3
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,29 @@ class StructuralCorners(StructuralMechanism):
             out[W + 1:n - W] += np.where(e <= L, self.band[np.minimum(e, L)], 0)
         return out[::-1] if flip else out
 
+    def structured_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The structured part at ``(i, j)`` over ``2**K`` (floats), by :meth:`structured_column`'s rule entry by
+        entry: the strip on rows ``0..W``, its mirror image on rows ``n - W..n``, and between them the column
+        tails (``j <= W``) or the band (inputs past ``n / 2`` read the mirror image)."""
+        n, W, L, width = self.n, self.W, self.L, self.width
+        flip = 2 * j > n
+        jj, ii = np.where(flip, n - j, j), np.where(flip, n - i, i)
+        top = np.where((ii <= W) & (jj < width), self.strip[np.minimum(ii, W), np.minimum(jj, width - 1)], 0)
+        bottom = np.where((ii >= n - W) & (n - jj < width),
+                          self.strip[np.clip(n - ii, 0, W), np.clip(n - jj, 0, width - 1)], 0)
+        d, square = ii - W - 1, jj <= W
+        tails = np.where(square & (d >= 0) & (d < min(L, n - 2 * W - 1)),
+                         self.lower[np.clip(d, 0, L - 1), np.minimum(jj, W)], 0)
+        e = np.abs(ii - jj)
+        band = np.where(~square & (d >= 0) & (ii <= n - W - 1) & (e <= L), self.band[np.minimum(e, L)], 0)
+        return (top + bottom + tails + band) / float(self.denominator)
+
+    def floor_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Input ``j``'s own floor at row ``i`` over ``2**K``: what its column leaves of ``D``, split as
+        ``f + [i < r]``."""
+        f, r = np.divmod(self.denominator - self.totals(j, self.n), self.n + 1)
+        return (f + (i < r)) / float(self.denominator)
+
     def input_column(self, j: int) -> np.ndarray:
         f, r = divmod(self.denominator - int(self.totals(np.array(j), self.n)), self.n + 1)
         out = self.structured_column(int(j)) + f

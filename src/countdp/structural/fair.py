@@ -38,10 +38,13 @@ ARGUMENT = ("every column holds exponent 0 once and each of 1..floor(n/2) twice 
 
 
 def exponents(n: int, i: np.ndarray, j: int | np.ndarray) -> np.ndarray:
-    """EM's exponent ``e(i, j)`` (module docstring), vectorised."""
+    """EM's exponent ``e(i, j)`` (module docstring), vectorised, as ``min(d, ceil((d + m) / 2))``: that is
+    ``d`` when ``d <= m + 1`` and ``ceil((d + m) / 2)`` when ``d >= m + 1`` (they agree at ``d = m + 1``),
+    with a shift for the halving (``d + m + 1 >= 0``), several times faster than a floor division and a
+    select over a block of ``10^6`` entries."""
     d = np.abs(np.asarray(i) - j)
     m = np.minimum(j, n - np.asarray(j))
-    return np.where(d <= m, d, (d + m + 1) // 2)
+    return np.minimum(d, (d + m + 1) >> 1)
 
 
 class StructuralEM(StructuralMechanism):
@@ -66,6 +69,15 @@ class StructuralEM(StructuralMechanism):
 
     def structured_column(self, j: int) -> np.ndarray:
         return self.power_at(exponents(self.n, np.arange(self.n + 1), j))
+
+    @cached_property
+    def float_powers(self) -> np.ndarray:
+        """``g(k) / 2**K`` in floats (each exact integer rounded once), then 0 for every exponent past the table."""
+        return np.array([float(int(g)) for g in self.powers] + [0.0]) / float(self.denominator)
+
+    def structured_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The structured part at ``(i, j)`` over ``2**K`` (floats): ``g(e(i, j))``."""
+        return self.float_powers.take(exponents(self.n, i, j), mode="clip")  # past the table: its last entry, 0
 
     def dense_weights(self) -> np.ndarray:
         """The whole matrix at once, from Figure 4's exponent grid (the closed form's own function)."""

@@ -170,6 +170,20 @@ class StructuralMechanism:
         (a second construction, which the tests compare with :meth:`column`)."""
         raise NotImplementedError
 
+    def float_weights(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``W[i, j] / 2**K`` in floats for broadcastable arrays of outputs ``i`` and inputs ``j``: any block
+        of rows or columns without the matrix (a consumer's remap reads both).  The structured part and
+        the floor are each rounded once and then added, so every entry is within 3 units in the last
+        place (relative) of the exact weight."""
+        i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        return self.structured_float(i, j) + self.floor_float(i, j)
+
+    def floor_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The floor ``(f + [i < r]) / 2**K`` at ``(i, j)`` (the same in every column; a form whose
+        columns have floors of their own overrides this)."""
+        low, high = (float(v) / self.denominator for v in (self.floor, self.floor + 1))
+        return np.where(i < self.extra_rows, high, low)
+
     # -- sampling ------------------------------------------------------------------------------
     def outputs(self, columns: np.ndarray, draws: np.ndarray, sizes: np.ndarray | None = None,
                 fine=None) -> np.ndarray:
@@ -336,6 +350,9 @@ class StructuralMechanism:
 
     # -- what a structure defines --------------------------------------------------------------
     def structured_column(self, j: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def structured_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def category_masses(self) -> np.ndarray:

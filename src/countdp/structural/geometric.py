@@ -30,6 +30,7 @@ clamping moves mass between outputs without changing the column's total).
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -88,6 +89,28 @@ class StructuralGM(StructuralMechanism):
         W[0, 0] += self.centre
         W[n, n] += self.centre
         return W + self.row_floor()[:, None]
+
+    @cached_property
+    def float_tables(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(g(0..L), 0)``, ``(T(1..L), 0)`` and the corner weight ``g0 + T(1)``, each over ``2**K`` in
+        floats: the exact integer (a difference of tail entries for ``g``) rounded once."""
+        tail = [int(t) for t in self.tail] + [0]
+        mass = [self.centre] + [tail[k - 1] - tail[k] for k in range(1, len(tail))] + [0]
+        D = float(self.denominator)
+        return (np.array([float(g) for g in mass]) / D, np.array([float(t) for t in tail]) / D,
+                float(self.centre + self.first) / D)
+
+    def structured_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The structured part at ``(i, j)`` over ``2**K`` (floats): ``g(|i - j|)``; rows 0 and n the corner
+        sequence."""
+        mass, tail, corner = self.float_tables
+        out = mass.take(np.abs(i - j), mode="clip")  # past the table: its last entry, 0
+        for row, distance in ((0, j), (self.n, self.n - np.asarray(j))):
+            at = np.broadcast_to(i == row, out.shape)
+            if at.any():
+                d = np.broadcast_to(distance, out.shape)[at]
+                out[at] = np.where(d == 0, corner, tail.take(d - 1, mode="clip"))
+        return out
 
     def category_masses(self) -> np.ndarray:
         """The draws of ``Z = -L, ..., 0, ..., L`` (``L`` the table's length)."""

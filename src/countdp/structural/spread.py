@@ -114,6 +114,19 @@ class StructuralSpread(StructuralMechanism):
         out[shift:shift + self.m + 1] = self.S[:, k]
         return out
 
+    def structured_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """The structured part at ``(i, j)`` over ``2**K`` (floats): input ``j``'s canonical column at its shift."""
+        k, shift = self.placement(j, self.n)
+        row = i - shift
+        inside = (row >= 0) & (row <= self.m)
+        return np.where(inside, self.S[np.clip(row, 0, self.m), k], 0) / float(self.denominator)
+
+    def floor_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """Input ``j``'s own floor at row ``i`` over ``2**K``: its column's reserve split as ``f + [i < r]``."""
+        k, _ = self.placement(j, self.n)
+        f, r = np.divmod(self.column_reserve(k), self.n + 1)
+        return (f + (i < r)) / float(self.denominator)
+
     # -- sampling ------------------------------------------------------------------------------
     def category_masses(self) -> np.ndarray:
         """One category, the largest structured total of a column (what the base class checks against ``D``)."""

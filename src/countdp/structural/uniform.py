@@ -23,6 +23,9 @@ class StructuralUM(StructuralMechanism):
     def structured_column(self, j: int) -> np.ndarray:
         return np.zeros(self.n + 1, dtype=np.int64)
 
+    def structured_float(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return np.zeros(np.broadcast(i, j).shape)
+
     def dense_weights(self) -> np.ndarray:
         """The whole matrix at once: row ``i`` is ``floor(D / (n+1)) + [i < D mod (n+1)]`` in every column."""
         return np.broadcast_to(self.row_floor()[:, None], (self.n + 1, self.n + 1)).copy()
