@@ -37,7 +37,7 @@ SMALL = RecordsSettings(executor_groups=4, part_groups=6)
 """20 groups: drawn in the executors, in ceil(20 / 6) = 4 parts."""
 
 
-def people_frame(seed: int = 9, rows: int = 3000) -> pd.DataFrame:
+def people_frame(seed: int = 9, rows: int = 800) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame({"county": rng.choice(["a", "b", "c", None], rows), "band": rng.integers(0, 5, rows),
                          "age": rng.integers(17, 90, rows), "income": rng.choice([">50K", "<=50K"], rows)})

@@ -43,7 +43,7 @@ from countdp.release.engine import Prepared, output_schema, released_batch
 from countdp.release.provenance import sidecar_record
 from countdp.release.request import ReleaseRequest, Validated, validate
 from countdp.release.sources import ArrowSource
-from countdp.release.tables import TableSink, integer_values
+from countdp.release.tables import TableSink, file_sha256, integer_values
 
 PART_SCHEMA = "part INT, rows LONG, sha256 STRING"
 CHECK_SCHEMA = "validated BINARY, error STRING"
@@ -211,6 +211,10 @@ class SparkGroups(ArrowSource):
             if [p for p, _, _ in written] != list(range(self.parts)) or sum(r for _, r, _ in written) != validated.rows:
                 raise ValueError(f"{request.input}: the group table changed while it was being released; nothing was "
                                  "written")
+            for part, _, sha in written:  # each part as its task reported it (not a second attempt's, say)
+                if file_sha256(folder.parts / f"part-{part:05d}.parquet") != sha:
+                    raise ValueError(f"{request.table_text}: part {part} is not the file its task wrote; nothing was "
+                                     "written")
             if progress is not None:
                 progress(validated.rows)
             listing = "".join(f"{sha}  part-{p:05d}.parquet\n" for p, _, sha in written)

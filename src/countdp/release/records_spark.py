@@ -163,12 +163,15 @@ def spark_records(source: object, spec: RecordsSpec, spell, master: str | None =
             key, note = choice_key(seed)
             _one_per_person(frame, spec, key).createOrReplaceTempView(VIEW)
     try:
-        grouped = spark.sql(grouped_sql(spec)).persist()
-        rows = grouped.count()  # the number of groups: public (each group is a row of the release)
-        if executors and rows > settings.executor_groups:
-            return _executor_groups(spark, grouped, rows, spec, label, note, settings)
+        grouped = spark.sql(grouped_sql(spec))
+        if executors:  # the number of groups (public: each is a row of the release) decides where noise is drawn
+            grouped = grouped.persist()
+            rows = grouped.count()
+            if rows > settings.executor_groups:
+                return _executor_groups(spark, grouped, rows, spec, label, note, settings)
         groups = grouped.toArrow()
-        grouped.unpersist()
+        if executors:
+            grouped.unpersist()
     except ValueError:
         raise
     except Exception as exc:
