@@ -76,12 +76,12 @@ def tree_mb(root: int) -> float:
     return sum(rss.get(pid, 0) for pid in tree) / 2**20
 
 
-def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
+def timed(command: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float]:
     """Wall seconds and the peak resident MB of the command's whole process tree (sampled every 0.1 s: the
     Python process and Spark's JVM together)."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
         tree = 0.0
         while process.poll() is None:
             tree = max(tree, tree_mb(process.pid))
@@ -142,7 +142,9 @@ def tumult(source: Path, python: Path) -> tuple[str, float, float]:
     """Tumult Analytics' group-by counts of the three predicates (Laplace/geometric noise, its own Spark
     local[2]), run by the Python of its own venv (it pins an older pyspark than this project)."""
     env = {**os.environ, "PYSPARK_PYTHON": str(python)}  # its Spark's Python workers: that venv's
-    return ("Tumult Analytics 3 group-by counts", *timed([str(python), "-c", TUMULT, str(source)], env=env))
+    # run in the work folder: Tumult writes its temporary tables to ./spark-warehouse
+    return ("Tumult Analytics 3 group-by counts", *timed([str(python), "-c", TUMULT, str(source.resolve())], env=env,
+                                                         cwd=source.parent))
 
 
 def main() -> None:

@@ -25,7 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import countdp
+from countdp.release.atomic_folder import release_files
 from countdp.release.draws import ColumnSampler
+from countdp.release.partials import remove_stale_partials
 from countdp.release.records import RecordsSettings
 from countdp.services.mechanism_cache import MechanismCache
 
@@ -195,3 +197,25 @@ def test_a_sigkill_while_parts_are_written_leaves_the_previous_release_and_the_n
     assert (folder / "o" / "table.parquet.release.json").read_bytes() == sidecar
     release(people, f"{folder}/o/", cache, overwrite=True)
     assert sorted(os.listdir(folder)) == ["o"]
+
+
+def test_cleanup_removes_a_dead_partial_of_parts_but_nothing_a_release_does_not_write(tmp_path):
+    """A dead release's partial folder holding a folder of part files goes; one whose part folder holds
+    anything else stays whole; a release folder of parts is a release (``--overwrite`` may replace it),
+    one with a stray file in its parts is not."""
+    token = "0123456789abcdef" * 2
+    dead, foreign = (tmp_path / f".{n}.countdp-partial-{token}" for n in ("out", "other"))
+    for folder in (dead, foreign):
+        (folder / "table.parquet").mkdir(parents=True)
+        (folder / "table.parquet" / "part-00000.parquet").write_bytes(b"PAR1")
+        (folder / "table.parquet.release.json").write_text("{")
+    (foreign / "table.parquet" / "notes.txt").write_text("the curator's")
+    assert remove_stale_partials(tmp_path) == [dead]
+    assert sorted(os.listdir(foreign / "table.parquet")) == ["notes.txt", "part-00000.parquet"]
+    release = tmp_path / "o"
+    (release / "table.parquet").mkdir(parents=True)
+    (release / "table.parquet" / "part-00000.parquet").write_bytes(b"PAR1")
+    (release / "table.parquet.release.json").write_text("{")
+    assert release_files(release) == ("table.parquet", "table.parquet.release.json")
+    (release / "table.parquet" / "_SUCCESS").write_text("")
+    assert release_files(release) is None

@@ -41,6 +41,7 @@ from countdp.release.atomic_folder import AtomicFolder
 from countdp.release.draws import EXPERIMENT_ONLY, Randomness
 from countdp.release.engine import Prepared, output_schema, released_batch
 from countdp.release.provenance import sidecar_record
+from countdp.release.records import first_line
 from countdp.release.request import ReleaseRequest, Validated, validate
 from countdp.release.sources import ArrowSource
 from countdp.release.tables import TableSink, file_sha256, integer_values
@@ -186,12 +187,22 @@ class SparkGroups(ArrowSource):
         raise ValueError(f"{self.label}: the group table of a release drawn in Spark's executors is not read on "
                          "the driver")
 
+    def _run(self, frame) -> list:
+        """``frame``'s rows; a failed Spark job (a task that cannot reach the output folder, say) in one line."""
+        try:
+            return frame.collect()
+        except Exception as exc:  # Spark's errors share no base class outside pyspark
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            # a task's Python error: its traceback's last line (the error itself); else Spark's first line
+            shown = lines[-1] if any(line.startswith("Traceback") for line in lines) else first_line(exc)
+            raise ValueError(f"{self.label}: {shown}") from None
+
     def validate(self, request: ReleaseRequest) -> Validated:
         """Every row checked, in one Spark task (nothing drawn): the table release's own first pass."""
         import pickle  # lazy: only the answer of the check's task
 
         shipped = replace(request, source=None)
-        answer = self.frame.coalesce(1).mapInArrow(partial(_check_task, shipped, self.label), CHECK_SCHEMA).collect()
+        answer = self._run(self.frame.coalesce(1).mapInArrow(partial(_check_task, shipped, self.label), CHECK_SCHEMA))
         if not answer or answer[0]["error"] is not None:
             raise ValueError(answer[0]["error"] if answer else f"{self.label}: the table has no rows")
         return pickle.loads(answer[0]["validated"])
@@ -207,7 +218,7 @@ class SparkGroups(ArrowSource):
                           parts=True) as folder:
             plan = Plan(shipped, schema, str(folder.parts), request.seed, tuple(self.keys))
             written = sorted((r["part"], r["rows"], r["sha256"]) for r in
-                             self.frame.mapInArrow(partial(_write_task, plan), PART_SCHEMA).collect())
+                             self._run(self.frame.mapInArrow(partial(_write_task, plan), PART_SCHEMA)))
             if [p for p, _, _ in written] != list(range(self.parts)) or sum(r for _, r, _ in written) != validated.rows:
                 raise ValueError(f"{request.input}: the group table changed while it was being released; nothing was "
                                  "written")
