@@ -33,7 +33,9 @@ _QUIET = ("py4j", "pyspark", "SQLQueryContextLogger")
 
 def session(master: str | None):
     """The active Spark session, or a new one at ``master`` (default ``local[*]``), logging only failures
-    that reach countdp (Spark's own error log would print every refused predicate's stack)."""
+    that reach countdp (Spark's own error log would print every refused predicate's stack).  In local
+    mode, unless ``PYSPARK_PYTHON`` says otherwise, the tasks run this Python (which has countdp):
+    Spark's default, ``python3``, may be another."""
     from pyspark.sql import SparkSession  # lazy: pyspark and a JVM only for the Spark engine
 
     for name in _QUIET:
