@@ -13,7 +13,10 @@ resident memory of its whole process tree, sampled every 0.1 s, so Spark's JVM c
 4. ``countdp.release_table`` on a pandas DataFrame of ``--api-rows`` groups against the command line
    on the same table as Parquet (target: within 1.2x).
 
-Tumult Analytics' group-by count is not run here: it does not install beside this project's pins.
+Tumult Analytics' group-by counts run only with ``--tumult PYTHON`` (the Python of a venv holding
+``tmlt.analytics``, which pins an older pyspark than this project); ``--old-src`` runs the Spark row
+on an older countdp too (the baseline of the same sitting); a release into a folder (``--out DIR/``)
+of more groups than ``RecordsSettings.executor_groups`` is drawn in Spark's executors.
 
     .venv/bin/python benchmarks/bench_records.py                         # 10^7 records, 10^5 groups
     .venv/bin/python benchmarks/bench_records.py --records 100000000 --groups 1000000 --no-pandas
@@ -73,12 +76,12 @@ def tree_mb(root: int) -> float:
     return sum(rss.get(pid, 0) for pid in tree) / 2**20
 
 
-def timed(command: list[str], env: dict | None = None) -> tuple[float, float]:
+def timed(command: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float]:
     """Wall seconds and the peak resident MB of the command's whole process tree (sampled every 0.1 s: the
     Python process and Spark's JVM together)."""
     with tempfile.TemporaryFile() as errors:
         start = time.perf_counter()
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errors)
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
         tree = 0.0
         while process.poll() is None:
             tree = max(tree, tree_mb(process.pid))
@@ -94,10 +97,10 @@ def countdp(*args: str) -> list[str]:
     return [sys.executable, "-m", "countdp.cli", "release", *args]
 
 
-def records_command(source: Path, out: Path, cache: Path, *extra: str) -> list[str]:
+def records_command(source: Path, out: Path, cache: Path, *extra: str, folder: bool = False) -> list[str]:
     counts = [item for count in COUNTS for item in ("--count", count)]
     return countdp("--records", str(source), "--group-by", "county", *counts, "--mechanism", "EM", "--alpha", "9/10",
-                   "--cache", str(cache), "--out", str(out), *extra)
+                   "--cache", str(cache), "--out", f"{out}/" if folder else str(out), *extra)
 
 
 PANDAS = """
@@ -119,6 +122,31 @@ print(time.perf_counter() - start)
 """
 
 
+TUMULT = """
+import sys
+from pyspark.sql import SparkSession
+from tmlt.analytics import AddOneRow, KeySet, PureDPBudget, QueryBuilder, Session
+spark = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+spark.sparkContext.setLogLevel("OFF")
+people = spark.read.parquet(sys.argv[1]).selectExpr("county", "CAST(age AS INT) AS age", "income", "sex")  # no int16
+session = Session.from_dataframe(privacy_budget=PureDPBudget(3), source_id="people", dataframe=people,
+                                 protected_change=AddOneRow())
+keys = KeySet.from_dataframe(people.select("county").distinct())  # public keys, as countdp's group-by
+for name, where in [("young", "age < 30"), ("rich", "income = '>50K'"), ("women", "sex = 'F'")]:
+    query = QueryBuilder("people").filter(where).groupby(keys).count()
+    session.evaluate(query, PureDPBudget(1)).write.format("noop").mode("overwrite").save()
+"""
+
+
+def tumult(source: Path, python: Path) -> tuple[str, float, float]:
+    """Tumult Analytics' group-by counts of the three predicates (Laplace/geometric noise, its own Spark
+    local[2]), run by the Python of its own venv (it pins an older pyspark than this project)."""
+    env = {**os.environ, "PYSPARK_PYTHON": str(python)}  # its Spark's Python workers: that venv's
+    # run in the work folder: Tumult writes its temporary tables to ./spark-warehouse
+    return ("Tumult Analytics 3 group-by counts", *timed([str(python), "-c", TUMULT, str(source.resolve())], env=env,
+                                                         cwd=source.parent))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=lambda t: int(float(t)), default=10_000_000)
@@ -127,6 +155,11 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="folder for the generated files (default: a temp)")
     parser.add_argument("--no-spark", action="store_true")
     parser.add_argument("--no-pandas", action="store_true")
+    parser.add_argument("--no-api", action="store_true")
+    parser.add_argument("--old-src", type=Path, default=None,
+                        help="the src folder of an older countdp (a git worktree): its Spark run is the baseline")
+    parser.add_argument("--tumult", type=Path, default=None,
+                        help="the python of a venv with tmlt.analytics: time its group-by count on the same records")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-records-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -142,8 +175,18 @@ def main() -> None:
     timed(records_command(source, warm, cache, "--overwrite"))
     rows = [("countdp records, DuckDB", *timed(records_command(source, work / "duck.parquet", cache, "--overwrite")))]
     if not args.no_spark:
+        spark = ("--overwrite", "--engine", "spark", "--spark-master", "local[2]")
+        if args.old_src is not None:  # the baseline: the same command run on the old code
+            old = {**os.environ, "PYTHONPATH": str(args.old_src)}
+            rows.append(("Spark local[2], old code (driver)", *timed(records_command(
+                source, work / "spark-old.parquet", cache, *spark), env=old)))
         rows.append(("countdp records, Spark local[2]", *timed(records_command(
-            source, work / "spark.parquet", cache, "--overwrite", "--engine", "spark", "--spark-master", "local[2]"))))
+            source, work / "spark.parquet", cache, *spark))))
+        # into a folder: more groups than RecordsSettings.executor_groups are drawn in the executors
+        rows.append(("Spark local[2], into a folder", *timed(records_command(
+            source, work / "spark-parts", cache, *spark, folder=True))))
+    if args.tumult:
+        rows.append(tumult(source, args.tumult))
     if not args.no_pandas:
         groups = work / "groups.parquet"
         grouping = timed([sys.executable, "-c", PANDAS, str(source), str(groups)])
@@ -156,7 +199,8 @@ def main() -> None:
     print(f"{'what':<36} {'seconds':>8} {'peak MB':>8} {'vs DuckDB':>9}")
     for name, seconds, peak in rows:
         print(f"{name:<36} {seconds:>8.1f} {peak:>8.0f} {seconds / rows[0][1]:>8.2f}x")
-    api_table(work, cache, args.api_rows)
+    if not args.no_api:
+        api_table(work, cache, args.api_rows)
 
 
 def api_table(work: Path, cache: Path, rows: int) -> None:

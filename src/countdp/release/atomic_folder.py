@@ -51,13 +51,13 @@ from countdp.release.atomic import fsync_folder, lock_folder, repair
 from countdp.release.partials import (
     PROBES,
     SIDECAR_SUFFIX,
-    TABLE_NAMES,
     TABLE_STEM,
     TABLE_SUFFIXES,
     create_partial,
     is_at,
     lock_within,
     partial_name,
+    release_files,
     remove_partial_folder,
 )
 
@@ -81,22 +81,6 @@ def table_name(input_path: Path) -> str:
     ``.parquet``, ``.pq``); any other input is read as CSV, so its table is ``table.csv``."""
     suffix = Path(input_path).suffix.lower()
     return TABLE_STEM + (suffix if suffix in TABLE_SUFFIXES else ".csv")
-
-
-def release_files(folder: Path) -> tuple[str, str] | None:
-    """``(table, sidecar)`` names if ``folder`` holds exactly one regular file ``table.csv``,
-    ``table.parquet`` or ``table.pq`` and its sidecar and nothing else (a countdp release folder);
-    otherwise ``None``."""
-    try:
-        names = sorted(os.listdir(folder), key=len)
-        if len(names) != 2 or not all(stat.S_ISREG(os.lstat(os.path.join(folder, n)).st_mode) for n in names):
-            return None
-    except OSError:
-        return None
-    table, sidecar = names
-    if table not in TABLE_NAMES or sidecar != table + SIDECAR_SUFFIX:
-        return None
-    return table, sidecar
 
 
 def is_mount_point(path: Path) -> bool:
@@ -243,7 +227,8 @@ class AtomicFolder:
     typed it, for messages.
     """
 
-    def __init__(self, out: Path, table: str, replace: bool = False, shown: str | None = None) -> None:
+    def __init__(self, out: Path, table: str, replace: bool = False, shown: str | None = None,
+                 parts: bool = False) -> None:
         self.out, self.replace, self.shown = Path(out), replace, shown or f"{out}/"
         self.parent = self.out.parent
         self.names = frozenset({table, table + SIDECAR_SUFFIX, *PROBES})
@@ -256,7 +241,10 @@ class AtomicFolder:
         try:
             one = renames_in_one_call(self.partial, exchange=replace)
             self.method = ONE_RENAME if one else LOCKED_RENAME
-            self.table = _File(self.fd, table)
+            if parts:  # the table is a folder, whose part files Spark's tasks write (its path: :attr:`parts`)
+                os.mkdir(table, 0o777, dir_fd=self.fd)
+            self.table = None if parts else _File(self.fd, table)
+            self.parts = self.partial / table if parts else None
             self.sidecar = _File(self.fd, table + SIDECAR_SUFFIX)
         except BaseException:
             self._discard()
@@ -305,14 +293,18 @@ class AtomicFolder:
         from there on: :class:`~countdp.release.engine.HeldSignals`).
         """
         for pending in (self.table, self.sidecar):
-            pending.finish()
+            if pending is not None:
+                pending.finish()
+        if self.parts is not None:
+            fsync_folder(self.parts)
         _flush(self.fd)
         if self.method == ONE_RENAME:
             self._rename_in_one_call(hold)
         else:
             self._rename_locked(hold)
         for pending in (self.table, self.sidecar):
-            pending.close()
+            if pending is not None:
+                pending.close()
         try:
             fsync_folder(self.parent)
         finally:

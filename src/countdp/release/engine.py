@@ -187,7 +187,8 @@ def prepare(request: ReleaseRequest, mechanism_for, progress=None, dry_run: bool
     A dry run publishes no total, so its invariant guarantee is the bound for every total.
     """
     check_paths(request)
-    validated = validate(request, progress)
+    own = getattr(request.source, "validate", None)  # a source that checks its rows where they are (Spark's executors)
+    validated = own(request) if own is not None else validate(request, progress)
     check_held_matrices(request, validated.sizes, mechanism_for)
     if request.invariant:
         return _prepare_invariant(request, validated, mechanism_for, dry_run)
@@ -260,7 +261,7 @@ def _published_values(column: pa.Array) -> pa.Array:
     return column.dictionary_decode() if pa.types.is_dictionary(column.type) else column
 
 
-def _output_schema(prepared: Prepared, schema: pa.Schema) -> pa.Schema:
+def output_schema(prepared: Prepared, schema: pa.Schema) -> pa.Schema:
     request = prepared.request
     fields = [_published_field(schema.field(name)) for name in prepared.validated.kept]
     fields += [pa.field(name, pa.int64(), nullable=False) for c in request.columns for name in c.noisy_columns]
@@ -276,8 +277,10 @@ def draw_conditioned(prepared: Prepared, randomness: Randomness) -> None:
                                              randomness.generator(streams[0])) for c, invariant, streams in columns]
 
 
-def _released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Randomness, schema: pa.Schema,
-                    counts_of, first: int) -> pa.RecordBatch:
+def released_batch(prepared: Prepared, batch: pa.RecordBatch, randomness: Randomness, schema: pa.Schema,
+                   counts_of, first: int) -> pa.RecordBatch:
+    """One batch released: its kept columns, its noisy counts (``first``: the batch's first row, from 0, in
+    the stream its words are drawn from) and its mechanism columns."""
     request = prepared.request
     size_index = None
     if request.size_column:
@@ -336,7 +339,7 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
     source = request.open_source()
     wanted = list(dict.fromkeys(validated.kept + request.count_names +
                                 ([request.size_column] if request.size_column else [])))
-    schema = _output_schema(prepared, validated.schema)
+    schema = output_schema(prepared, validated.schema)
     row = [1]
 
     def counts_of(batch, name, what):
@@ -349,7 +352,7 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
         if prepared.invariants is not None:
             draw_conditioned(prepared, randomness)
         for batch in source.batches(wanted, seen):
-            released = _released_batch(prepared, batch, randomness, schema, counts_of, row[0] - 1)
+            released = released_batch(prepared, batch, randomness, schema, counts_of, row[0] - 1)
             if written is not None:
                 written.result()
             written = writer.submit(sink.write, released)
@@ -377,5 +380,5 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
     return record
 
 
-__all__ = ["HeldSignals", "Prepared", "check_out_name", "check_paths", "draw_conditioned", "prepare", "sidecar_path",
-           "streams", "write_release"]
+__all__ = ["HeldSignals", "Prepared", "check_out_name", "check_paths", "draw_conditioned", "output_schema", "prepare",
+           "released_batch", "sidecar_path", "streams", "write_release"]

@@ -26,6 +26,7 @@ says nothing across PID namespaces; remove them by hand once no release of that 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -49,6 +50,8 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 TABLE_NAMES = tuple(TABLE_STEM + suffix for suffix in TABLE_SUFFIXES)
 PROBES = (f"{TABLE_STEM}.probe-1", f"{TABLE_STEM}.probe-2")
 """The empty files a partial folder briefly holds to find whether ``renameat2`` works there."""
+PART = re.compile(r"^part-[0-9]{5}\.parquet$")
+"""The part files of a release folder whose table is a folder of Parquet parts (drawn in Spark's executors)."""
 SPILL = re.compile(r"^duckdb_temp_[A-Za-z0-9_.-]+$")
 """The names of DuckDB's own spill files, which a records release's temporary folder (a partial folder) holds."""
 
@@ -149,12 +152,21 @@ def remove_partial_folder(folder: Path, fd: int, names=FOLDER_NAMES) -> bool:
     """
     try:
         found = os.listdir(fd)
+        parts = {}
         for entry in found:
-            if entry not in names or not stat.S_ISREG(os.lstat(entry, dir_fd=fd).st_mode):
+            mode = os.lstat(entry, dir_fd=fd).st_mode
+            if entry in names and stat.S_ISDIR(mode):
+                parts[entry] = part_files(fd, entry)
+                if parts[entry] is None:
+                    return False
+            elif entry not in names or not stat.S_ISREG(mode):
                 return False
         for entry in found:
             try:
-                os.unlink(entry, dir_fd=fd)
+                if entry in parts:
+                    _remove_parts(fd, entry, parts[entry])
+                else:
+                    os.unlink(entry, dir_fd=fd)
             except FileNotFoundError:
                 pass
         if is_at(folder, fd):
@@ -164,6 +176,56 @@ def remove_partial_folder(folder: Path, fd: int, names=FOLDER_NAMES) -> bool:
     except OSError:
         return False
     return not is_at(folder, fd)
+
+
+def part_files(fd: int, entry: str) -> list[str] | None:
+    """The names in the folder ``entry`` (of the folder open as ``fd``) if every one is a regular part file
+    (:data:`PART`), else ``None``: a table folder of Parquet parts, and nothing else."""
+    inner = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    try:
+        names = os.listdir(inner)
+        if all(PART.match(n) and stat.S_ISREG(os.lstat(n, dir_fd=inner).st_mode) for n in names):
+            return names
+        return None
+    finally:
+        os.close(inner)
+
+
+def _remove_parts(fd: int, entry: str, names: list[str]) -> None:
+    inner = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    try:
+        for name in set(names) | {n for n in os.listdir(inner) if PART.match(n)}:  # a task may still have added one
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=inner)
+    finally:
+        os.close(inner)
+    os.rmdir(entry, dir_fd=fd)
+
+
+def release_files(folder: Path) -> tuple[str, str] | None:
+    """``(table, sidecar)`` names if ``folder`` holds exactly one regular file ``table.csv``,
+    ``table.parquet`` or ``table.pq`` (or a folder ``table.parquet`` of part files only) and its sidecar and
+    nothing else (a countdp release folder); otherwise ``None``."""
+    try:
+        names = sorted(os.listdir(folder), key=len)
+        kinds = [os.lstat(os.path.join(folder, n)).st_mode for n in names]
+        if len(names) != 2 or not stat.S_ISREG(kinds[1]) or not (stat.S_ISREG(kinds[0]) or (
+                stat.S_ISDIR(kinds[0]) and names[0] == TABLE_STEM + ".parquet" and _only_parts(folder, names[0]))):
+            return None
+    except OSError:
+        return None
+    table, sidecar = names
+    if table not in TABLE_NAMES or sidecar != table + SIDECAR_SUFFIX:
+        return None
+    return table, sidecar
+
+
+def _only_parts(folder: Path, entry: str) -> bool:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return part_files(fd, entry) is not None
+    finally:
+        os.close(fd)
 
 
 def _open_partial(path: Path) -> int | None:
@@ -220,7 +282,7 @@ def longest_name(folder: Path) -> int:
     return found if found and found > 0 else 255
 
 
-__all__ = ["FOLDER_NAMES", "MARKER", "PARTIAL", "PARTIAL_EXTRA", "PROBES", "SIDECAR_SUFFIX", "SPILL",
-           "TABLE_NAMES",
-           "TABLE_STEM", "TABLE_SUFFIXES", "create_partial", "is_at", "lock", "lock_folder", "lock_within",
-           "longest_name", "partial_name", "remove_partial_folder", "remove_stale_partials"]
+__all__ = ["FOLDER_NAMES", "MARKER", "PART", "PARTIAL", "PARTIAL_EXTRA", "PROBES", "SIDECAR_SUFFIX", "SPILL",
+           "TABLE_NAMES", "TABLE_STEM", "TABLE_SUFFIXES", "create_partial", "is_at", "lock", "lock_folder",
+           "lock_within", "longest_name", "part_files", "partial_name", "release_files", "remove_partial_folder",
+           "remove_stale_partials"]

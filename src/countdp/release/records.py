@@ -52,11 +52,18 @@ _NAME = re.compile(r"^[^\x00-\x1f\"]+$")
 @dataclass(frozen=True)
 class RecordsSettings:
     """Tuning of the grouping query: the engine's memory limit (beyond it DuckDB spills to the release's
-    temporary folder), its threads (``None``: every core) and the rows of each Arrow batch read."""
+    temporary folder), its threads (``None``: every core) and the rows of each Arrow batch read.
+
+    On Spark, a release into a folder (``--out DIR/``) of more than ``executor_groups`` groups is drawn
+    in the executors, as part files of about ``part_groups`` groups each
+    (:mod:`countdp.release.records_executors`); fewer groups are collected to the driver and drawn there.
+    """
 
     memory_limit_mb: int = 1024
     threads: int | None = None
     batch_rows: int = 1 << 16
+    executor_groups: int = 1 << 18
+    part_groups: int = 1 << 18
 
 
 @dataclass(frozen=True)

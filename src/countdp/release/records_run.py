@@ -31,12 +31,14 @@ def _engine(kind: str, engine: str | None, spell) -> str:
 
 
 def grouped_source(source: object, kind: str, spec: RecordsSpec, out: Path | None, spell, engine: str,
-                   spark_master: str | None, seed: int | None, settings: RecordsSettings | None):
-    """The records grouped by ``engine``, as a source the release engine reads."""
+                   spark_master: str | None, seed: int | None, settings: RecordsSettings | None,
+                   executors: bool = False):
+    """The records grouped by ``engine``, as a source the release engine reads (``executors``: on Spark, a
+    large group table may be released in the executors)."""
     if engine == "spark":
         from countdp.release.records_spark import spark_records  # lazy: pyspark and a JVM only when asked
 
-        return spark_records(source, spec, spell, spark_master, seed, settings)
+        return spark_records(source, spec, spell, spark_master, seed, settings, executors)
     if spark_master is not None:
         raise ValueError(f"{spell('spark_master')} goes with {spell('engine')} spark")
     from countdp.release.records_duckdb import duckdb_records  # lazy: duckdb only for a records release
@@ -54,8 +56,11 @@ def records_release(source: object, kind: str, spec: RecordsSpec, options, spell
     request, design = build_request(options, Path("records"), spell)
     if request.out is not None:
         check_out_name(request)
+    # drawn in Spark's executors: a release written into a folder, one noisy column per count, not conditioned
+    executors = request.out_folder and not (dry_run or keep_table or request.invariant or
+                                            any(c.levels for c in request.columns))
     grouped = grouped_source(source, kind, spec, request.out if not dry_run else None, spell, engine, spark_master,
-                             options.seed, settings)
+                             options.seed, settings, executors)
     try:
         request = replace(request, source=grouped, input=Path(grouped.label), records=grouped.description)
         outcome = run_release(request, design, dry_run=dry_run, keep_table=keep_table, notes=notes)

@@ -11,13 +11,15 @@ ascending, nulls last), and released from there: a seeded release gives the same
 on DuckDB.  With ``one_record_per_person="random"`` the record kept is the one with the least
 SHA-256 of the key and the record's JSON text (DuckDB hashes its own text of the record, so the
 two engines choose differently).  The sidecar records the engine and the records' number of
-partitions.
+partitions of the group table (1: collected to the driver).  A large group table released into a
+folder is drawn in Spark's executors instead (:mod:`countdp.release.records_executors`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import pyarrow as pa
 
@@ -31,7 +33,9 @@ _QUIET = ("py4j", "pyspark", "SQLQueryContextLogger")
 
 def session(master: str | None):
     """The active Spark session, or a new one at ``master`` (default ``local[*]``), logging only failures
-    that reach countdp (Spark's own error log would print every refused predicate's stack)."""
+    that reach countdp (Spark's own error log would print every refused predicate's stack).  In local
+    mode, unless ``PYSPARK_PYTHON`` says otherwise, the tasks run this Python (which has countdp):
+    Spark's default, ``python3``, may be another."""
     from pyspark.sql import SparkSession  # lazy: pyspark and a JVM only for the Spark engine
 
     for name in _QUIET:
@@ -40,6 +44,8 @@ def session(master: str | None):
     if active is not None and master is None:
         return active
     cores = os.cpu_count() or 2
+    if (master or MASTER).startswith("local"):  # local tasks run this Python, which has countdp (else `python3`)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master(master or MASTER).appName("countdp")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(max(2, 2 * cores))).getOrCreate())
@@ -134,8 +140,9 @@ def grouped_sql(spec: RecordsSpec) -> str:
 
 
 def spark_records(source: object, spec: RecordsSpec, spell, master: str | None = None, seed: int | None = None,
-                  settings: RecordsSettings | None = None) -> ArrowSource:
-    """The grouped records as an :class:`~countdp.release.sources.ArrowSource` (see the module docstring)."""
+                  settings: RecordsSettings | None = None, executors: bool = False) -> ArrowSource:
+    """The grouped records as an :class:`~countdp.release.sources.ArrowSource` (see the module docstring);
+    ``executors``: a release that may be drawn in Spark's executors, if the groups are many enough."""
     settings = settings or RecordsSettings()
     spark = session(master)
     try:
@@ -158,17 +165,47 @@ def spark_records(source: object, spec: RecordsSpec, spell, master: str | None =
             key, note = choice_key(seed)
             _one_per_person(frame, spec, key).createOrReplaceTempView(VIEW)
     try:
-        groups = spark.sql(grouped_sql(spec)).toArrow()
+        grouped = spark.sql(grouped_sql(spec))
+        if executors:  # the number of groups (public: each is a row of the release) decides where noise is drawn
+            grouped = grouped.persist()
+            rows = grouped.count()
+            if rows > settings.executor_groups:
+                return _executor_groups(spark, grouped, rows, spec, label, note, settings)
+        groups = grouped.toArrow()
+        if executors:
+            grouped.unpersist()
+    except ValueError:
+        raise
     except Exception as exc:
         raise ValueError(f"{label}: {_error(exc)}") from None
     groups = groups.cast(pa.schema([pa.field(f.name, f.type) for f in groups.schema]))  # nullable, as DuckDB's
     # DuckDB's order (ascending, nulls last), sorted here rather than by one more shuffle in Spark
     groups = groups.sort_by([(key, "ascending") for key in spec.group_by], null_placement="at_end")
-    description = spec.describe(label, "spark", note, partitions=frame.rdd.getNumPartitions(),
-                                master=spark.sparkContext.master,
+    description = spec.describe(label, "spark", note, partitions=1, master=spark.sparkContext.master,
                                 noise="drawn on the driver: the group table was collected there, in memory")
     spark.catalog.dropTempView(VIEW)
     return ArrowSource(label, groups.schema, lambda: groups.to_batches(max_chunksize=settings.batch_rows), description)
+
+
+def _executor_groups(spark, grouped, rows: int, spec: RecordsSpec, label: str, note, settings: RecordsSettings):
+    """The groups spread over ``ceil(rows / part_groups)`` partitions by a hash of their (public) keys, each
+    sorted by them and cached, as a source released in Spark's executors (:mod:`countdp.release.records_executors`)."""
+    from pyspark.sql import functions as F  # lazy: likewise
+
+    from countdp.release.records_executors import SparkGroups  # lazy: likewise
+
+    keys = [F.col(f"`{k}`") for k in spec.group_by]
+    parts = -(-rows // settings.part_groups)
+    arranged = grouped.repartition(parts, *keys).sortWithinPartitions(*[k.asc_nulls_last() for k in keys]).persist()
+    arranged.count()
+    grouped.unpersist()
+    schema = arranged.limit(0).toArrow().schema
+    schema = pa.schema([pa.field(f.name, f.type) for f in schema])
+    description = spec.describe(label, "spark", note, partitions=parts, master=spark.sparkContext.master,
+                                noise="drawn in Spark's executors: each part of the group table in its own task, "
+                                      "written there as one part file")
+    spark.catalog.dropTempView(VIEW)
+    return SparkGroups(label, schema, arranged, list(spec.group_by), description)
 
 
 __all__ = ["MASTER", "VIEW", "check_people", "check_predicates", "grouped_sql", "session", "spark_records"]

@@ -158,8 +158,10 @@ def _write(prepared: Prepared, ledger: Ledger | None, debit: dict | None, notes,
     with HeldSignals() as held:
         try:
             randomness = Randomness(request.seed, sum(len(c.noisy_columns) for c in request.columns))
-            record = write_release(prepared, randomness, __version__, debit, progress.advance, hold=held.hold,
-                                   returned=returned)
+            # a source that draws and writes where its rows are (Spark's executors) writes itself
+            write = getattr(request.source, "write_release", None) or write_release
+            record = write(prepared, randomness, __version__, debit, progress.advance, hold=held.hold,
+                           returned=returned)
         except BaseException as exc:
             spent = "" if debit is None else f" (its epsilon stays spent: entry {debit['entry']} is marked failed)"
             if debit is not None:
