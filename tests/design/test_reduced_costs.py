@@ -19,10 +19,10 @@ def exact_reduced_costs(lp, u, v) -> list[Fraction]:
     out = []
     for j, c in enumerate(lp.c):
         total = Fraction(float(c))
-        for A, y in zip(M, (u, v)):
+        for A, y in zip(M, (u, v), strict=True):
             lo, hi = A.indptr[j], A.indptr[j + 1]
             total -= sum((Fraction(float(a)) * Fraction(float(y[i]))
-                          for a, i in zip(A.data[lo:hi], A.indices[lo:hi])), Fraction(0))
+                          for a, i in zip(A.data[lo:hi], A.indices[lo:hi], strict=True)), Fraction(0))
         out.append(total)
     return out
 
@@ -42,7 +42,7 @@ def test_the_error_bound_holds_in_exact_arithmetic(n, alpha, objective):
     lp, u, v = cancelling(design_lp_model(n, alpha, WM, objective), np.random.default_rng(n))
     r, err = reduced_costs(lp, u, v)
     exact = exact_reduced_costs(lp, u, v)
-    miss = [abs(Fraction(float(a)) - b) - Fraction(float(e)) for a, b, e in zip(r, exact, err)]
+    miss = [abs(Fraction(float(a)) - b) - Fraction(float(e)) for a, b, e in zip(r, exact, err, strict=True)]
     assert max(miss) <= 0
     # the bound is near the final rounding: far below a plain float sum's gamma_k * magnitude
     magnitude = np.abs(lp.c) + abs(lp.A_ub.T) @ u + abs(lp.A_eq.T) @ np.abs(v)
@@ -55,7 +55,7 @@ def test_a_plain_float_sum_breaks_the_bound():
     _, err = reduced_costs(lp, u, v)
     plain = lp.c - lp.A_ub.T @ u - lp.A_eq.T @ v
     exact = exact_reduced_costs(lp, u, v)
-    miss = [abs(Fraction(float(a)) - b) - Fraction(float(e)) for a, b, e in zip(plain, exact, err)]
+    miss = [abs(Fraction(float(a)) - b) - Fraction(float(e)) for a, b, e in zip(plain, exact, err, strict=True)]
     assert max(miss) > 0
 
 
