@@ -368,17 +368,22 @@ def write_release(prepared: Prepared, randomness: Randomness, version: str, debi
             raise ValueError(f"{request.input}: the table changed while it was being released; nothing was written")
         record = sidecar_record(request, validated, prepared.mechanisms, randomness, output_sha256, schema.names,
                                 pair.method, debit, version, prepared.invariants)
-        pair.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
-        try:
-            pair.commit(hold)
-        except BaseException:
-            if not pair.committed:
-                raise
-            # the release is named, so published: what failed after (flushing the folder, removing the
-            # release it replaced) or arrived after (any exception) cannot undo that, and saying
-            # otherwise would not match the filesystem
+        commit_with_sidecar(pair, record, hold)
     return record
 
 
-__all__ = ["HeldSignals", "Prepared", "check_out_name", "check_paths", "draw_conditioned", "output_schema", "prepare",
-           "released_batch", "sidecar_path", "streams", "write_release"]
+def commit_with_sidecar(pair, record: dict, hold) -> None:
+    """Write the sidecar ``record`` last into the uncommitted ``pair`` (an atomic file pair or
+    folder) and commit it.  Once the release is named it is published: what fails after (flushing
+    the folder, removing the release it replaced) or arrives after (any exception) cannot undo
+    that, and raising would not match the filesystem."""
+    pair.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
+    try:
+        pair.commit(hold)
+    except BaseException:
+        if not pair.committed:
+            raise
+
+
+__all__ = ["HeldSignals", "Prepared", "check_out_name", "check_paths", "commit_with_sidecar", "draw_conditioned",
+           "output_schema", "prepare", "released_batch", "sidecar_path", "streams", "write_release"]

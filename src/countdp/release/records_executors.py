@@ -29,7 +29,6 @@ or conditioned release, or one returned in memory, is drawn on the driver.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, replace
 from functools import partial
@@ -39,7 +38,7 @@ import pyarrow as pa
 
 from countdp.release.atomic_folder import AtomicFolder
 from countdp.release.draws import EXPERIMENT_ONLY, Randomness
-from countdp.release.engine import Prepared, output_schema, released_batch
+from countdp.release.engine import Prepared, commit_with_sidecar, output_schema, released_batch
 from countdp.release.provenance import sidecar_record
 from countdp.release.records import first_line
 from countdp.release.request import ReleaseRequest, Validated, validate
@@ -235,12 +234,7 @@ class SparkGroups(ArrowSource):
             record["randomness"] = describe(request.seed)
             record["output"]["parts"] = {"files": len(written), "sha256": "the SHA-256 of the part files' sha256sum "
                                          "listing (each part's SHA-256, two spaces, its name; in part order)"}
-            folder.sidecar.stream.write((json.dumps(record, indent=1) + "\n").encode())
-            try:
-                folder.commit(hold)
-            except BaseException:
-                if not folder.committed:
-                    raise
+            commit_with_sidecar(folder, record, hold)
         return record
 
 
