@@ -7,7 +7,10 @@ resident memory of its whole process tree, sampled every 0.1 s, so Spark's JVM c
 
 1. ``countdp release --records ... --count`` three predicates, EM at 9/10, DuckDB (the target at
    10^8 records and 10^6 groups: <= 60 s and <= 2 GB);
-2. the same with ``--engine spark --spark-master local[2]`` (target: within 3x of DuckDB);
+2. the same with ``--engine spark --spark-master local[2]`` (target: within 3x of DuckDB), and, as
+   the floor of any Spark release, Spark's own grouping alone (no countdp): a new ``local[2]``
+   session reads the records, runs the same group-by with the three counts and collects the
+   groups as Arrow;
 3. the baseline a curator would write: pandas reads the records, groups them and writes the true
    counts as Parquet, then ``countdp release --input`` releases that table (times added);
 4. ``countdp.release_table`` on a pandas DataFrame of ``--api-rows`` groups against the command line
@@ -138,6 +141,20 @@ for name, where in [("young", "age < 30"), ("rich", "income = '>50K'"), ("women"
 """
 
 
+SPARK_ALONE = """
+import sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+spark.read.parquet(sys.argv[1]).createOrReplaceTempView("people")
+spark.sql("SELECT county, count(*) AS n, count(*) FILTER (WHERE age < 30) AS young, "
+          "count(*) FILTER (WHERE income = '>50K') AS rich, count(*) FILTER (WHERE sex = 'F') AS women "
+          "FROM people GROUP BY county").toArrow()
+"""
+"""Spark's grouping alone, no countdp: what any release on Spark must spend at least."""
+
+
 def tumult(source: Path, python: Path) -> tuple[str, float, float]:
     """Tumult Analytics' group-by counts of the three predicates (Laplace/geometric noise, its own Spark
     local[2]), run by the Python of its own venv (it pins an older pyspark than this project)."""
@@ -180,6 +197,8 @@ def main() -> None:
             old = {**os.environ, "PYTHONPATH": str(args.old_src)}
             rows.append(("Spark local[2], old code (driver)", *timed(records_command(
                 source, work / "spark-old.parquet", cache, *spark), env=old)))
+        rows.append(("Spark's own group-by alone (floor)", *timed([sys.executable, "-c", SPARK_ALONE,
+                                                                  str(source.resolve())])))
         rows.append(("countdp records, Spark local[2]", *timed(records_command(
             source, work / "spark.parquet", cache, *spark))))
         # into a folder: more groups than RecordsSettings.executor_groups are drawn in the executors

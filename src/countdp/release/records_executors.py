@@ -215,7 +215,8 @@ class SparkGroups(ArrowSource):
         _ = shipped.samplers, shipped.labels, shipped.streams  # built once, here, and shipped to every task
         with AtomicFolder(request.out, request.table_path.name, replace=request.overwrite, shown=request.out_text,
                           parts=True) as folder:
-            plan = Plan(shipped, schema, str(folder.parts), request.seed, tuple(self.keys))
+            # absolute: a task runs in its worker's folder, not ours
+            plan = Plan(shipped, schema, os.path.abspath(folder.parts), request.seed, tuple(self.keys))
             written = sorted((r["part"], r["rows"], r["sha256"]) for r in
                              self._run(self.frame.mapInArrow(partial(_write_task, plan), PART_SCHEMA)))
             if [p for p, _, _ in written] != list(range(self.parts)) or sum(r for _, r, _ in written) != validated.rows:

@@ -67,9 +67,10 @@ def _frame(spark, source: object):
         if not any(c in path for c in "*?[") and not os.path.exists(path):
             raise ValueError(f"{path}: no such file or folder of records")
         reader = spark.read.option("recursiveFileLookup", "false")
+        where = os.path.abspath(path)  # Spark resolves a relative path against its JVM's start folder, not ours
         if path.lower().endswith((".csv", ".tsv", ".txt")) or (os.path.isdir(path) and not _has_parquet(path)):
-            return path, reader.option("header", True).option("inferSchema", True).csv(path)
-        return path, reader.parquet(path)
+            return path, reader.option("header", True).option("inferSchema", True).csv(where)
+        return path, reader.parquet(where)
     if kind == "pyspark":
         return "Spark DataFrame", source
     if kind == "polars":
