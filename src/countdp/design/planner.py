@@ -2,7 +2,8 @@
 
 ::
 
-    DesignRequest ──► plan() ──► [closed form] ─► [relaxed large-n template] ─► [square-corner template]
+    DesignRequest ──► plan() ──► [closed form] ─► [square corners, chain dual] ─► [relaxed large-n template]
+                                  ─► [square-corner template]
                                   ─► [large-n template] ─► [CM relaxed to CH]
                                   ─► [S folded] ─► [reduced LP] ─► [symmetrized] ─► [cold methods]
                       (backend cvxpy or a small n: [dense cvxpy model])
@@ -48,6 +49,7 @@ from countdp.design.strategies import (
     large_n_template,
     reduced_lp,
     relaxed_template,
+    square_chain,
     square_template,
     symmetrized,
 )
@@ -58,6 +60,7 @@ LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.Sta
 
 REDUCED_MODEL_PLAN: tuple[Strategy, ...] = (
     closed_form.STRATEGY,
+    square_chain.STRATEGY,
     relaxed_template.STRATEGY,
     square_template.STRATEGY,
     large_n_template.STRATEGY,

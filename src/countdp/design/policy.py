@@ -157,3 +157,27 @@ def relaxed_widths(n: int, alpha: float, objective, settings: SolverSettings) ->
     if 3 * W + 4 > widest:
         return kept, f"the template of width {W} ({3 * W + 4} wide, alpha = {alpha:g}) is wider than {widest}"
     return kept, None
+
+
+def square_chain_widths(n: int, alpha: float, objective,
+                        settings: SolverSettings) -> tuple[tuple[int, ...], str | None]:
+    """``(widths, why)``: the square corners' widths tried in turn at ``n`` for the chain dual — the
+    relaxed template's rule (:func:`relaxed_width`), then :attr:`~ChainTuning.relaxed_widening` times
+    it — each kept only if both corners fit twice in ``n`` (``4 (W + 1) <= n``) and the primal's
+    ``(W + 1)^2 + 1`` unknowns are at most :attr:`~ChainTuning.square_chain_max_unknowns`; ``why``
+    says why the rule's own width is not tried (``None`` when it is)."""
+    W = relaxed_width(alpha, objective, settings)
+    if W is None:
+        return (), f"no width rule for {objective.name}"
+    tuning = settings.chains
+    if W < tuning.square_chain_min_width:
+        return (), f"corners {W} wide, below {tuning.square_chain_min_width} (alpha = {alpha:g})"
+    widths = (W, int(np.ceil(W * tuning.relaxed_widening)))
+    kept = tuple(w for w in dict.fromkeys(widths)
+                 if 4 * (w + 1) <= n and (w + 1) ** 2 + 1 <= tuning.square_chain_max_unknowns)
+    if 4 * (W + 1) > n:
+        return kept, f"n={n} below twice both corners of width {W} (alpha = {alpha:g})"
+    if (W + 1) ** 2 + 1 > tuning.square_chain_max_unknowns:
+        return kept, (f"corners of width {W} ({(W + 1) ** 2 + 1:,} unknowns, alpha = {alpha:g}) above "
+                      f"{tuning.square_chain_max_unknowns:,}")
+    return kept, None

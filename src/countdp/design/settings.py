@@ -201,6 +201,21 @@ class ChainTuning:
     completion_iterations: int = 20_000
     """Simplex iterations of the completion LP (:mod:`countdp.design.template.support_completion`),
     past which the support is left as copied."""
+    square_chain_objectives: tuple[str, ...] = ("L1", "L2")
+    """Objectives the square corners with the chain dual try (:mod:`countdp.design.template.square_chain`;
+    L0d's optimum leaves whole regions of DP edges slack, too many paths for the chain)."""
+    square_chain_min_width: int = 50
+    """The square corners with the chain dual are tried from this corner width (the relaxed rule's:
+    L2 from alpha about 0.905, L1 from 0.955); below it the relaxed template is as fast."""
+    square_chain_max_unknowns: int = 25_000
+    """The widest square corners tried for the chain dual, in the primal's unknowns ``(W + 1)^2 + 1``:
+    Clarabel took 14 s at 15,877 (L2, alpha 0.95), 20 s at 19,882 (L1, 0.97) and 57 s at 59,050."""
+    square_chain_tight_tols: tuple[float, ...] = (1e-7, 1e-9)
+    """A row counts as tight at the square-corner primal (an interior point) when its slack is at most
+    this fraction of its terms' size; each is tried in turn until the certificate closes."""
+    square_chain_max_breaks: int = 4096
+    """Most DP edges left slack at the square-corner primal: each breaks a path and adds a row to the
+    chain's dense system, so more are refused before it is built."""
 
 
 @dataclass(frozen=True)

@@ -73,12 +73,19 @@ def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
     """Which of the extra rows (columns of ``R_extra``) a basic solution of the completion LP gives
     a multiplier above :attr:`~ChainTuning.completion_tol` of its largest; ``None`` when the LP
     has no solution within :attr:`~ChainTuning.completion_iterations` iterations (a count, not
-    seconds: the same under any load)."""
+    seconds: the same under any load).  HiGHS's simplex answers first; where it reports numerical
+    trouble (the path sums of square corners' tails reach ``alpha^n``), HiGHS's interior point solves
+    the LP with each condition scaled to its largest coefficient."""
     kept, sums, k = system.coupling.size, system.N, R_extra.shape[1]
     cost = np.concatenate([np.zeros(kept + sums), np.ones(k)])
     bounds = [(0, None)] * kept + [(None, None)] * sums + [(0, None)] * k
-    result = linprog(cost, A_eq=sp.hstack([system.R, R_extra], format="csc"), b_eq=rhs, bounds=bounds,
-                     method="highs", options={"maxiter": settings.chains.completion_iterations})
+    A_eq = sp.hstack([system.R, R_extra], format="csr")
+    options = {"maxiter": settings.chains.completion_iterations}
+    result = linprog(cost, A_eq=A_eq.tocsc(), b_eq=rhs, bounds=bounds, method="highs", options=options)
+    if result.status == 4:  # numerical trouble: path sums span alpha^n to 1; each condition scaled, interior point
+        scale = 1.0 / np.maximum(abs(A_eq).max(axis=1).toarray().ravel(), 1e-300)
+        result = linprog(cost, A_eq=(sp.diags(scale) @ A_eq).tocsc(), b_eq=rhs * scale, bounds=bounds,
+                         method="highs-ipm", options=options)
     if result.status != 0:
         return None
     added = result.x[kept + sums:]

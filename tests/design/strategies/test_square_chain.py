@@ -1,0 +1,100 @@
+"""The square corners with the chain dual (countdp.design.strategies.square_chain): when it applies,
+that its answer is the general LP's optimum (solved independently, without it), that its
+certificate fails on a broken dual or support, and that it proves L1 and L2 at n = 1024 where the
+corners are wide.
+
+At the sizes the suite can solve by the general path the corners are narrow, so those tests lower
+the width it starts from (``square_chain_min_width``, a setting passed in)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from countdp.design.model import DesignProblem
+from countdp.design.optimality import check_optimality
+from countdp.design.policy import relaxed_width
+from countdp.design.request import DesignRequest
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.strategies.square_chain import LABEL, STRATEGY
+from countdp.design.template.square_chain import dp_rows, prove_square_chain
+from countdp.privacy.certify import certify, is_alpha_dp
+from tests.helpers.design import general_optimum, reduced_design
+
+WM = ("RM", "CM", "WH", "S")
+NARROW = SolverSettings.of(square_chain_min_width=8)
+"""Corners from 8 wide: the strategy at the sizes the general path solves in the suite."""
+
+
+@pytest.mark.parametrize(("request_args", "reason"), [
+    ((1024, 0.95, WM, "L1"), None),
+    ((1024, 0.91, WM, "L2"), None),
+    ((1024, 0.95, ("CH", "WH", "S"), "L2"), None),
+    ((1024, 0.9, WM, "L2"), "corners 48 wide, below 50"),
+    ((1024, 0.97, WM, "L2"), "above 25,000"),
+    ((1024, 0.99, WM, "L1"), "below twice both corners of width 575"),
+    ((1024, 0.95, WM, "L0d:1"), "objective L0d not in"),
+    ((1024, 0.95, WM, "L0"), "objective L0 not in"),
+    ((1024, 0.95, ("CM", "F"), "L2"), "no F"),
+])
+def test_accepts_l1_and_l2_with_wide_corners_that_fit(request_args, reason):
+    got = STRATEGY.accepts(DesignRequest.of(*request_args), DEFAULT_SETTINGS)
+    assert (got is None) if reason is None else (reason in got), got
+
+
+def test_dp_rows_are_the_two_directions_of_every_adjacent_pair():
+    """An LP with RM and CH at n = 6: 2 N (N - 1) DP rows (each output row's N - 1 adjacent pairs, both
+    directions), none of RM's (coefficients 1 and -1) or CH's (two rows of one column)."""
+    n, alpha = 6, 0.7
+    full = DesignProblem(n, alpha, ("RM", "CH"), "L1").lp()
+    mask = dp_rows(full.A_ub, n + 1, alpha)
+    assert mask.sum() == 2 * (n + 1) * n
+    A = full.A_ub.tocsr()
+    for r in np.flatnonzero(mask):
+        cols, vals = A.indices[A.indptr[r]: A.indptr[r + 1]], A.data[A.indptr[r]: A.indptr[r + 1]]
+        assert len({c // (n + 1) for c in cols}) == 1 and abs(np.diff(np.sort(cols % (n + 1)))[0]) == 1
+        assert sorted(np.round(vals, 12)) == [-alpha, 1.0]
+
+
+@pytest.mark.parametrize(("props", "objective", "alpha"), [
+    (WM, "L1", 0.8),
+    (("CH", "WH", "S"), "L2", 0.75),
+    (("CM",), "L1", 0.8),
+])
+def test_its_answer_is_the_general_optimum(props, objective, alpha):
+    n = 160
+    answer = reduced_design(n, alpha, props, objective, settings=NARROW)
+    assert answer.method == LABEL and answer.status == "optimal", answer.extra["attempted"]
+    optimality = answer.extra["optimality"]
+    assert optimality["certified"] and is_alpha_dp(certify(answer.matrix, alpha)[0], alpha)
+    expected = general_optimum(n, alpha, props, objective)  # the general path, without any template
+    assert abs(optimality["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
+
+
+def test_the_certificate_fails_on_a_broken_dual_or_support():
+    """The dual is checked on the target's full LP: a perturbed copy does not close; nor do corners too
+    narrow for the optimum (W = 3: the square-corner primal is not optimal, and no dual proves it)."""
+    alpha = 0.8
+    target = DesignProblem(160, alpha, WM, "L1")
+    W = relaxed_width(alpha, target.objective, DEFAULT_SETTINGS)
+    result = prove_square_chain(target, W, settings=NARROW)
+    assert result["certified"], result.get("reason")
+    full, u, v = target.lp(), result["u"], result["v"]
+    P = certify(result["matrix"], alpha)[0]
+    assert check_optimality(full, P.ravel(), u, v)["certified"]
+    broken = u.copy()
+    broken[np.flatnonzero(u > 0)[::7]] *= 1.001
+    assert not check_optimality(full, P.ravel(), broken, v)["certified"]
+    narrow = prove_square_chain(target, 3, settings=NARROW)
+    assert not narrow["certified"]
+    assert narrow.get("reason") or narrow["gap"] > 1e3 * narrow["gap_tolerance_rel"] * narrow["upper_bound"]
+
+
+def test_l2_near_ten_elevenths_at_n_1024_is_proven_by_the_square_corners():
+    """WM, L2, alpha = 10/11, n = 1024: the relaxed template needs a 169-wide vertex (53 s); the square
+    corners (55 wide, 3,137 unknowns) and the chain dual prove it, the DP certificate on the matrix."""
+    alpha = 10 / 11
+    answer = reduced_design(1024, alpha, WM, "L2")
+    assert answer.method == LABEL and answer.extra["optimality"]["certified"]
+    assert answer.extra["square_chain"]["width"] == 55  # ceil(2.1 ln(1/11) / ln(10/11)) + 2
+    assert is_alpha_dp(certify(answer.matrix, alpha)[0], alpha)
