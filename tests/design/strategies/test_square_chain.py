@@ -36,6 +36,7 @@ NARROW = SolverSettings.of(square_chain_min_width=8)
     ((1024, 0.95, WM, "L0d:1"), "objective L0d not in"),
     ((1024, 0.95, WM, "L0"), "objective L0 not in"),
     ((1024, 0.95, ("CM", "F"), "L2"), "no F"),
+    ((1024, 0.95, ("RH", "CM", "WH", "S"), "L2"), "RH: "),
 ])
 def test_accepts_l1_and_l2_with_wide_corners_that_fit(request_args, reason):
     got = STRATEGY.accepts(DesignRequest.of(*request_args), DEFAULT_SETTINGS)

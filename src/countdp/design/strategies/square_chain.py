@@ -4,7 +4,9 @@ full LP, proven on the full model (:mod:`countdp.design.template.square_chain`).
 
 It applies where the large-n template does (:func:`countdp.design.policy.large_n_applies`: a
 uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.TemplateTuning.template_min_n`)
-for the objectives of :attr:`~countdp.design.settings.ChainTuning.square_chain_objectives`, from a
+for the objectives of :attr:`~countdp.design.settings.ChainTuning.square_chain_objectives` without
+RH (whose optimum leaves whole rows of DP edges slack at the primal: the chain did not close there
+and the attempt only delayed the relaxed template), from a
 corner width of :attr:`~countdp.design.settings.ChainTuning.square_chain_min_width`, when both
 corners fit twice in ``n`` and the primal is small enough
 (:func:`countdp.design.policy.square_chain_widths`).  It is tried before the relaxed template,
@@ -48,6 +50,8 @@ class SquareChain:
         why = large_n_applies(request, settings)
         if why is not None:
             return why
+        if "RH" in request.problem.properties:  # measured: 20 s spent before the relaxed template answers
+            return "RH: its optimum leaves whole rows of DP edges slack at the square corners (docs/design.md, 2c)"
         return square_chain_widths(request.n, request.alpha, request.objective, settings)[1]
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
