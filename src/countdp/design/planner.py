@@ -3,7 +3,7 @@
 ::
 
     DesignRequest ──► plan() ──► [closed form] ─► [square corners, chain dual] ─► [relaxed large-n template]
-                                  ─► [square-corner template]
+                                  ─► [square corners, chain dual, with RH] ─► [square-corner template]
                                   ─► [large-n template] ─► [CM relaxed to CH]
                                   ─► [S folded] ─► [reduced LP] ─► [symmetrized] ─► [cold methods]
                       (backend cvxpy or a small n: [dense cvxpy model])
@@ -62,6 +62,7 @@ REDUCED_MODEL_PLAN: tuple[Strategy, ...] = (
     closed_form.STRATEGY,
     square_chain.STRATEGY,
     relaxed_template.STRATEGY,
+    square_chain.AFTER_RELAXED,
     square_template.STRATEGY,
     large_n_template.STRATEGY,
     cm_relaxation.STRATEGY,

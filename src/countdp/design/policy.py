@@ -162,14 +162,17 @@ def relaxed_widths(n: int, alpha: float, objective, settings: SolverSettings) ->
 def square_chain_widths(n: int, alpha: float, objective,
                         settings: SolverSettings) -> tuple[tuple[int, ...], str | None]:
     """``(widths, why)``: the square corners' widths tried in turn at ``n`` for the chain dual — the
-    relaxed template's rule (:func:`relaxed_width`), then :attr:`~ChainTuning.relaxed_widening` times
-    it — each kept only if both corners fit twice in ``n`` (``4 (W + 1) <= n``) and the primal's
-    ``(W + 1)^2 + 1`` unknowns are at most :attr:`~ChainTuning.square_chain_max_unknowns`; ``why``
-    says why the rule's own width is not tried (``None`` when it is)."""
-    W = relaxed_width(alpha, objective, settings)
-    if W is None:
-        return (), f"no width rule for {objective.name}"
+    rule's, ``ceil(k ln(1 - alpha) / ln alpha)`` plus :attr:`~ChainTuning.relaxed_width_margin` with
+    ``k`` from :attr:`~ChainTuning.square_chain_width_factors`, then
+    :attr:`~ChainTuning.relaxed_widening` times it — each kept only if both corners fit twice in
+    ``n`` (``4 (W + 1) <= n``) and the primal's ``(W + 1)^2 + 1`` unknowns are at most
+    :attr:`~ChainTuning.square_chain_max_unknowns`; ``why`` says why the rule's own width is not
+    tried (``None`` when it is)."""
     tuning = settings.chains
+    factor = dict(tuning.square_chain_width_factors).get(objective.name)
+    if factor is None or not 0.0 < alpha < 1.0:
+        return (), f"no square-corner width rule for {objective.name} at alpha = {alpha:g}"
+    W = int(np.ceil(factor * np.log(1.0 - alpha) / np.log(alpha))) + tuning.relaxed_width_margin
     if W < tuning.square_chain_min_width:
         return (), f"corners {W} wide, below {tuning.square_chain_min_width} (alpha = {alpha:g})"
     widths = (W, int(np.ceil(W * tuning.relaxed_widening)))

@@ -204,9 +204,15 @@ class ChainTuning:
     square_chain_objectives: tuple[str, ...] = ("L1", "L2")
     """Objectives the square corners with the chain dual try (:mod:`countdp.design.template.square_chain`;
     L0d's optimum leaves whole regions of DP edges slack, too many paths for the chain)."""
+    square_chain_width_factors: tuple[tuple[str, float], ...] = (("L1", 1.1), ("L2", 2.1))
+    """The square corners' width for the chain dual: ``ceil(k ln(1 - alpha) / ln alpha)`` plus
+    :attr:`relaxed_width_margin`.  L1's corners are narrower than the relaxed template's rule
+    (1.25) gives: on WM at n = 1024 they close at W = 67, 89 and 129 for alpha 0.95, 0.96 and 0.97
+    (and not at 115 for 0.97, nor at 60 for 0.95), in 9 to 17 s, where the rule's 146 took 28 s."""
     square_chain_min_width: int = 50
-    """The square corners with the chain dual are tried from this corner width (the relaxed rule's:
-    L2 from alpha about 0.905, L1 from 0.955); below it the relaxed template is as fast."""
+    """The square corners with the chain dual are tried from this corner width
+    (:attr:`square_chain_width_factors`: L2 from alpha about 0.905, L1 from 0.935); below it the
+    relaxed template is as fast."""
     square_chain_max_unknowns: int = 25_000
     """The widest square corners tried for the chain dual, in the primal's unknowns ``(W + 1)^2 + 1``:
     Clarabel took 14 s at 15,877 (L2, alpha 0.95), 20 s at 19,882 (L1, 0.97) and 57 s at 59,050."""

@@ -13,12 +13,15 @@ import pytest
 
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality
-from countdp.design.policy import relaxed_width
+from countdp.design.planner import REDUCED_MODEL_PLAN
+from countdp.design.policy import relaxed_width, square_chain_widths
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
-from countdp.design.strategies.square_chain import LABEL, STRATEGY
+from countdp.design.strategies.relaxed_template import LABEL as RELAXED
+from countdp.design.strategies.square_chain import AFTER_RELAXED, LABEL, STRATEGY
 from countdp.design.template.square_chain import dp_rows, prove_square_chain
 from countdp.privacy.certify import certify, is_alpha_dp
+from countdp.values.objectives import parse_objective
 from tests.helpers.design import general_optimum, reduced_design
 
 WM = ("RM", "CM", "WH", "S")
@@ -32,15 +35,31 @@ NARROW = SolverSettings.of(square_chain_min_width=8)
     ((1024, 0.95, ("CH", "WH", "S"), "L2"), None),
     ((1024, 0.9, WM, "L2"), "corners 48 wide, below 50"),
     ((1024, 0.97, WM, "L2"), "above 25,000"),
-    ((1024, 0.99, WM, "L1"), "below twice both corners of width 575"),
+    ((1024, 0.99, WM, "L1"), "below twice both corners of width 507"),
     ((1024, 0.95, WM, "L0d:1"), "objective L0d not in"),
     ((1024, 0.95, WM, "L0"), "objective L0 not in"),
     ((1024, 0.95, ("CM", "F"), "L2"), "no F"),
-    ((1024, 0.95, ("RH", "CM", "WH", "S"), "L2"), "RH: "),
+    ((1024, 0.95, ("RH", "CM", "WH", "S"), "L2"), "RH: tried after the relaxed template"),
 ])
 def test_accepts_l1_and_l2_with_wide_corners_that_fit(request_args, reason):
     got = STRATEGY.accepts(DesignRequest.of(*request_args), DEFAULT_SETTINGS)
     assert (got is None) if reason is None else (reason in got), got
+
+
+def test_with_rh_it_comes_after_the_relaxed_template():
+    with_rh = DesignRequest.of(1024, 0.95, ("RH", "CH", "WH", "S"), "L1")
+    without = DesignRequest.of(1024, 0.95, WM, "L1")
+    assert AFTER_RELAXED.accepts(with_rh, DEFAULT_SETTINGS) is None
+    assert "no RH" in AFTER_RELAXED.accepts(without, DEFAULT_SETTINGS)
+    order = [s for s in REDUCED_MODEL_PLAN if s.name in (LABEL, RELAXED)]
+    assert [s.name for s in order] == [LABEL, RELAXED, LABEL] and order[0] is STRATEGY and order[2] is AFTER_RELAXED
+
+
+def test_the_width_rule():
+    """``ceil(k ln(1 - alpha) / ln alpha) + 2``, k = 1.1 for L1 and 2.1 for L2, computed here in exact
+    terms of the logarithms: L1 at 0.97: ceil(1.1 * 115.12) + 2 = 129; L2 at 0.95: ceil(2.1 * 58.40) + 2 = 125."""
+    assert square_chain_widths(1024, 0.97, parse_objective("L1"), DEFAULT_SETTINGS)[0][0] == 129
+    assert square_chain_widths(1024, 0.95, parse_objective("L2"), DEFAULT_SETTINGS)[0][0] == 125
 
 
 def test_dp_rows_are_the_two_directions_of_every_adjacent_pair():

@@ -4,13 +4,12 @@ full LP, proven on the full model (:mod:`countdp.design.template.square_chain`).
 
 It applies where the large-n template does (:func:`countdp.design.policy.large_n_applies`: a
 uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.TemplateTuning.template_min_n`)
-for the objectives of :attr:`~countdp.design.settings.ChainTuning.square_chain_objectives` without
-RH (whose optimum leaves whole rows of DP edges slack at the primal: the chain did not close there
-and the attempt only delayed the relaxed template), from a
+for the objectives of :attr:`~countdp.design.settings.ChainTuning.square_chain_objectives`, from a
 corner width of :attr:`~countdp.design.settings.ChainTuning.square_chain_min_width`, when both
 corners fit twice in ``n`` and the primal is small enough
-(:func:`countdp.design.policy.square_chain_widths`).  It is tried before the relaxed template,
-whose template-size vertex grows far faster with the width.  Only a certificate that closes on the
+(:func:`countdp.design.policy.square_chain_widths`).  Without RH it is tried before the relaxed
+template, whose template-size vertex grows far faster with the width; with RH after it, since there
+it closes at some alpha and not at others (:data:`AFTER_RELAXED`).  Only a certificate that closes on the
 full model answers; otherwise the attempt fails with the reason and the next strategy follows.
 """
 
@@ -37,6 +36,10 @@ class SquareChain:
     name = LABEL
     extra_key = "square_chain"
 
+    def __init__(self, with_rh: bool):
+        self.with_rh = with_rh
+        """Whether this instance takes the requests with RH (after the relaxed template) or those without (before)."""
+
     def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
         """``None`` when the planner chooses the method, closed forms are allowed, the objective is
         one of :attr:`~ChainTuning.square_chain_objectives`,
@@ -50,8 +53,9 @@ class SquareChain:
         why = large_n_applies(request, settings)
         if why is not None:
             return why
-        if "RH" in request.problem.properties:  # measured: 20 s spent before the relaxed template answers
-            return "RH: its optimum leaves whole rows of DP edges slack at the square corners (docs/design.md, 2c)"
+        if ("RH" in request.problem.properties) != self.with_rh:
+            return ("RH: tried after the relaxed template" if self.with_rh is False else
+                    "no RH: tried before the relaxed template")
         return square_chain_widths(request.n, request.alpha, request.objective, settings)[1]
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
@@ -76,4 +80,8 @@ class SquareChain:
         return attempt
 
 
-STRATEGY = SquareChain()
+STRATEGY = SquareChain(with_rh=False)
+"""Before the relaxed template: the requests without RH."""
+AFTER_RELAXED = SquareChain(with_rh=True)
+"""After the relaxed template: the requests with RH, where the square corners closed at some alpha (L1 at 0.95
+on RH+CH+WH+S, L2 at 10/11) and not at others (L2 at 0.91 on RH+CM+WH+S, after 20 s)."""
