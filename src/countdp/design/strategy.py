@@ -13,7 +13,8 @@ run under the caller's settings.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -119,3 +120,21 @@ def certificate_attempt(strategy: Strategy, result: dict, seconds: float, solver
                     {"backend": "highs", "reductions": [strategy.name], "optimality": result,
                      strategy.extra_key: record})
     return Attempt(strategy.name, "proven", seconds=seconds, answer=answer)
+
+
+def widths_attempt(strategy: Strategy, widths, prove, context: SolveContext, solver: str,
+                   record: Callable[[int, dict], dict]) -> Attempt:
+    """Each width of ``widths`` in turn, proven by ``prove(W)`` (a certificate as
+    :func:`certificate_attempt` takes it): ``proven`` with the first whose certificate closes, else
+    ``failed`` with the last width's record; ``record(W, result)`` is the width's record, to which
+    every width tried so far, with its outcome and reason, is added as ``"widths"``."""
+    tried, attempt = [], None
+    for W in widths:
+        result = prove(W)
+        seconds = time.perf_counter() - context.start
+        attempt = certificate_attempt(strategy, result, seconds, solver, {**record(W, result), "widths": tried})
+        tried.append({"width": W, "outcome": attempt.outcome, "reason": attempt.reason})
+        if attempt.outcome == "proven":
+            return attempt
+    attempt.info["widths"] = tried
+    return attempt

@@ -18,12 +18,11 @@ model answers; otherwise the attempt fails with the reason and the next strategy
 from __future__ import annotations
 
 import logging
-import time
 
 from countdp.design.policy import large_n_applies, planner_may_shortcut, relaxed_widths
 from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext, certificate_attempt, skipped_unless_accepted
+from countdp.design.strategy import SolveContext, skipped_unless_accepted, widths_attempt
 from countdp.design.template.relaxed_proof import prove_relaxed_width
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -61,19 +60,14 @@ class RelaxedTemplate:
         skipped = skipped_unless_accepted(self, request, context)
         if skipped is not None:
             return skipped
-        settings, tried = context.settings, []
-        widths, _ = relaxed_widths(request.n, request.alpha, request.objective, settings)
-        for W in widths:
+        widths, _ = relaxed_widths(request.n, request.alpha, request.objective, context.settings)
+
+        def prove(W: int) -> dict:
             LOG.info("relaxed large n: the template of width %d (n = %d), proven on the full model", W, 3 * W + 4)
-            result = prove_relaxed_width(request.problem, W, context=context)
-            seconds = time.perf_counter() - context.start
-            record = {"width": W, "template_n": 3 * W + 4, "seconds": result.get("seconds"), "widths": tried}
-            attempt = certificate_attempt(self, result, seconds, "HIGHS", record)
-            tried.append({"width": W, "outcome": attempt.outcome, "reason": attempt.reason})
-            if attempt.outcome == "proven":
-                return attempt
-        attempt.info["widths"] = tried
-        return attempt
+            return prove_relaxed_width(request.problem, W, context=context)
+
+        return widths_attempt(self, widths, prove, context, "HIGHS",
+                              lambda W, result: {"width": W, "template_n": 3 * W + 4, "seconds": result.get("seconds")})
 
 
 STRATEGY = RelaxedTemplate()

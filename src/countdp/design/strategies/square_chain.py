@@ -16,12 +16,11 @@ full model answers; otherwise the attempt fails with the reason and the next str
 from __future__ import annotations
 
 import logging
-import time
 
 from countdp.design.policy import large_n_applies, planner_may_shortcut, square_chain_widths
 from countdp.design.request import Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.strategy import SolveContext, certificate_attempt, skipped_unless_accepted
+from countdp.design.strategy import SolveContext, skipped_unless_accepted, widths_attempt
 from countdp.design.template.square_chain import prove_square_chain
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -65,19 +64,14 @@ class SquareChain:
         skipped = skipped_unless_accepted(self, request, context)
         if skipped is not None:
             return skipped
-        settings, tried = context.settings, []
-        widths, _ = square_chain_widths(request.n, request.alpha, request.objective, settings)
-        for W in widths:
+        widths, _ = square_chain_widths(request.n, request.alpha, request.objective, context.settings)
+
+        def prove(W: int) -> dict:
             LOG.info("square corners of width %d, the chain dual, proven on the full model", W)
-            result = prove_square_chain(request.problem, W, settings=settings)
-            seconds = time.perf_counter() - context.start
-            record = {"width": W, "seconds": result.get("seconds"), "widths": tried}
-            attempt = certificate_attempt(self, result, seconds, "CLARABEL", record)
-            tried.append({"width": W, "outcome": attempt.outcome, "reason": attempt.reason})
-            if attempt.outcome == "proven":
-                return attempt
-        attempt.info["widths"] = tried
-        return attempt
+            return prove_square_chain(request.problem, W, settings=context.settings)
+
+        return widths_attempt(self, widths, prove, context, "CLARABEL",
+                              lambda W, result: {"width": W, "seconds": result.get("seconds")})
 
 
 STRATEGY = SquareChain(with_rh=False)
