@@ -12,6 +12,9 @@ strategy that answered):
 ``--baseline DIR`` is another checkout's ``src`` (e.g. a worktree of the previous main), run in the
 same sitting with ``--baseline-timeout`` seconds per row (a row not done by then is reported as
 such, and the ratio is a lower bound).  ``--timeout`` stops a row of this checkout likewise.
+``--time-limit S`` passes ``time_limit=S`` to ``design_lp`` in every row of both checkouts: a row no
+fast path proves then answers with the best design proven feasible and its gap (shown relative to
+its objective) instead of the memory bound's refusal.
 
     .venv/bin/python benchmarks/bench_alpha_grid.py --objectives L1,L2 --baseline ../base/src
 
@@ -53,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=None, help="seconds per row of this checkout")
     parser.add_argument("--baseline", type=Path, help="another checkout's src folder, run in the same sitting")
     parser.add_argument("--baseline-timeout", type=float, default=60.0)
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="design_lp's time_limit in every row (both checkouts): past the memory bound the "
+                             "best design proven feasible, with its gap relative to its objective")
     args = parser.parse_args(argv)
     sets = L0_SETS if args.sets == "all" else tuple(args.sets.split(","))
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -61,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in sets:
         for objective in args.objectives.split(","):
             for alpha in args.alphas.split(","):
-                code = DESIGN.format(n=args.n, alpha=alpha_value(alpha), props=properties(name), objective=objective)
+                code = DESIGN.format(n=args.n, alpha=alpha_value(alpha), props=properties(name), objective=objective,
+                                     time_limit=args.time_limit)
                 load = os.getloadavg()[0]
                 new = measured(code, NEW_SRC, args.timeout)
                 base = measured(code, args.baseline, args.baseline_timeout) if args.baseline else None

@@ -37,9 +37,10 @@ DESIGN = """
 import json, time
 from countdp.design.designer import design_lp
 t = time.perf_counter()
-d = design_lp({n}, {alpha!r}, {props!r}, {objective!r})
+d = design_lp({n}, {alpha!r}, {props!r}, {objective!r}, time_limit={time_limit!r})
 o = d.extra.get("optimality", {{}})
 print(json.dumps({{"seconds": time.perf_counter() - t, "status": d.status, "gap": o.get("gap"),
+                  "gap_rel": d.extra.get("stopped", {{}}).get("gap_rel"),
                   "method": d.method, "proven": bool(o.get("certified"))}}))
 """
 
@@ -70,6 +71,8 @@ def cell(result: dict | None) -> str:
     if "proven" not in result:
         return f"{result['wall']:>7.1f} s {result['rss']:>6.0f} MB  {result['status']}"
     gap = "" if result.get("gap") is None else f"gap {result['gap']:.1e}"
+    if result.get("gap_rel") is not None:  # stopped at the time limit: the gap relative to the objective
+        gap = f"gap {100 * result['gap_rel']:.2g} %"
     proven = "proven" if result["proven"] else "NOT proven"
     return f"{result['wall']:>7.1f} s {result['rss']:>6.0f} MB  {proven:<10} {gap:<12} {result['method'][:26]}"
 
@@ -114,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# every objective at n = 1024; cpus {os.cpu_count()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"{'row':<34} {'load':>4} | {'new: wall, peak RSS, proven, gap, answered by':<75} | baseline | ratio")
     for label, n, alpha, props, objective, with_base in rows(args):
-        code = DESIGN.format(n=n, alpha=alpha, props=props, objective=objective)
+        code = DESIGN.format(n=n, alpha=alpha, props=props, objective=objective, time_limit=None)
         load = os.getloadavg()[0]
         new = measured(code, NEW_SRC, args.timeout)
         base = measured(code, args.baseline, args.baseline_timeout) if args.baseline and with_base else None

@@ -51,13 +51,15 @@ def violation(problem: DesignProblem, x: np.ndarray) -> float:
 
 def mixed_with_um(problem: DesignProblem, P: np.ndarray) -> np.ndarray:
     """``(1 - w) P + w UM`` with the least ``w`` in ``[0, 1]`` that holds every row of ``problem``'s
-    LP (each row is linear in ``w``; an equality ``P`` breaks takes ``w = 1``)."""
+    LP broken by more than ``PRIMAL_TOL / 100`` (each row is linear in ``w``; an equality ``P`` breaks
+    takes ``w = 1``).  Rows broken by rounding alone are left (the caller keeps a design only within
+    ``PRIMAL_TOL``): UM holds CM and RM with equality, so no mixture short of UM itself mends them."""
     lp, um = problem.lp(), CLOSED_FORMS["UM"](problem.n, problem.alpha)
     x, xu = problem.point(P), problem.point(um)
     if np.max(np.abs(lp.A_eq @ x - lp.b_eq), initial=0.0) > PRIMAL_TOL:
         return um
     r, ru = lp.A_ub @ x - lp.b_ub, lp.A_ub @ xu - lp.b_ub
-    broken = r < 0
+    broken = r < -PRIMAL_TOL / 100  # rows broken by rounding alone are left: UM holds CM and RM with equality
     if not broken.any():
         return P
     w = float(np.max(-r[broken] / np.maximum(ru[broken] - r[broken], 1e-300)))
@@ -153,7 +155,7 @@ def stopped_answer(request: DesignRequest, earlier: Answer | None, stop, reason:
     designs, duals = interrupted(request, stop)
     recorded = []
     if earlier is not None:
-        designs.insert(0, ("the best unproven answer before", earlier.matrix))
+        designs.insert(0, (f"the best unproven answer before ({earlier.method})", earlier.matrix))
         lower = earlier.extra.get("optimality", {}).get("lower_bound")
         if lower is not None:
             recorded.append(("the certificate of the best unproven answer before", float(lower)))
@@ -166,7 +168,7 @@ def stopped_answer(request: DesignRequest, earlier: Answer | None, stop, reason:
              optimality["upper_bound"], optimality["lower_bound"], optimality["gap"], gap_rel)
     stopped = {"reason": reason, "design_from": label, "lower_bound_from": optimality["dual_from"],
                "gap": optimality["gap"], "gap_rel": gap_rel}
-    if earlier is not None and label == designs[0][0]:
+    if earlier is not None and label.startswith(designs[0][0]):  # as it is, or repaired
         solver, method = earlier.solver, earlier.method
     else:
         solver, method = ("closed-form" if label.endswith("mixed with UM") else "interrupted"), label

@@ -49,6 +49,7 @@ from countdp.design.strategies import (
     large_n_template,
     reduced_lp,
     relaxed_template,
+    square_bound,
     square_chain,
     square_template,
     symmetrized,
@@ -62,9 +63,9 @@ REDUCED_MODEL_PLAN: tuple[Strategy, ...] = (
     closed_form.STRATEGY,
     square_chain.STRATEGY,
     relaxed_template.STRATEGY,
-    square_chain.AFTER_RELAXED,
     square_template.STRATEGY,
     large_n_template.STRATEGY,
+    square_bound.STRATEGY,
     cm_relaxation.STRATEGY,
     folded.STRATEGY,
     reduced_lp.STRATEGY,
@@ -197,11 +198,12 @@ def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
         return _finish(answer, attempts, strategies)
     if proven is not None:
         return _finish(proven.answer, attempts, strategies)
+    if refused is not None and watch.time_limit is not None:  # the best unproven answer, repaired, with its gap
+        earlier = None if best is None else best.answer
+        return _finish(stopped_answer(request, earlier, None, refused, started), attempts, strategies)
     if best is None and refused is not None:
-        if watch.time_limit is None:
-            raise MemoryBoundError(f"{request.label()}: no fast path answers, and {refused}; give a time limit "
-                                   "(--time-limit, time_limit=) for the best design within the bound with its gap")
-        return _finish(stopped_answer(request, None, None, refused, started), attempts, strategies)
+        raise MemoryBoundError(f"{request.label()}: no fast path answers, and {refused}; give a time limit "
+                               "(--time-limit, time_limit=) for the best design within the bound with its gap")
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
         raise RuntimeError(failures[-1] if failures else "no strategy answered")

@@ -184,3 +184,20 @@ def square_chain_widths(n: int, alpha: float, objective,
         return kept, (f"corners of width {W} ({(W + 1) ** 2 + 1:,} unknowns, alpha = {alpha:g}) above "
                       f"{tuning.square_chain_max_unknowns:,}")
     return kept, None
+
+
+def square_bound_width(n: int, alpha: float, objective, settings: SolverSettings) -> tuple[int, str | None]:
+    """``(W, why)``: the square corners' width for the best design within the bound
+    (:mod:`countdp.design.strategies.square_bound`): the widest whose primal has at most
+    :attr:`~ChainTuning.square_chain_max_unknowns` unknowns and whose corners fit twice in ``n``
+    (``4 (W + 1) <= n``; a wider square holds every design of a narrower one), no wider than the
+    rule's width of :func:`square_chain_widths` where the objective has one (its corners are
+    wide enough); ``why`` says why there is none (``W = 0``)."""
+    tuning = settings.chains
+    W = min(int(np.sqrt(tuning.square_chain_max_unknowns - 1)) - 1, n // 4 - 1)
+    factor = dict(tuning.square_chain_width_factors).get(objective.name)
+    if factor is not None and 0.0 < alpha < 1.0:
+        W = min(W, int(np.ceil(factor * np.log(1.0 - alpha) / np.log(alpha))) + tuning.relaxed_width_margin)
+    if W < 1:
+        return 0, f"n={n} leaves no room for two corners"
+    return W, None

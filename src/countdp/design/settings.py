@@ -214,8 +214,10 @@ class ChainTuning:
     (:attr:`square_chain_width_factors`: L2 from alpha about 0.905, L1 from 0.935); below it the
     relaxed template is as fast."""
     square_chain_max_unknowns: int = 25_000
-    """The widest square corners tried for the chain dual, in the primal's unknowns ``(W + 1)^2 + 1``:
-    Clarabel took 14 s at 15,877 (L2, alpha 0.95), 20 s at 19,882 (L1, 0.97) and 57 s at 59,050."""
+    """The widest square corners tried for the chain dual, and for the design within the memory bound
+    (:mod:`countdp.design.strategies.square_bound`), in the primal's unknowns ``(W + 1)^2 + 1``:
+    Clarabel took 14 s at 15,877 (L2, alpha 0.95), 20 s at 19,882 (L1, 0.97) and 57 s at 59,050;
+    HiGHS's interior point and crossover 25 s at 24,965 (L2, 0.97)."""
     square_chain_tight_tols: tuple[float, ...] = (1e-7, 1e-9)
     """A row counts as tight at the square-corner primal (an interior point) when its slack is at most
     this fraction of its terms' size; each is tried in turn until the certificate closes."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from countdp.design.constraints import property_rows
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality
 from countdp.design.planner import REDUCED_MODEL_PLAN
@@ -18,8 +19,8 @@ from countdp.design.policy import relaxed_width, square_chain_widths
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.relaxed_template import LABEL as RELAXED
-from countdp.design.strategies.square_chain import AFTER_RELAXED, LABEL, STRATEGY
-from countdp.design.template.square_chain import dp_rows, prove_square_chain
+from countdp.design.strategies.square_chain import LABEL, STRATEGY
+from countdp.design.template.square_chain import dp_rows, prove_square_chain, relaxed_square_primal
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.values.objectives import parse_objective
 from tests.helpers.design import general_optimum, reduced_design
@@ -39,20 +40,16 @@ NARROW = SolverSettings.of(square_chain_min_width=8)
     ((1024, 0.95, WM, "L0d:1"), "objective L0d not in"),
     ((1024, 0.95, WM, "L0"), "objective L0 not in"),
     ((1024, 0.95, ("CM", "F"), "L2"), "no F"),
-    ((1024, 0.95, ("RH", "CM", "WH", "S"), "L2"), "RH: tried after the relaxed template"),
+    ((1024, 0.95, ("RH", "CM", "WH", "S"), "L1"), None),
 ])
 def test_accepts_l1_and_l2_with_wide_corners_that_fit(request_args, reason):
     got = STRATEGY.accepts(DesignRequest.of(*request_args), DEFAULT_SETTINGS)
     assert (got is None) if reason is None else (reason in got), got
 
 
-def test_with_rh_it_comes_after_the_relaxed_template():
-    with_rh = DesignRequest.of(1024, 0.95, ("RH", "CH", "WH", "S"), "L1")
-    without = DesignRequest.of(1024, 0.95, WM, "L1")
-    assert AFTER_RELAXED.accepts(with_rh, DEFAULT_SETTINGS) is None
-    assert "no RH" in AFTER_RELAXED.accepts(without, DEFAULT_SETTINGS)
+def test_it_comes_before_the_relaxed_template_with_rh_or_not():
     order = [s for s in REDUCED_MODEL_PLAN if s.name in (LABEL, RELAXED)]
-    assert [s.name for s in order] == [LABEL, RELAXED, LABEL] and order[0] is STRATEGY and order[2] is AFTER_RELAXED
+    assert [s.name for s in order] == [LABEL, RELAXED] and order[0] is STRATEGY
 
 
 def test_the_width_rule():
@@ -118,3 +115,24 @@ def test_l2_near_ten_elevenths_at_n_1024_is_proven_by_the_square_corners():
     assert answer.method == LABEL and answer.extra["optimality"]["certified"]
     assert answer.extra["square_chain"]["width"] == 55  # ceil(2.1 ln(1/11) / ln(10/11)) + 2
     assert is_alpha_dp(certify(answer.matrix, alpha)[0], alpha)
+
+
+def test_where_the_relaxed_corners_break_cm_they_are_solved_with_cm_kept():
+    """RH+CM+WH+S, L1, alpha 0.95, n = 300 (W = 67): the relaxed LP's square corners (CM as CH) break CM
+    near the corner, column 28, by more than 1e-7 of the largest entry, so no dual of the relaxation
+    proves the target; the square corners with CM kept are proven on the full LP, and the
+    independent weak-duality check agrees (and refuses the dual perturbed)."""
+    alpha, W = 0.95, 67
+    target = DesignProblem(300, alpha, ("RH", "CM", "WH", "S"), "L1")
+    problem, _, x, _ = relaxed_square_primal(target, W, DEFAULT_SETTINGS)
+    assert "CM" not in problem.properties
+    assert property_rows("CM", 300).violation(x) > 1e-7 * x.max()
+    result = prove_square_chain(target, W, settings=DEFAULT_SETTINGS)
+    assert result["certified"] and result["primal"].startswith("with CM kept"), result.get("reason")
+    P = certify(result["matrix"], alpha)[0]
+    full, u, v = target.lp(), result["u"], result["v"]
+    assert property_rows("CM", 300).violation(P.ravel()) <= 1e-9
+    assert check_optimality(full, P.ravel(), u, v)["certified"]
+    broken = u.copy()
+    broken[np.flatnonzero(u > 0)[::7]] *= 1.001
+    assert not check_optimality(full, P.ravel(), broken, v)["certified"]

@@ -7,10 +7,10 @@ uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.Te
 for the objectives of :attr:`~countdp.design.settings.ChainTuning.square_chain_objectives`, from a
 corner width of :attr:`~countdp.design.settings.ChainTuning.square_chain_min_width`, when both
 corners fit twice in ``n`` and the primal is small enough
-(:func:`countdp.design.policy.square_chain_widths`).  Without RH it is tried before the relaxed
-template, whose template-size vertex grows far faster with the width; with RH after it, since there
-it closes at some alpha and not at others (:data:`AFTER_RELAXED`).  Only a certificate that closes on the
-full model answers; otherwise the attempt fails with the reason and the next strategy follows.
+(:func:`countdp.design.policy.square_chain_widths`).  It is tried before the relaxed template, whose
+template-size vertex grows far faster with the width, with RH too: where the relaxed corners break
+CM (RH+CM) they are solved again with CM kept.  Only a certificate that closes on the full model
+answers; otherwise the attempt fails with the reason and the next strategy follows.
 """
 
 from __future__ import annotations
@@ -35,10 +35,6 @@ class SquareChain:
     name = LABEL
     extra_key = "square_chain"
 
-    def __init__(self, with_rh: bool):
-        self.with_rh = with_rh
-        """Whether this instance takes the requests with RH (after the relaxed template) or those without (before)."""
-
     def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
         """``None`` when the planner chooses the method, closed forms are allowed, the objective is
         one of :attr:`~ChainTuning.square_chain_objectives`,
@@ -52,9 +48,6 @@ class SquareChain:
         why = large_n_applies(request, settings)
         if why is not None:
             return why
-        if ("RH" in request.problem.properties) != self.with_rh:
-            return ("RH: tried after the relaxed template" if self.with_rh is False else
-                    "no RH: tried before the relaxed template")
         return square_chain_widths(request.n, request.alpha, request.objective, settings)[1]
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
@@ -74,8 +67,4 @@ class SquareChain:
                               lambda W, result: {"width": W, "seconds": result.get("seconds")})
 
 
-STRATEGY = SquareChain(with_rh=False)
-"""Before the relaxed template: the requests without RH."""
-AFTER_RELAXED = SquareChain(with_rh=True)
-"""After the relaxed template: the requests with RH, where the square corners closed at some alpha (L1 at 0.95
-on RH+CH+WH+S, L2 at 10/11) and not at others (L2 at 0.91 on RH+CM+WH+S, after 20 s)."""
+STRATEGY = SquareChain()

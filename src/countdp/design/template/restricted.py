@@ -172,19 +172,40 @@ def simplex_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, work: float, *,
 
     The restricted dual is wide (about six columns per row); primal simplex is faster than dual
     simplex on it."""
-    running(settings, "HiGHS, a template")
+    options = {"simplex_iteration_limit": int(work / max(1, A.shape[0])), "simplex_strategy": 4}
+    return highs_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, options, "HiGHS primal simplex, a template",
+                        settings=settings)
+
+
+def ipm_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, *,
+               settings: SolverSettings) -> tuple[np.ndarray, np.ndarray] | None:
+    """HiGHS's interior point with crossover (HiGHS's own iteration limit, no wall-clock limit but the
+    caller's), then the exact vertex and duals of its basis; ``None`` when HiGHS does not end
+    optimal.  Where Clarabel's interior point stops short of its tolerances
+    (``AlmostSolved``, rows broken by 1e-8), the vertex holds every row to rounding."""
+    options = {"solver": "ipm", "run_crossover": "on"}
+    return highs_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, options, "HiGHS interior point, a template",
+                        settings=settings)
+
+
+def highs_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, options: dict, what: str, *,
+                 settings: SolverSettings) -> tuple[np.ndarray, np.ndarray] | None:
+    """HiGHS with ``options`` (and its smallest feasibility tolerances) on ``row_lo <= A x <= row_hi``,
+    then the exact vertex and duals of its basis, or HiGHS's own point where the basis gives none;
+    ``None`` when HiGHS does not end optimal."""
+    running(settings, what)
     highspy = load_highspy(settings.solver.verbose)
 
     h = highspy.Highs()
     watch = current()
-    watch.attach_highs(h, "HiGHS primal simplex, a template", settings.solver.verbose)
+    watch.attach_highs(h, what, settings.solver.verbose)
     h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
-    h.setOptionValue("simplex_iteration_limit", int(work / max(1, A.shape[0])))
-    h.setOptionValue("simplex_strategy", 4)  # primal simplex
+    for key, value in options.items():
+        h.setOptionValue(key, value)
     h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))
     h.run()
-    watch.check("a template's simplex")
+    watch.check(what)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     lp = SimpleNamespace(A=sp.csr_matrix(A), cost=np.asarray(cost, float), col_lower=col_lo, col_upper=col_hi,

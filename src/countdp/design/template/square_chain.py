@@ -37,11 +37,12 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from countdp.design.constraints import property_rows
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.settings import SolverSettings, running
 from countdp.design.template.proof import certify_expansion
-from countdp.design.template.relaxed_proof import chain_dual, relaxed_problem
+from countdp.design.template.relaxed_proof import chain_dual, kept_problem, relaxed_problem
 from countdp.design.template.square_proof import square_primal
 
 
@@ -65,22 +66,64 @@ def tight_rows(full, x: np.ndarray, tol: float) -> np.ndarray:
     return np.flatnonzero(slack <= tol * size)
 
 
+def relaxed_square_primal(target: DesignProblem, W: int, settings: SolverSettings, vertex: bool = False) -> tuple:
+    """``(problem, full, x, info)``: ``target``'s relaxed problem (module docstring), its LP, and
+    the square-corner primal of width ``W`` on it expanded to the full size (flat ``N * N``; ``None``
+    with the reason in ``info`` when the solver does not solve it); ``vertex`` as for
+    :func:`~countdp.design.template.square_proof.square_primal`."""
+    return square_primal_on(relaxed_problem(target), W, settings, vertex)
+
+
+def square_primal_on(problem: DesignProblem, W: int, settings: SolverSettings, vertex: bool = False) -> tuple:
+    """``(problem, full, x, info)`` of :func:`relaxed_square_primal` on the LP of ``problem`` as given."""
+    full = problem.lp()
+    x, info = square_primal(full, problem.n, W, problem.alpha, settings, vertex)
+    return problem, full, x, info
+
+
+def breaks_cm(target: DesignProblem, problem: DesignProblem, x: np.ndarray, settings: SolverSettings) -> bool:
+    """Whether ``x``, solved on ``problem`` (CM relaxed to CH), breaks ``target``'s CM by more than
+    :attr:`~ChainTuning.cm_break_tol` of its largest entry: the relaxation's optimum is then not the
+    target's, and no dual of the relaxation proves it."""
+    if "CM" not in target.properties or "CM" in problem.properties:
+        return False
+    return property_rows("CM", target.n).violation(x) > settings.chains.cm_break_tol * float(np.max(x))
+
+
 def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSettings) -> dict:
     """The square-corner primal of width ``W`` of ``target``'s relaxed LP, its chain dual, and the
-    certificate on ``target``'s full LP (module docstring).  Returns the certificate of
+    certificate on ``target``'s full LP (module docstring); where that does not close and the relaxed
+    primal breaks CM (RH+CM at L1, alpha 0.95), all again on the LP with CM kept
+    (:func:`countdp.design.template.relaxed_proof.kept_problem`).  Returns the certificate of
     :func:`countdp.design.template.proof.certify_expansion` (with the ``"matrix"`` proven and the
     stage ``"seconds"``), or ``{"certified": False, "reason": ...}``."""
-    began, seconds = time.perf_counter(), {}
-    n, N, alpha = target.n, target.N, target.alpha
-    problem = relaxed_problem(target)
-    full = problem.lp()
-    x, info = square_primal(full, n, W, alpha, settings)
-    seconds["template primal"] = time.perf_counter() - began
+    began = time.perf_counter()
+    problem, full, x, info = relaxed_square_primal(target, W, settings)
+    seconds = {"template primal": time.perf_counter() - began}
     if x is None:
         return not_proven(f"W={W}: {info}")
+    result = chain_certificate(target, problem, full, x, W, info, settings)
+    if not result.get("certified") and breaks_cm(target, problem, x, settings):
+        running(settings, "the square corners with CM kept")
+        problem, full, x, info = square_primal_on(kept_problem(target), W, settings)
+        if x is not None:
+            info["primal"] = "with CM kept (the relaxed primal broke CM)"
+            result = chain_certificate(target, problem, full, x, W, info, settings)
+    seconds["chain dual and certificate"] = time.perf_counter() - began - seconds["template primal"]
+    result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
+    return result
+
+
+def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np.ndarray, W: int, info: dict,
+                      settings: SolverSettings) -> dict:
+    """The chain dual from the rows tight at ``x`` (a square-corner primal on ``problem``'s LP
+    ``full``), at each tolerance of :attr:`~ChainTuning.square_chain_tight_tols` in turn, and the
+    certificate of its vertex on ``target``'s full LP (module docstring): the first that closes, else
+    the last tried."""
+    N = target.N
     info = {"template": "square corners, chain dual", "width": W, **info,
             "template_properties": "+".join(problem.properties)}
-    is_dp, edges = dp_rows(full.A_ub, N, alpha), N * (N - 1)
+    is_dp, edges = dp_rows(full.A_ub, N, target.alpha), N * (N - 1)
     closure = target.objective.name in settings.chains.closure_objectives
     result = not_proven(f"W={W}: no tolerance tried")
     for tol in settings.chains.square_chain_tight_tols:
@@ -103,6 +146,4 @@ def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSetting
                                    {**info, "tight_tol": tol}, closure_first=closure)
         if result.get("certified"):
             break
-    seconds["chain dual and certificate"] = time.perf_counter() - began - seconds["template primal"]
-    result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return result

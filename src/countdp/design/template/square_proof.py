@@ -34,7 +34,7 @@ from countdp.design.optimality import not_proven
 from countdp.design.settings import SolverSettings
 from countdp.design.template.geometry import cancel, merge_rows
 from countdp.design.template.proof import certify_expansion
-from countdp.design.template.restricted import clarabel_point, dual_properties
+from countdp.design.template.restricted import clarabel_point, dual_properties, ipm_vertex
 from countdp.design.template.square_geometry import column_classes, middle_rows, primal_map, row_classes
 
 
@@ -87,10 +87,13 @@ def prove_square(problem: DesignProblem, W: int, *, settings: SolverSettings) ->
     return result
 
 
-def square_primal(full: DesignLP, n: int, W: int, alpha: float,
-                  settings: SolverSettings) -> tuple[np.ndarray | None, dict | str]:
+def square_primal(full: DesignLP, n: int, W: int, alpha: float, settings: SolverSettings,
+                  vertex: bool = False) -> tuple[np.ndarray | None, dict | str]:
     """``(x, info)``: the restricted primal's optimum expanded to the full size (flat ``N * N``), or
-    ``(None, reason)`` (module docstring)."""
+    ``(None, reason)`` (module docstring).  ``vertex``: HiGHS's interior point and crossover, then
+    the exact vertex of its basis (:func:`countdp.design.template.restricted.ipm_vertex`), in place
+    of Clarabel's point: every row held to rounding, where Clarabel may stop short of its
+    tolerances on wide corners."""
     N = n + 1
     col, weight, k = primal_map(n, W, alpha)
     corner_columns = np.r_[0: W + 2, n - W - 1: N]
@@ -106,7 +109,11 @@ def square_primal(full: DesignLP, n: int, W: int, alpha: float,
     keep = strongest_pairs(A, lo, hi)
     A, lo, hi = A[keep], lo[keep], hi[keep]
     E = sp.csr_matrix((weight, (np.arange(N * N), col)), shape=(N * N, k))
-    z = clarabel_point(A, E.T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi, settings=settings)
+    if vertex:
+        found = ipm_vertex(A, E.T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi, settings=settings)
+        z = None if found is None else np.maximum(found[0], 0.0)
+    else:
+        z = clarabel_point(A, E.T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi, settings=settings)
     if z is None:
         return None, "the restricted primal not solved"
     return E @ z, {"primal_unknowns": k, "primal_rows": int(A.shape[0])}
