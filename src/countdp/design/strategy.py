@@ -103,12 +103,14 @@ def skipped_unless_accepted(strategy: Strategy, request: DesignRequest, context:
 
 def certificate_attempt(strategy: Strategy, result: dict, seconds: float, solver: str, record: dict) -> Attempt:
     """The attempt of a strategy whose answer is a full-model certificate ``result`` (as
-    :func:`countdp.design.template.proof.certify_expansion` returns it, its arrays removed here):
+    :func:`countdp.design.template.proof.certify_expansion` returns it, its arrays removed here, and
+    its ``"solver"``, where it names one, in place of ``solver``):
     ``proven`` with the matrix proven, the certificate in ``extra["optimality"]`` and ``record`` in
     ``extra[strategy.extra_key]``; else ``failed`` with why (the gap and the violation when the
     certificate did not close) and the certificate beside ``record["width"]``."""
     P = result.pop("matrix", None)
     result.pop("u", None), result.pop("v", None)
+    solver = result.pop("solver", solver)  # a certificate may name the solver of its primal
     if not result["certified"]:
         violation = result.get("max_primal_violation")
         reason = result.get("reason") or (f"W={record['width']}: the certificate did not close (gap "

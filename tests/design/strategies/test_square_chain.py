@@ -136,3 +136,19 @@ def test_where_the_relaxed_corners_break_cm_they_are_solved_with_cm_kept():
     broken = u.copy()
     broken[np.flatnonzero(u > 0)[::7]] *= 1.001
     assert not check_optimality(full, P.ravel(), broken, v)["certified"]
+
+
+def test_each_primal_solver_is_proven_alone_and_names_itself():
+    """HiGHS's vertex and Clarabel's point, each alone (``square_chain_primals``), prove the same
+    optimum at n = 160, and the answer names the solver that found its primal; an unknown name is refused."""
+    alpha = 0.8
+    target = DesignProblem(160, alpha, WM, "L1")
+    W = relaxed_width(alpha, target.objective, DEFAULT_SETTINGS)
+    found = {}
+    for how, solver in [("vertex", "HIGHS"), ("clarabel", "CLARABEL")]:
+        result = prove_square_chain(target, W, settings=NARROW.with_values(square_chain_primals=(how,)))
+        assert result["certified"] and result["solver"] == solver, result.get("reason")
+        found[how] = result["primal_objective"]
+    assert abs(found["vertex"] - found["clarabel"]) <= 1e-9 * max(1.0, found["vertex"])
+    with pytest.raises(ValueError, match="unknown square-corner primal 'simplex'"):
+        prove_square_chain(target, W, settings=NARROW.with_values(square_chain_primals=("simplex",)))

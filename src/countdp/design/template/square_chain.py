@@ -9,8 +9,9 @@ symmetric.
 (:func:`countdp.design.template.square_proof.square_primal`): a free ``(W + 1) x (W + 1)`` square at
 each corner, mirror images, their rows and columns going on as geometric tails, GM in the middle.
 Its unknowns grow as ``W^2``, where the relaxed template's LP grows as ``9 W^2`` in unknowns and far
-faster in simplex work (its vertex took 20 s at ``W = 56`` for L2 and minutes wider); Clarabel
-solves this one, an interior point is enough.
+faster in simplex work (its vertex took 20 s at ``W = 56`` for L2 and minutes wider).  The solvers of
+:attr:`~ChainTuning.square_chain_primals` are tried in turn: HiGHS's interior point with crossover
+and the exact vertex of its basis, then Clarabel's interior point.
 
 **Dual.**  Every entry of an L1 or L2 optimum is positive, so every reduced cost is zero.  In each
 output row the DP rows tight at the primal (slack at most a fraction ``tol`` of their terms' size)
@@ -92,26 +93,50 @@ def breaks_cm(target: DesignProblem, problem: DesignProblem, x: np.ndarray, sett
 
 def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSettings) -> dict:
     """The square-corner primal of width ``W`` of ``target``'s relaxed LP, its chain dual, and the
-    certificate on ``target``'s full LP (module docstring); where that does not close and the relaxed
-    primal breaks CM (RH+CM at L1, alpha 0.95), all again on the LP with CM kept
+    certificate on ``target``'s full LP (module docstring), by each solver of
+    :attr:`~ChainTuning.square_chain_primals` in turn until it closes; where the relaxed primal
+    breaks CM (RH+CM at L1, alpha 0.95), on the LP with CM kept from then on
     (:func:`countdp.design.template.relaxed_proof.kept_problem`).  Returns the certificate of
     :func:`countdp.design.template.proof.certify_expansion` (with the ``"matrix"`` proven and the
     stage ``"seconds"``), or ``{"certified": False, "reason": ...}``."""
-    began = time.perf_counter()
-    problem, full, x, info = relaxed_square_primal(target, W, settings)
-    seconds = {"template primal": time.perf_counter() - began}
-    if x is None:
-        return not_proven(f"W={W}: {info}")
-    result = chain_certificate(target, problem, full, x, W, info, settings)
-    if not result.get("certified") and breaks_cm(target, problem, x, settings):
-        running(settings, "the square corners with CM kept")
-        problem, full, x, info = square_primal_on(kept_problem(target), W, settings)
-        if x is not None:
-            info["primal"] = "with CM kept (the relaxed primal broke CM)"
-            result = chain_certificate(target, problem, full, x, W, info, settings)
-    seconds["chain dual and certificate"] = time.perf_counter() - began - seconds["template primal"]
+    began, seconds = time.perf_counter(), {}
+    problem, result = relaxed_problem(target), not_proven(f"W={W}: no primal tried")
+    for how in settings.chains.square_chain_primals:
+        if how not in PRIMALS:
+            raise ValueError(f"unknown square-corner primal {how!r}; allowed: {', '.join(PRIMALS)}")
+        result, problem = with_primal(target, problem, W, how, settings, seconds)
+        result["solver"] = PRIMALS[how]
+        if result.get("certified"):
+            break
+    seconds["total"] = time.perf_counter() - began
     result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return result
+
+
+PRIMALS = {"vertex": "HIGHS", "clarabel": "CLARABEL"}
+"""The solvers of the square corners' primal (:attr:`~ChainTuning.square_chain_primals`), each with
+the solver name an answer records."""
+
+
+def with_primal(target: DesignProblem, problem: DesignProblem, W: int, how: str, settings: SolverSettings,
+                seconds: dict) -> tuple[dict, DesignProblem]:
+    """``(result, problem)``: the square corners on ``problem``'s LP by the solver ``how``, their
+    chain dual and certificate; where that does not close and the point breaks ``target``'s CM
+    (``problem`` relaxing it), the same on the LP with CM kept, which is returned for later solvers."""
+    began = time.perf_counter()
+    problem, full, x, info = square_primal_on(problem, W, settings, vertex=how == "vertex")
+    seconds[f"{how} primal"] = seconds.get(f"{how} primal", 0.0) + time.perf_counter() - began
+    if x is None:
+        return not_proven(f"W={W}: {info} ({how})"), problem
+    result = chain_certificate(target, problem, full, x, W, {**info, "primal_solver": how}, settings)
+    if result.get("certified") or not breaks_cm(target, problem, x, settings):
+        return result, problem
+    running(settings, "the square corners with CM kept")
+    kept, full, x, info = square_primal_on(kept_problem(target), W, settings, vertex=how == "vertex")
+    if x is None:
+        return result, kept
+    info.update(primal="with CM kept (the relaxed primal broke CM)", primal_solver=how)
+    return chain_certificate(target, kept, full, x, W, info, settings), kept
 
 
 def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np.ndarray, W: int, info: dict,
