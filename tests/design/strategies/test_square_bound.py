@@ -26,6 +26,7 @@ from countdp.design.policy import square_bound_width
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.square_bound import LABEL, STRATEGY
+from countdp.design.template.square_chain import relaxed_square_primal, square_design
 from countdp.design.watch import watching
 from countdp.privacy.exact import exact_dp_check
 from countdp.values.objectives import objective_value, parse_objective
@@ -121,3 +122,16 @@ def test_rows_broken_by_rounding_alone_do_not_turn_a_design_into_um():
         mixed = mixed_with_um(problem, Q)
         assert (mixed is Q) if kept else np.allclose(mixed, 1.0 / (n + 1)), delta
     assert 1e-15 < PRIMAL_TOL / 100 < 1e-6
+
+
+def test_the_design_holds_cm_where_the_relaxed_corners_break_it():
+    """RH+CM+WH+S, L1, alpha 0.95, n = 300, W = 67: the relaxed corners (CM as CH) break CM by more than
+    1e-7 of their largest entry, which no UM mixture short of UM mends; the design offered is the
+    square corners with CM kept, which hold CM."""
+    target = DesignProblem(300, 0.95, ("RH", "CM", "WH", "S"), "L1")
+    _, _, relaxed, _ = relaxed_square_primal(target, 67, DEFAULT_SETTINGS, vertex=True)
+    assert property_rows("CM", 300).violation(relaxed) > 1e-7 * relaxed.max()
+    problem, _, x, _ = square_design(target, 67, DEFAULT_SETTINGS)
+    assert "CM" in problem.properties
+    assert property_rows("CM", 300).violation(x) <= 1e-12
+    assert not np.allclose(mixed_with_um(target, x.reshape(301, 301)), 1 / 301)

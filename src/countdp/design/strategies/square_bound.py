@@ -1,6 +1,7 @@
 """The best design within the bound: where no fast path has proven the request, the caller gave a time
 limit and the general path does not fit the memory bound, the square-corner primal of the relaxed LP
-(:func:`countdp.design.template.square_chain.relaxed_square_primal`) as an unproven design.
+(:func:`countdp.design.template.square_chain.square_design`; with CM kept where the relaxed one breaks
+CM) as an unproven design.
 
 Without it the engine stops there with the closed-form fallback (GM or GM remapped mixed with UM),
 whose gap at WM, L2, alpha 0.97, n = 1024 is 99 % of its objective.  The square corners restrict
@@ -24,7 +25,7 @@ from countdp.design.policy import large_n_applies, planner_may_shortcut, square_
 from countdp.design.request import Answer, Attempt, DesignRequest
 from countdp.design.settings import SolverSettings
 from countdp.design.strategy import SolveContext, skipped_unless_accepted
-from countdp.design.template.square_chain import relaxed_square_primal
+from countdp.design.template.square_chain import square_design
 from countdp.design.watch import current
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
@@ -62,7 +63,7 @@ class SquareBound:
         W, _ = square_bound_width(request.n, request.alpha, request.objective, context.settings)
         LOG.info("no proven path fits: square corners of width %d as the design within the bound", W)
         began = time.perf_counter()
-        problem, full, x, info = relaxed_square_primal(request.problem, W, context.settings, vertex=True)
+        problem, full, x, info = square_design(request.problem, W, context.settings)
         seconds = time.perf_counter() - began
         record = {"width": W, "template_properties": "+".join(problem.properties)}
         if x is None:

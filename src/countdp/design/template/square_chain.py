@@ -75,6 +75,16 @@ def relaxed_square_primal(target: DesignProblem, W: int, settings: SolverSetting
     return square_primal_on(relaxed_problem(target), W, settings, vertex)
 
 
+def square_design(target: DesignProblem, W: int, settings: SolverSettings) -> tuple:
+    """``(problem, full, x, info)`` as :func:`relaxed_square_primal` by HiGHS's vertex, again on the LP
+    with CM kept where the relaxed vertex breaks ``target``'s CM (:func:`breaks_cm`): a design to
+    offer unproven, which must hold CM (UM, the repair, holds CM with equality and cannot mend it)."""
+    problem, full, x, info = relaxed_square_primal(target, W, settings, vertex=True)
+    if x is not None and breaks_cm(target, problem, x, settings):
+        problem, full, x, info = square_primal_on(kept_problem(target), W, settings, vertex=True)
+    return problem, full, x, info
+
+
 def square_primal_on(problem: DesignProblem, W: int, settings: SolverSettings, vertex: bool = False) -> tuple:
     """``(problem, full, x, info)`` of :func:`relaxed_square_primal` on the LP of ``problem`` as given."""
     full = problem.lp()
