@@ -3,8 +3,9 @@
 ::
 
     DesignRequest ──► plan() ──► [closed form] ─► [square corners, chain dual] ─► [relaxed large-n template]
-                                  ─► [square corners, chain dual, with RH] ─► [square-corner template]
-                                  ─► [large-n template] ─► [CM relaxed to CH]
+                                  ─► [square-corner template] ─► [large-n template]
+                                  ─► [square corners within the bound: time limit only, unproven]
+                                  ─► [CM relaxed to CH]
                                   ─► [S folded] ─► [reduced LP] ─► [symmetrized] ─► [cold methods]
                       (backend cvxpy or a small n: [dense cvxpy model])
 

@@ -190,7 +190,7 @@ def square_bound_width(n: int, alpha: float, objective, settings: SolverSettings
     """``(W, why)``: the square corners' width for the best design within the bound
     (:mod:`countdp.design.strategies.square_bound`): the widest whose primal has at most
     :attr:`~ChainTuning.square_chain_max_unknowns` unknowns and whose corners fit twice in ``n``
-    (``4 (W + 1) <= n``; a wider square holds every design of a narrower one), no wider than the
+    (``4 (W + 1) <= n``; a wider square holds nearly every design of a narrower one), no wider than the
     rule's width of :func:`square_chain_widths` where the objective has one (its corners are
     wide enough); ``why`` says why there is none (``W = 0``)."""
     tuning = settings.chains

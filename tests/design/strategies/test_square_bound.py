@@ -112,6 +112,8 @@ def test_rows_broken_by_rounding_alone_do_not_turn_a_design_into_um():
     cm = property_rows("CM", n)
     tight = np.flatnonzero((np.abs(cm.values(x) - cm.rhs) <= 1e-13) & (cm.minus >= 0))
     a, b = cm.plus[tight[0]], cm.minus[tight[0]]  # x[a] >= x[b], two entries of one column, equal here
+    lp = problem.lp()
+    assert (lp.A_ub @ x - lp.b_ub).min() >= -PRIMAL_TOL / 1000  # the optimum itself breaks no row beyond rounding
     assert a % (n + 1) == b % (n + 1)
     for delta, kept in [(1e-15, True), (1e-6, False)]:
         moved = x.copy()

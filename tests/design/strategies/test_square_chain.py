@@ -124,7 +124,7 @@ def test_where_the_relaxed_corners_break_cm_they_are_solved_with_cm_kept():
     independent weak-duality check agrees (and refuses the dual perturbed)."""
     alpha, W = 0.95, 67
     target = DesignProblem(300, alpha, ("RH", "CM", "WH", "S"), "L1")
-    problem, _, x, _ = relaxed_square_primal(target, W, DEFAULT_SETTINGS)
+    problem, _, x, _ = relaxed_square_primal(target, W, DEFAULT_SETTINGS, vertex=True)  # the first primal tried
     assert "CM" not in problem.properties
     assert property_rows("CM", 300).violation(x) > 1e-7 * x.max()
     result = prove_square_chain(target, W, settings=DEFAULT_SETTINGS)
@@ -140,15 +140,17 @@ def test_where_the_relaxed_corners_break_cm_they_are_solved_with_cm_kept():
 
 def test_each_primal_solver_is_proven_alone_and_names_itself():
     """HiGHS's vertex and Clarabel's point, each alone (``square_chain_primals``), prove the same
-    optimum at n = 160, and the answer names the solver that found its primal; an unknown name is refused."""
+    optimum at n = 160 through the planner, and the answer names the solver that found its primal; an
+    unknown name is refused before anything is solved."""
     alpha = 0.8
-    target = DesignProblem(160, alpha, WM, "L1")
-    W = relaxed_width(alpha, target.objective, DEFAULT_SETTINGS)
     found = {}
     for how, solver in [("vertex", "HIGHS"), ("clarabel", "CLARABEL")]:
-        result = prove_square_chain(target, W, settings=NARROW.with_values(square_chain_primals=(how,)))
-        assert result["certified"] and result["solver"] == solver, result.get("reason")
-        found[how] = result["primal_objective"]
+        answer = reduced_design(160, alpha, WM, "L1", settings=NARROW.with_values(square_chain_primals=(how,)))
+        assert answer.method == LABEL and answer.status == "optimal", answer.extra["attempted"]
+        assert answer.solver == solver
+        found[how] = answer.extra["optimality"]["primal_objective"]
     assert abs(found["vertex"] - found["clarabel"]) <= 1e-9 * max(1.0, found["vertex"])
+    target = DesignProblem(160, alpha, WM, "L1")
+    W = relaxed_width(alpha, target.objective, DEFAULT_SETTINGS)
     with pytest.raises(ValueError, match="unknown square-corner primal 'simplex'"):
         prove_square_chain(target, W, settings=NARROW.with_values(square_chain_primals=("simplex",)))

@@ -4,7 +4,7 @@ limit and the general path does not fit the memory bound, the square-corner prim
 CM) as an unproven design.
 
 Without it the engine stops there with the closed-form fallback (GM or GM remapped mixed with UM),
-whose gap at WM, L2, alpha 0.97, n = 1024 is 99 % of its objective.  The square corners restrict
+often UM itself near alpha = 1 (docs/design.md, step 2d, has the measurements).  The square corners restrict
 the relaxed LP (CM as CH, S and WH dropped) to a free square at each corner, geometric tails and GM
 in the middle: every design of that form that holds the relaxed LP's rows is a design of the
 relaxed LP, and its optimum is close to the full optimum wherever the corners are about as wide as
@@ -55,8 +55,8 @@ class SquareBound:
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
         """``unproven`` with the square-corner primal as the answer (status ``not proven optimal``,
-        no certificate: the planner's stopped answer certifies it), or ``failed`` when Clarabel does
-        not solve the restricted LP."""
+        no certificate: the planner's stopped answer certifies it), or ``failed`` when HiGHS does
+        not solve the restricted LP (the closed-form fallbacks then answer)."""
         skipped = skipped_unless_accepted(self, request, context)
         if skipped is not None:
             return skipped

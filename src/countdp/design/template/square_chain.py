@@ -40,7 +40,7 @@ import scipy.sparse as sp
 
 from countdp.design.constraints import property_rows
 from countdp.design.model import DesignProblem
-from countdp.design.optimality import not_proven
+from countdp.design.optimality import PRIMAL_TOL, not_proven
 from countdp.design.settings import SolverSettings, running
 from countdp.design.template.proof import certify_expansion
 from countdp.design.template.relaxed_proof import chain_dual, kept_problem, relaxed_problem
@@ -77,10 +77,11 @@ def relaxed_square_primal(target: DesignProblem, W: int, settings: SolverSetting
 
 def square_design(target: DesignProblem, W: int, settings: SolverSettings) -> tuple:
     """``(problem, full, x, info)`` as :func:`relaxed_square_primal` by HiGHS's vertex, again on the LP
-    with CM kept where the relaxed vertex breaks ``target``'s CM (:func:`breaks_cm`): a design to
-    offer unproven, which must hold CM (UM, the repair, holds CM with equality and cannot mend it)."""
+    with CM kept where the relaxed vertex breaks ``target``'s CM by more than rounding
+    (``PRIMAL_TOL / 100``): a design to offer unproven, which must hold CM within ``PRIMAL_TOL``
+    (UM, the repair, holds CM with equality and cannot mend it)."""
     problem, full, x, info = relaxed_square_primal(target, W, settings, vertex=True)
-    if x is not None and breaks_cm(target, problem, x, settings):
+    if x is not None and "CM" in target.properties and property_rows("CM", target.n).violation(x) > PRIMAL_TOL / 100:
         problem, full, x, info = square_primal_on(kept_problem(target), W, settings, vertex=True)
     return problem, full, x, info
 
@@ -109,12 +110,15 @@ def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSetting
     (:func:`countdp.design.template.relaxed_proof.kept_problem`).  Returns the certificate of
     :func:`countdp.design.template.proof.certify_expansion` (with the ``"matrix"`` proven and the
     stage ``"seconds"``), or ``{"certified": False, "reason": ...}``."""
+    unknown = [how for how in settings.chains.square_chain_primals if how not in PRIMALS]
+    if unknown:
+        raise ValueError(f"unknown square-corner primal {unknown[0]!r}; allowed: {', '.join(PRIMALS)}")
     began, seconds = time.perf_counter(), {}
     problem, result = relaxed_problem(target), not_proven(f"W={W}: no primal tried")
     for how in settings.chains.square_chain_primals:
-        if how not in PRIMALS:
-            raise ValueError(f"unknown square-corner primal {how!r}; allowed: {', '.join(PRIMALS)}")
-        result, problem = with_primal(target, problem, W, how, settings, seconds)
+        started = time.perf_counter()
+        result, problem = with_primal(target, problem, W, how, settings)
+        seconds[f"{how}: primal, chain and certificate"] = time.perf_counter() - started
         result["solver"] = PRIMALS[how]
         if result.get("certified"):
             break
@@ -128,14 +132,13 @@ PRIMALS = {"vertex": "HIGHS", "clarabel": "CLARABEL"}
 the solver name an answer records."""
 
 
-def with_primal(target: DesignProblem, problem: DesignProblem, W: int, how: str, settings: SolverSettings,
-                seconds: dict) -> tuple[dict, DesignProblem]:
+def with_primal(target: DesignProblem, problem: DesignProblem, W: int, how: str,
+                settings: SolverSettings) -> tuple[dict, DesignProblem]:
     """``(result, problem)``: the square corners on ``problem``'s LP by the solver ``how``, their
     chain dual and certificate; where that does not close and the point breaks ``target``'s CM
-    (``problem`` relaxing it), the same on the LP with CM kept, which is returned for later solvers."""
-    began = time.perf_counter()
+    (``problem`` relaxing it), the same on the LP with CM kept, which is returned for later solvers
+    (once the relaxation's optimum is known to break CM, no dual of it proves the target)."""
     problem, full, x, info = square_primal_on(problem, W, settings, vertex=how == "vertex")
-    seconds[f"{how} primal"] = seconds.get(f"{how} primal", 0.0) + time.perf_counter() - began
     if x is None:
         return not_proven(f"W={W}: {info} ({how})"), problem
     result = chain_certificate(target, problem, full, x, W, {**info, "primal_solver": how}, settings)
@@ -144,7 +147,7 @@ def with_primal(target: DesignProblem, problem: DesignProblem, W: int, how: str,
     running(settings, "the square corners with CM kept")
     kept, full, x, info = square_primal_on(kept_problem(target), W, settings, vertex=how == "vertex")
     if x is None:
-        return result, kept
+        return {**result, "kept_cm": f"the square corners with CM kept not solved ({how})"}, kept
     info.update(primal="with CM kept (the relaxed primal broke CM)", primal_solver=how)
     return chain_certificate(target, kept, full, x, W, info, settings), kept
 
