@@ -155,28 +155,54 @@ def _general_start(request: DesignRequest, settings: SolverSettings, watch) -> s
 
 def _attempts(request: DesignRequest, settings: SolverSettings, attempts: list[Attempt]) -> tuple:
     """Run :func:`plan`'s strategies into ``attempts``: ``(proven, best, refused)``, the proven
-    attempt, else the best unproven one and why the general path was not run (memory)."""
+    attempt, else the best unproven one and why the general path was not run (memory).  Under a time
+    limit where the design within the bound applies, the strategies before it share
+    :attr:`~SolverTuning.fast_path_share` of the limit (:func:`_fast_share`); one stopped there fails,
+    and the rest of the limit is the bound's."""
     context, watch = make_context(settings), current()
     best, refused, general = None, None, False
-    for strategy in plan(request, settings):
-        watch.check(f"the strategy {strategy.name}")
-        if strategy in GENERAL_PATH and not general:
-            general, refused = True, _general_start(request, settings, watch)
-        if strategy in GENERAL_PATH and refused is not None:
-            attempts.append(Attempt(strategy.name, "skipped", refused))
-            continue
-        context = replace(context, earlier=tuple(attempts))
-        attempt = skipped_unless_accepted(strategy, request, context) or strategy.attempt(request, context)
-        attempts.append(attempt)
-        if attempt.outcome != "skipped":
-            LOG.debug("%s: %s %s", strategy.name, attempt.outcome, attempt.reason)
-        if attempt.proven:
-            return attempt, best, refused
-        if attempt.answer is not None:
-            best = attempt  # a later stage keeps the better of its own and the earlier answer
-        if attempt.final:
-            break  # the attempt ran its path to its end: no later stage
+    full_limit, share = watch.time_limit, _fast_share(request, settings, watch)
+    if share is not None:
+        watch.time_limit = share
+    try:
+        for strategy in plan(request, settings):
+            if share is not None and strategy is square_bound.STRATEGY:
+                watch.time_limit, share = full_limit, None
+            try:
+                watch.check(f"the strategy {strategy.name}")
+                if strategy in GENERAL_PATH and not general:
+                    general, refused = True, _general_start(request, settings, watch)
+                if strategy in GENERAL_PATH and refused is not None:
+                    attempts.append(Attempt(strategy.name, "skipped", refused))
+                    continue
+                context = replace(context, earlier=tuple(attempts))
+                attempt = skipped_unless_accepted(strategy, request, context) or strategy.attempt(request, context)
+            except TimeLimitReached:
+                if share is None:
+                    raise
+                attempt = Attempt(strategy.name, "failed", f"stopped at the fast paths' share of the time limit "
+                                                           f"({share:.3g} s of {full_limit:.3g} s)")
+            attempts.append(attempt)
+            if attempt.outcome != "skipped":
+                LOG.debug("%s: %s %s", strategy.name, attempt.outcome, attempt.reason)
+            if attempt.proven:
+                return attempt, best, refused
+            if attempt.answer is not None:
+                best = attempt  # a later stage keeps the better of its own and the earlier answer
+            if attempt.final:
+                break  # the attempt ran its path to its end: no later stage
+    finally:
+        watch.time_limit = full_limit
     return None, best, refused
+
+
+def _fast_share(request: DesignRequest, settings: SolverSettings, watch) -> float | None:
+    """The seconds of the caller's time limit the strategies before the design within the bound may
+    use (:attr:`~SolverTuning.fast_path_share` of it), where that design applies
+    (:meth:`countdp.design.strategies.square_bound.SquareBound.accepts`); ``None`` elsewhere."""
+    if watch.time_limit is None or square_bound.STRATEGY.accepts(request, settings) is not None:
+        return None
+    return watch.time_limit * settings.solver.fast_path_share
 
 
 def solve(request: DesignRequest, settings: SolverSettings) -> Answer:

@@ -192,12 +192,15 @@ def square_bound_width(n: int, alpha: float, objective, settings: SolverSettings
     :attr:`~ChainTuning.square_chain_max_unknowns` unknowns and whose corners fit twice in ``n``
     (``4 (W + 1) <= n``; a wider square holds nearly every design of a narrower one), no wider than the
     rule's width of :func:`square_chain_widths` where the objective has one (its corners are
-    wide enough); ``why`` says why there is none (``W = 0``)."""
+    wide enough), else than :func:`relaxed_width`'s (L0d: the primal of L0d's flat optimum is
+    HiGHS's slowest); ``why`` says why there is none (``W = 0``)."""
     tuning = settings.chains
     W = min(int(np.sqrt(tuning.square_chain_max_unknowns - 1)) - 1, n // 4 - 1)
     factor = dict(tuning.square_chain_width_factors).get(objective.name)
     if factor is not None and 0.0 < alpha < 1.0:
         W = min(W, int(np.ceil(factor * np.log(1.0 - alpha) / np.log(alpha))) + tuning.relaxed_width_margin)
+    elif relaxed_width(alpha, objective, settings) is not None:
+        W = min(W, relaxed_width(alpha, objective, settings))
     if W < 1:
         return 0, f"n={n} leaves no room for two corners"
     return W, None

@@ -80,6 +80,11 @@ class SolverTuning:
     its estimate (:func:`countdp.design.memory.general_path_bytes`); a general strategy whose
     estimate is above it is not run (the fast paths are not bounded by it: their estimate is a
     fraction of the general one)."""
+    fast_path_share: float = 0.5
+    """Under the caller's time limit, where the general path does not fit :attr:`memory_bound` and the
+    design within the bound applies (:mod:`countdp.design.strategies.square_bound`), the fraction of
+    the limit the fast paths before it may use; the rest is left for that design, which a fast path
+    still running at the limit would otherwise leave to the closed-form fallback."""
     progress_clarabel_iterations: int = 5
     """Clarabel says its progress (its primal and dual objectives and their gap) every this many
     iterations; HiGHS says its own (the simplex's objective, a dual bound while rows are broken)

@@ -90,13 +90,16 @@ def test_it_comes_just_before_the_general_path():
 
 def test_the_width_is_the_widest_in_budget_and_no_wider_than_the_rule():
     """(W + 1)^2 + 1 <= 25,000 gives W = 157; n = 1024 allows 255; L2's rule at 0.97 asks 242 and L1's at
-    0.9 asks ceil(1.1 * 21.85) + 2 = 27; L0d has no rule."""
+    0.9 asks ceil(1.1 * 21.85) + 2 = 27; L0d takes the relaxed template's ceil(1.5 / (1 - alpha)) + 2:
+    52 at 0.97 (1.5 / 0.03 is 49.99... in floats), 152 at 0.99, 302 (so 157) at 0.995."""
     def width(alpha, objective, n=1024):
         return square_bound_width(n, alpha, parse_objective(objective), DEFAULT_SETTINGS)
 
     assert width(0.97, "L2") == (157, None)
     assert width(0.9, "L1") == (27, None)
-    assert width(0.99, "L0d:1") == (157, None)
+    assert width(0.97, "L0d:1") == (52, None)
+    assert width(0.99, "L0d:1") == (152, None)
+    assert width(0.995, "L0d:1") == (157, None)
     assert width(0.99, "L1", n=200) == (49, None)
     assert width(0.9, "L1", n=7)[0] == 0 and "no room" in width(0.9, "L1", n=7)[1]
 
@@ -137,3 +140,20 @@ def test_the_design_holds_cm_where_the_relaxed_corners_break_it():
     assert "CM" in problem.properties
     assert property_rows("CM", 300).violation(x) <= 1e-12
     assert not np.allclose(mixed_with_um(target, x.reshape(301, 301)), 1 / 301)
+
+
+def test_the_fast_paths_share_the_limit_and_leave_the_rest_to_the_design_within_the_bound():
+    """With ``fast_path_share`` near 0 every strategy before this one is stopped at once, and this one
+    still answers within the rest of the limit; at share 1 they run as without it.  Where the general
+    path fits the bound, no share is taken: the same request is proven."""
+    names = [s.name for s in REDUCED_MODEL_PLAN]
+    quick = design_lp(N_SMALL, "0.9", WM, "L2", settings=BOUNDED.with_values(fast_path_share=1e-9), time_limit=600)
+    assert quick.method == LABEL and quick.status == "not proven optimal"
+    stopped = [a for a in quick.extra["attempted"] if "share of the time limit" in a.get("reason", "")]
+    assert stopped and all(names.index(a["strategy"]) < names.index(LABEL) for a in stopped)
+    assert [a["strategy"] for a in stopped][0] == names[0]
+    whole = design_lp(N_SMALL, "0.9", WM, "L2", settings=BOUNDED.with_values(fast_path_share=1.0), time_limit=600)
+    assert not any("share" in a.get("reason", "") for a in whole.extra["attempted"])
+    assert whole.objective_value == pytest.approx(quick.objective_value, rel=1e-12)
+    fits = SolverSettings.of(template_min_n=60, fast_path_share=1e-9)
+    assert design_lp(N_SMALL, "0.9", WM, "L2", settings=fits, time_limit=600).status == "optimal"
