@@ -81,7 +81,7 @@ def square_design(target: DesignProblem, W: int, settings: SolverSettings) -> tu
     (``PRIMAL_TOL / 100``): a design to offer unproven, which must hold CM within ``PRIMAL_TOL``
     (UM, the repair, holds CM with equality and cannot mend it)."""
     problem, full, x, info = relaxed_square_primal(target, W, settings, vertex=True)
-    if x is not None and "CM" in target.properties and property_rows("CM", target.n).violation(x) > PRIMAL_TOL / 100:
+    if x is not None and cm_broken_by(target, problem, x) > PRIMAL_TOL / 100:
         problem, full, x, info = square_primal_on(kept_problem(target), W, settings, vertex=True)
     return problem, full, x, info
 
@@ -93,13 +93,19 @@ def square_primal_on(problem: DesignProblem, W: int, settings: SolverSettings, v
     return problem, full, x, info
 
 
+def cm_broken_by(target: DesignProblem, problem: DesignProblem, x: np.ndarray) -> float:
+    """How far ``x``, solved on ``problem``, breaks ``target``'s CM (0 where ``target`` has no CM or
+    ``problem`` keeps it)."""
+    if "CM" not in target.properties or "CM" in problem.properties:
+        return 0.0
+    return property_rows("CM", target.n).violation(x)
+
+
 def breaks_cm(target: DesignProblem, problem: DesignProblem, x: np.ndarray, settings: SolverSettings) -> bool:
     """Whether ``x``, solved on ``problem`` (CM relaxed to CH), breaks ``target``'s CM by more than
     :attr:`~ChainTuning.cm_break_tol` of its largest entry: the relaxation's optimum is then not the
     target's, and no dual of the relaxation proves it."""
-    if "CM" not in target.properties or "CM" in problem.properties:
-        return False
-    return property_rows("CM", target.n).violation(x) > settings.chains.cm_break_tol * float(np.max(x))
+    return cm_broken_by(target, problem, x) > settings.chains.cm_break_tol * float(np.max(x))
 
 
 def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSettings) -> dict:
