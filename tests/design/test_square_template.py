@@ -15,6 +15,7 @@ from countdp.design.settings import SolverSettings
 from countdp.design.strategies.square_template import LABEL, STRATEGY
 from countdp.design.template.square_geometry import middle_rows, primal_map
 from countdp.design.template.square_proof import essential_properties, prove_square, square_width, strongest_pairs
+from countdp.design.template.square_trim import trimmed_map
 
 WM = ("RM", "CM", "WH", "S")
 N_SMALL, ALPHA = 160, 0.9
@@ -67,17 +68,20 @@ def test_a_corrupted_dual_or_matrix_is_refused(proven):
     assert not check_optimality(full, moved.ravel(), u, v)["certified"]
 
 
-def test_primal_map_is_mirror_symmetric_and_spans_the_middle_column_sums():
-    n, W, alpha = 60, 9, 0.8
-    col, weight, k = primal_map(n, W, alpha)
+@pytest.mark.parametrize("trim", [None, (1.0, 0.5, 0.2)])
+def test_primal_map_is_mirror_symmetric_and_spans_the_middle_column_sums(trim):
+    n, W, alpha = 60, 12, 0.8
+    col, weight, k = primal_map(n, W, alpha) if trim is None else trimmed_map(n, W, alpha, trim)
     z = np.random.default_rng(1).random(k)
     P = (weight * z[col]).reshape(n + 1, n + 1)
     assert np.allclose(P, P[::-1, ::-1])  # S: (i, j) and (n - i, n - j) copy one unknown alike
-    rows, cols, rhs = middle_rows(n, W, alpha)
-    K = W + 1
-    z[K * K] = rhs[0]
-    z[np.arange(K) * K + W] *= rhs[1] / z[np.arange(K) * K + W].sum()
+    rows, rhs = middle_rows(n, W, alpha)
+    E = sp.csr_matrix((weight, (np.arange(col.size), col)), shape=(col.size, k))
+    z[k - 1] = rhs[0]  # g
+    spanned = np.flatnonzero((rows[1] @ E).toarray().ravel())
+    z[spanned] *= rhs[1] / ((rows[1] @ E) @ z).item()
     P = (weight * z[col]).reshape(n + 1, n + 1)
+    assert np.allclose(rows @ P.ravel(), rhs)
     middle = P[:, W + 1: n - W].sum(axis=0)
     assert np.allclose(middle, 1.0, atol=1e-12)  # the two rows imply every middle column sum
 

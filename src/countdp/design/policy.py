@@ -17,6 +17,7 @@ import numpy as np
 
 from countdp.design.request import is_zero_one, uniform_weights
 from countdp.design.settings import SolverSettings
+from countdp.design.template.square_trim import trimmed_unknowns
 
 LARGE_N_OBJECTIVES = ("L0", "L0d", "L1", "L2")
 """Objectives of the large-n template path: L0 with its copied dual, the others with the support dual."""
@@ -165,7 +166,7 @@ def square_chain_widths(n: int, alpha: float, objective,
     rule's, ``ceil(k ln(1 - alpha) / ln alpha)`` plus :attr:`~ChainTuning.relaxed_width_margin` with
     ``k`` from :attr:`~ChainTuning.square_chain_width_factors`, then
     :attr:`~ChainTuning.relaxed_widening` times it — each kept only if both corners fit twice in
-    ``n`` (``4 (W + 1) <= n``) and the primal's ``(W + 1)^2 + 1`` unknowns are at most
+    ``n`` (``4 (W + 1) <= n``) and the primal's unknowns (:func:`square_unknowns`) are at most
     :attr:`~ChainTuning.square_chain_max_unknowns`; ``why`` says why the rule's own width is not
     tried (``None`` when it is)."""
     tuning = settings.chains
@@ -177,13 +178,20 @@ def square_chain_widths(n: int, alpha: float, objective,
         return (), f"corners {W} wide, below {tuning.square_chain_min_width} (alpha = {alpha:g})"
     widths = (W, int(np.ceil(W * tuning.relaxed_widening)))
     kept = tuple(w for w in dict.fromkeys(widths)
-                 if 4 * (w + 1) <= n and (w + 1) ** 2 + 1 <= tuning.square_chain_max_unknowns)
+                 if 4 * (w + 1) <= n and square_unknowns(w, alpha, settings) <= tuning.square_chain_max_unknowns)
     if 4 * (W + 1) > n:
         return kept, f"n={n} below twice both corners of width {W} (alpha = {alpha:g})"
-    if (W + 1) ** 2 + 1 > tuning.square_chain_max_unknowns:
-        return kept, (f"corners of width {W} ({(W + 1) ** 2 + 1:,} unknowns, alpha = {alpha:g}) above "
-                      f"{tuning.square_chain_max_unknowns:,}")
+    if square_unknowns(W, alpha, settings) > tuning.square_chain_max_unknowns:
+        return kept, (f"corners of width {W} ({square_unknowns(W, alpha, settings):,} unknowns, alpha = {alpha:g}) "
+                      f"above {tuning.square_chain_max_unknowns:,}")
     return kept, None
+
+
+def square_unknowns(W: int, alpha: float, settings: SolverSettings) -> int:
+    """The unknowns of the smallest square-corner primal tried at width ``W``: the trimmed square's
+    (:attr:`~ChainTuning.square_chain_trim`) where set, else the full square's ``(W + 1)^2 + 1``."""
+    trim = settings.chains.square_chain_trim
+    return (W + 1) ** 2 + 1 if trim is None else min((W + 1) ** 2 + 1, trimmed_unknowns(W, alpha, trim))
 
 
 def square_bound_width(n: int, alpha: float, objective, settings: SolverSettings) -> tuple[int, str | None]:

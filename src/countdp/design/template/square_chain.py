@@ -9,7 +9,9 @@ symmetric.
 (:func:`countdp.design.template.square_proof.square_primal`): a free ``(W + 1) x (W + 1)`` square at
 each corner, mirror images, their rows and columns going on as geometric tails, GM in the middle.
 Its unknowns grow as ``W^2``, where the relaxed template's LP grows as ``9 W^2`` in unknowns and far
-faster in simplex work (its vertex took 20 s at ``W = 56`` for L2 and minutes wider).  The solvers of
+faster in simplex work (its vertex took 20 s at ``W = 56`` for L2 and minutes wider).  The square is
+first trimmed to the cells an L1 or L2 optimum leaves free (:mod:`countdp.design.template.square_trim`:
+about a sixth of them at ``alpha = 0.97``), then tried whole where it fits.  The solvers of
 :attr:`~ChainTuning.square_chain_primals` are tried in turn: HiGHS's interior point with crossover
 and the exact vertex of its basis, then Clarabel's interior point.
 
@@ -86,11 +88,22 @@ def square_design(target: DesignProblem, W: int, settings: SolverSettings) -> tu
     return problem, full, x, info
 
 
-def square_primal_on(problem: DesignProblem, W: int, settings: SolverSettings, vertex: bool = False) -> tuple:
-    """``(problem, full, x, info)`` of :func:`relaxed_square_primal` on the LP of ``problem`` as given."""
+def square_primal_on(problem: DesignProblem, W: int, settings: SolverSettings, vertex: bool = False,
+                     trim: tuple[float, float, float] | None = None) -> tuple:
+    """``(problem, full, x, info)`` of :func:`relaxed_square_primal` on the LP of ``problem`` as given,
+    the square trimmed by ``trim`` (:mod:`countdp.design.template.square_trim`) where given."""
     full = problem.lp()
-    x, info = square_primal(full, problem.n, W, problem.alpha, settings, vertex)
+    x, info = square_primal(full, problem.n, W, problem.alpha, settings, vertex, trim)
     return problem, full, x, info
+
+
+def square_forms(W: int, settings: SolverSettings) -> tuple:
+    """The square corners' forms tried in turn at width ``W``: the trimmed square
+    (:attr:`~ChainTuning.square_chain_trim`, where set), then the full square where its ``(W + 1)^2 + 1``
+    unknowns are at most :attr:`~ChainTuning.square_chain_max_unknowns`."""
+    tuning = settings.chains
+    full = (None,) if (W + 1) ** 2 + 1 <= tuning.square_chain_max_unknowns else ()
+    return ((tuning.square_chain_trim,) if tuning.square_chain_trim is not None else ()) + full
 
 
 def cm_broken_by(target: DesignProblem, problem: DesignProblem, x: np.ndarray) -> float:
@@ -110,8 +123,9 @@ def breaks_cm(target: DesignProblem, problem: DesignProblem, x: np.ndarray, sett
 
 def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSettings) -> dict:
     """The square-corner primal of width ``W`` of ``target``'s relaxed LP, its chain dual, and the
-    certificate on ``target``'s full LP (module docstring), by each solver of
-    :attr:`~ChainTuning.square_chain_primals` in turn until it closes; where the relaxed primal
+    certificate on ``target``'s full LP (module docstring): for each form of :func:`square_forms`
+    (the trimmed square first), each solver of :attr:`~ChainTuning.square_chain_primals` in turn
+    until it closes; where the relaxed primal
     breaks CM (RH+CM at L1, alpha 0.95), on the LP with CM kept from then on
     (:func:`countdp.design.template.relaxed_proof.kept_problem`).  Returns the certificate of
     :func:`countdp.design.template.proof.certify_expansion` (with the ``"matrix"`` proven and the
@@ -121,10 +135,12 @@ def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSetting
         raise ValueError(f"unknown square-corner primal {unknown[0]!r}; allowed: {', '.join(PRIMALS)}")
     began, seconds = time.perf_counter(), {}
     problem, result = relaxed_problem(target), not_proven(f"W={W}: no primal tried")
-    for how in settings.chains.square_chain_primals:
+    tries = [(trim, how) for trim in square_forms(W, settings) for how in settings.chains.square_chain_primals]
+    for trim, how in tries:
         started = time.perf_counter()
-        result, problem = with_primal(target, problem, W, how, settings)
-        seconds[f"{how}: primal, chain and certificate"] = time.perf_counter() - started
+        result, problem = with_primal(target, problem, W, how, settings, trim)
+        form = "full" if trim is None else "trimmed"
+        seconds[f"{form}, {how}: primal, chain and certificate"] = time.perf_counter() - started
         result["solver"] = PRIMALS[how]
         if result.get("certified"):
             break
@@ -139,23 +155,23 @@ the solver name an answer records."""
 
 
 def with_primal(target: DesignProblem, problem: DesignProblem, W: int, how: str,
-                settings: SolverSettings) -> tuple[dict, DesignProblem]:
-    """``(result, problem)``: the square corners on ``problem``'s LP by the solver ``how``, their
-    chain dual and certificate; where that does not close and the point breaks ``target``'s CM
-    (``problem`` relaxing it), the same on the LP with CM kept, which is returned for later solvers
-    (once the relaxation's optimum is known to break CM, no dual of it proves the target)."""
-    problem, full, x, info = square_primal_on(problem, W, settings, vertex=how == "vertex")
+                settings: SolverSettings, trim: tuple[float, float, float] | None = None) -> tuple[dict, DesignProblem]:
+    """``(result, problem)``: the square corners on ``problem``'s LP by the solver ``how`` (trimmed by
+    ``trim`` where given), their chain dual and certificate.  Where the point breaks ``target``'s CM
+    (``problem`` relaxing it), the relaxation's optimum is not the target's and no dual of it proves
+    the target, so the chain runs on the square corners of the LP with CM kept instead, which is
+    returned for later solvers."""
+    problem, full, x, info = square_primal_on(problem, W, settings, how == "vertex", trim)
     if x is None:
         return not_proven(f"W={W}: {info} ({how})"), problem
-    result = chain_certificate(target, problem, full, x, W, {**info, "primal_solver": how}, settings)
-    if result.get("certified") or not breaks_cm(target, problem, x, settings):
-        return result, problem
-    running(settings, "the square corners with CM kept")
-    kept, full, x, info = square_primal_on(kept_problem(target), W, settings, vertex=how == "vertex")
-    if x is None:
-        return {**result, "kept_cm": f"the square corners with CM kept not solved ({how})"}, kept
-    info.update(primal="with CM kept (the relaxed primal broke CM)", primal_solver=how)
-    return chain_certificate(target, kept, full, x, W, info, settings), kept
+    info = {**info, "primal_solver": how}
+    if breaks_cm(target, problem, x, settings):
+        running(settings, "the square corners with CM kept")
+        problem, full, x, info = square_primal_on(kept_problem(target), W, settings, how == "vertex", trim)
+        if x is None:
+            return not_proven(f"W={W}: the square corners with CM kept not solved ({how})"), problem
+        info.update(primal="with CM kept (the relaxed primal broke CM)", primal_solver=how)
+    return chain_certificate(target, problem, full, x, W, info, settings), problem
 
 
 def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np.ndarray, W: int, info: dict,

@@ -29,6 +29,7 @@ those of :func:`countdp.design.optimality.design_lp_model` (:func:`countdp.desig
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from countdp.design.template.geometry import row_entries
 
@@ -101,12 +102,14 @@ def column_classes(n: int, W: int) -> np.ndarray:
     return np.unique(position_class(diagonal, diagonal, n, W + 1), return_inverse=True)[1].astype(np.int64)
 
 
-def middle_rows(n: int, W: int, alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(rows, cols, rhs)`` of the two rows ``g = (1 - alpha) / (1 + alpha)`` and ``sum_(i <= W)
-    x[i, W] = 1 / (1 + alpha)`` (template columns): the column sums of the middle columns span exactly
-    these two (each is ``f(j) g + (alpha^(j - W) + alpha^(n - W - j)) sum_i x[i, W]``), and stand in for
+def middle_rows(n: int, W: int, alpha: float) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(rows, rhs)``: the two rows ``g = (1 - alpha) / (1 + alpha)`` and ``sum_(i <= W) x[i, W] =
+    1 / (1 + alpha)``, on the entries of the size-``n`` design (``g`` is the middle diagonal entry; the
+    caller maps them to template columns): the column sums of the middle columns span exactly these
+    two (each is ``f(j) g + (alpha^(j - W) + alpha^(n - W - j)) sum_i x[i, W]``), and stand in for
     them; the certificate checks every column sum of the full model."""
-    K = W + 1
+    N, K, middle = n + 1, W + 1, n // 2
     rows = np.r_[0, np.ones(K, dtype=np.int64)]
-    cols = np.r_[K * K, np.arange(K) * K + W]
-    return rows, cols, np.array([(1 - alpha) / (1 + alpha), 1 / (1 + alpha)])
+    entries = np.r_[middle * N + middle, np.arange(K) * N + W]
+    matrix = sp.csr_matrix((np.ones(rows.size), (rows, entries)), shape=(2, N * N))
+    return matrix, np.array([(1 - alpha) / (1 + alpha), 1 / (1 + alpha)])

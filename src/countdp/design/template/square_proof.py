@@ -36,6 +36,7 @@ from countdp.design.template.geometry import cancel, merge_rows
 from countdp.design.template.proof import certify_expansion
 from countdp.design.template.restricted import clarabel_point, dual_properties, ipm_vertex
 from countdp.design.template.square_geometry import column_classes, middle_rows, primal_map, row_classes
+from countdp.design.template.square_trim import trim_sizes, trimmed_map
 
 
 def square_width(alpha: float, settings: SolverSettings) -> int:
@@ -88,19 +89,20 @@ def prove_square(problem: DesignProblem, W: int, *, settings: SolverSettings) ->
 
 
 def square_primal(full: DesignLP, n: int, W: int, alpha: float, settings: SolverSettings,
-                  vertex: bool = False) -> tuple[np.ndarray | None, dict | str]:
+                  vertex: bool = False,
+                  trim: tuple[float, float, float] | None = None) -> tuple[np.ndarray | None, dict | str]:
     """``(x, info)``: the restricted primal's optimum expanded to the full size (flat ``N * N``), or
     ``(None, reason)`` (module docstring).  ``vertex``: HiGHS's interior point and crossover, then
     the exact vertex of its basis (:func:`countdp.design.template.restricted.ipm_vertex`), in place
     of Clarabel's point: every row held to rounding, where Clarabel may stop short of its
-    tolerances on wide corners."""
+    tolerances on wide corners.  ``trim``: the square trimmed by these factors
+    (:mod:`countdp.design.template.square_trim`), not the full square."""
     N = n + 1
-    col, weight, k = primal_map(n, W, alpha)
+    col, weight, k = primal_map(n, W, alpha) if trim is None else trimmed_map(n, W, alpha, trim)
     corner_columns = np.r_[0: W + 2, n - W - 1: N]
-    rows, cols, rhs = middle_rows(n, W, alpha)
-    middle = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(2, k))
-    A = sp.vstack([cancel(full.A_ub, col, weight, k), cancel(full.A_eq[corner_columns], col, weight, k), middle],
-                  format="csr")
+    middle, rhs = middle_rows(n, W, alpha)
+    A = sp.vstack([cancel(full.A_ub, col, weight, k), cancel(full.A_eq[corner_columns], col, weight, k),
+                   cancel(middle, col, weight, k)], format="csr")
     sums = full.b_eq[corner_columns]
     lo = np.concatenate([full.b_ub, sums, rhs])
     hi = np.concatenate([np.full(full.b_ub.size, np.inf), sums, rhs])
@@ -116,7 +118,8 @@ def square_primal(full: DesignLP, n: int, W: int, alpha: float, settings: Solver
         z = clarabel_point(A, E.T @ full.c, np.zeros(k), np.full(k, np.inf), lo, hi, settings=settings)
     if z is None:
         return None, "the restricted primal not solved"
-    return E @ z, {"primal_unknowns": k, "primal_rows": int(A.shape[0])}
+    info = {"primal_unknowns": k, "primal_rows": int(A.shape[0])}
+    return E @ z, info if trim is None else {**info, "trim": "T, B, C = {}, {}, {}".format(*trim_sizes(alpha, trim))}
 
 
 def strongest_pairs(A: sp.csr_matrix, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
