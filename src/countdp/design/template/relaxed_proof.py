@@ -8,8 +8,8 @@ On most of these designs the two optima coincide (the optimal design is monotone
 anyway), and the relaxation's optimal vertex is far less degenerate: with CM, whole strips of the
 corners are tight and a dual of the target has many more tight rows than its
 complementary-slackness system has equations.  Where the relaxation is strictly better (L2 on
-RH+CM at some alpha near 0.9, ``docs/tuning.md``), which the template shows
-(:func:`template_stage`), CM is kept instead (:func:`kept_problem`).
+RH+CM at some alpha near 0.9, ``docs/tuning.md``), which the template shows once the relaxation's
+certificate has not closed (:func:`kept_vertex`), CM is kept instead (:func:`kept_problem`).
 
 **Template.**  The relaxed LP is solved at template size ``n0 = 3 W + 4`` to an optimal *vertex*
 (a simplex basis; an interior point's dual carries every degenerate tight row, too many for a
@@ -74,7 +74,7 @@ def relaxed_problem(target: DesignProblem) -> DesignProblem:
 
 def kept_problem(target: DesignProblem) -> DesignProblem:
     """``target`` with S and WH dropped and CM kept: the template's LP where the relaxation is
-    strictly better than the target (:func:`template_stage`)."""
+    strictly better than the target (:func:`kept_vertex`)."""
     return sized(target, target.n, tuple(p for p in target.properties if p not in FREE_PROPERTIES))
 
 
@@ -98,34 +98,54 @@ class TemplateSupport(NamedTuple):
 
 
 def prove_relaxed_width(target: DesignProblem, W: int, *, context: SolveContext) -> dict:
-    """The relaxed LP's vertex at template size ``n0 = 3 W + 4`` (the LP with CM kept where that
-    vertex breaks CM), its support copied to size ``n`` and completed, the support dual and vertex
-    on the full LP (the restricted primal's point where the support singles out no vertex), and the
-    certificate on ``target``'s full LP (module docstring).
+    """The relaxed LP's vertex at template size ``n0 = 3 W + 4``, its support copied to size ``n`` and
+    completed, the support dual and vertex on the full LP (the restricted primal's point where the
+    support singles out no vertex), and the certificate on ``target``'s full LP (module docstring);
+    where that does not close, the same with CM kept if the relaxation is strictly better
+    (:func:`kept_vertex`).
 
     Returns the certificate of :func:`countdp.design.template.proof.certify_expansion` with the
     ``"matrix"`` proven and the stage ``"seconds"``, or ``{"certified": False, "reason": ...}``."""
-    settings = context.settings
-    n, alpha, N = target.n, target.alpha, target.N
-    seconds, began = {}, time.perf_counter()
-    info = {"template_n": 3 * W + 4, "width": W}
+    began = time.perf_counter()
+    problem = relaxed_problem(target)
     try:
-        problem, full, maps, found = template_stage(target, W, context)
-        props = problem.properties
-        info["template_properties"] = "+".join(props)
-        seconds["template dual"] = time.perf_counter() - began
-        y, vertex = chain_dual(full, found.support, found.used, settings, found.candidates)
+        vertex = template_solution(problem, W, context)
+    except ValueError as exc:
+        return not_proven(f"W={W}: {exc}")
+    result = prove_on(target, W, problem, vertex, context, {"template dual": time.perf_counter() - began})
+    if result.get("certified"):
+        return result
+    kept = kept_vertex(target, W, vertex, context)
+    if kept is None:
+        return result
+    return prove_on(target, W, kept_problem(target), kept, context, {"template dual": time.perf_counter() - began})
+
+
+def prove_on(target: DesignProblem, W: int, problem: DesignProblem, vertex: TemplateVertex, context: SolveContext,
+             seconds: dict) -> dict:
+    """The support of ``vertex`` (of ``problem``'s LP at template size) copied to size ``n``, the
+    chain dual and vertex, and the certificate on ``target``'s full LP (:func:`prove_relaxed_width`),
+    with the stage ``seconds`` so far."""
+    settings, began = context.settings, time.perf_counter() - sum(seconds.values())
+    n, alpha, N = target.n, target.alpha, target.N
+    props = problem.properties
+    info = {"template_n": 3 * W + 4, "width": W, "template_properties": "+".join(props)}
+    full = problem.lp()
+    maps = template_maps(n, 3 * W + 4, W, alpha, props)
+    try:
+        found = template_support(full, maps, problem, W, vertex, settings)
+        y, point = chain_dual(full, found.support, found.used, settings, found.candidates)
     except ValueError as exc:
         return not_proven(f"W={W}: {exc}")
     seconds["full dual"] = time.perf_counter() - began - sum(seconds.values())
-    if vertex is None:  # the support does not single out a vertex: the restricted primal's point is proven
+    if point is None:  # the support does not single out a vertex: the restricted primal's point is proven
         z, _, why = solve_template(full, maps, n, alpha, props, W, min(n, 2 * (3 * W + 4)), False, settings=settings)
         if z is None:
             return not_proven(why)
-        vertex, info["primal"] = maps.E @ z, "the restricted primal's point"
+        point, info["primal"] = maps.E @ z, "the restricted primal's point"
         seconds["template primal"] = time.perf_counter() - began - sum(seconds.values())
     closure = target.objective.name in settings.chains.closure_objectives
-    result = certify_expansion(target, vertex.reshape(N, N), y, props, info, closure_first=closure)
+    result = certify_expansion(target, point.reshape(N, N), y, props, info, closure_first=closure)
     seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
     if "CM" in target.properties and "CM" not in props and only_cm_broken(result):
         result = point_with_cm(target, W, y, props, info, closure, settings) or result
@@ -164,31 +184,25 @@ class TemplateVertex(NamedTuple):
     :attr:`~ChainTuning.completion_tight_tol` of their terms' size."""
 
 
-def template_stage(target: DesignProblem, W: int, context: SolveContext) -> tuple:
-    """``(problem, full, maps, found)``: the LP the template is solved on, its full LP at size
-    ``n``, the copy maps and the copied support (:func:`template_support`).
-
-    The LP is :func:`relaxed_problem`'s unless the relaxation is strictly better at template size:
-    where the relaxed vertex breaks CM by more than :attr:`~ChainTuning.cm_break_tol` of its
-    largest entry, the template with CM kept (:func:`kept_problem`) is solved too, and if its
-    optimum is above the relaxed one by more than :attr:`~ChainTuning.relaxation_gap_tol`
-    (relative), no dual of the relaxation proves the target and the LP with CM kept is used.  A
-    vertex that breaks CM at the same optimum (a larger optimal face, as RH+CM's under L0,d) keeps
-    the relaxation, whose point is then replaced by one with CM (:func:`point_with_cm`)."""
+def kept_vertex(target: DesignProblem, W: int, vertex: TemplateVertex, context: SolveContext) -> TemplateVertex | None:
+    """The template's vertex with CM kept (:func:`kept_problem`) where the relaxation is strictly
+    better at template size, else ``None``: where the relaxed ``vertex`` breaks CM by more than
+    :attr:`~ChainTuning.cm_break_tol` of its largest entry, the template with CM kept is solved, and
+    if its optimum is above the relaxed one by more than :attr:`~ChainTuning.relaxation_gap_tol`
+    (relative), no dual of the relaxation proves the target.  It is asked only once the relaxation's
+    certificate has not closed: a vertex that breaks CM at the same optimum (a larger optimal face,
+    as RH+CM's and WM's under L0,d) is proven through the relaxation (:func:`point_with_cm`), and
+    the template with CM kept cost as much again (67 s on WM, L0,1, 0.97)."""
     settings, n0 = context.settings, 3 * W + 4
-    problem, kept = relaxed_problem(target), kept_problem(target)
-    vertex = template_solution(problem, W, context)
-    if "CM" in target.properties and cm_break(vertex.point, kept, n0) > settings.chains.cm_break_tol:
-        try:
-            with_cm = template_solution(kept, W, context)
-        except ValueError:  # no vertex with CM at template size: the relaxation's path goes on
-            with_cm = None
-        gap_tol = settings.chains.relaxation_gap_tol
-        if with_cm is not None and with_cm.value - vertex.value > gap_tol * max(1.0, abs(with_cm.value)):
-            problem, vertex = kept, with_cm
-    full = problem.lp()
-    maps = template_maps(target.n, n0, W, target.alpha, problem.properties)
-    return problem, full, maps, template_support(full, maps, problem, W, vertex, settings)
+    kept = kept_problem(target)
+    if "CM" not in target.properties or cm_break(vertex.point, kept, n0) <= settings.chains.cm_break_tol:
+        return None
+    try:
+        with_cm = template_solution(kept, W, context)
+    except ValueError:  # no vertex with CM at template size: nothing more to try
+        return None
+    gap_tol = settings.chains.relaxation_gap_tol
+    return with_cm if with_cm.value - vertex.value > gap_tol * max(1.0, abs(with_cm.value)) else None
 
 
 def cm_break(point: np.ndarray, kept: DesignProblem, n0: int) -> float:
@@ -205,7 +219,7 @@ def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> 
     n0, N0 = 3 * W + 4, 3 * W + 5
     small = sized(problem, n0)
     lp = context.solves.reduced_lp(small, fold=True, drop_implied=True)
-    run = template_vertex(lp, settings)
+    run = template_vertex(lp, support_dual_methods(problem, settings), settings)
     if run is None:
         raise ValueError(f"no vertex dual of the template-size LP by {', '.join(settings.chains.support_dual_methods)}")
     u0, v0 = full_dual(lp, run.row_dual, run.col_dual)
@@ -234,13 +248,22 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
                            np.flatnonzero(at_vertex[copied]))
 
 
-def template_vertex(lp, settings: SolverSettings) -> Solved | None:
+def support_dual_methods(problem: DesignProblem, settings: SolverSettings) -> tuple[str, ...]:
+    """The methods of :func:`template_vertex` for ``problem``'s objective:
+    :attr:`~ChainTuning.l0d_support_dual_methods` for L0,d, whose optimal face is large, else
+    :attr:`~ChainTuning.support_dual_methods`."""
+    tuning = settings.chains
+    return tuning.l0d_support_dual_methods if problem.objective.name == "L0d" else tuning.support_dual_methods
+
+
+def template_vertex(lp, methods: tuple[str, ...], settings: SolverSettings) -> Solved | None:
     """An optimal vertex of the reduced model ``lp``, polished from its basis, by the first of
-    :attr:`~ChainTuning.support_dual_methods` that finds one (``guided``: the simplex from the
-    basis of Clarabel's point, never the point itself; ``simplex``: HiGHS's dual simplex from a cold
-    start; each within :attr:`~ChainTuning.support_dual_iterations`); ``None`` when none does.  No
-    limit is in seconds: which method answers is the same under any load."""
-    for method in settings.chains.support_dual_methods:
+    ``methods`` that finds one (``guided``: the simplex from the basis of Clarabel's point, never the
+    point itself; ``simplex``: HiGHS's dual simplex from a cold start; each within
+    :attr:`~ChainTuning.support_dual_iterations`; ``ipm``: HiGHS's interior point and crossover);
+    ``None`` when none does.  No limit is in seconds: which method answers is the same under any
+    load."""
+    for method in methods:
         try:
             if method == "guided":
                 run = run_guided(lp, settings.chains.support_dual_iterations, template=False, settings=settings)
