@@ -199,8 +199,10 @@ class ChainTuning:
     rows whose largest path sum is above this fraction of its terms' size, and keeps those whose
     multiplier is above this fraction of the largest."""
     cm_break_tol: float = 1e-7
-    """The relaxed template's vertex breaking CM by more than this fraction of its largest entry
-    has the template solved with CM kept too, to see whether the relaxation is strictly better."""
+    """The relaxed template's vertex breaking CM by more than this fraction of its largest entry has
+    the template solved with CM kept too, once the relaxation's certificate has not closed, to see
+    whether the relaxation is strictly better; the square corners' relaxed primal breaking CM by
+    more has them solved with CM kept (:func:`countdp.design.template.square_chain.with_primal`)."""
     relaxation_gap_tol: float = 1e-9
     """The template's optimum with CM kept above the relaxed one by more than this (relative) marks
     the relaxation as strictly better: the template is then the one with CM kept (where only the
@@ -224,8 +226,10 @@ class ChainTuning:
     (:attr:`square_chain_width_factors`: L2 from alpha about 0.905, L1 from 0.935); below it the
     relaxed template is as fast."""
     square_chain_max_unknowns: int = 25_000
-    """The widest square corners tried for the chain dual, and for the design within the memory bound
-    (:mod:`countdp.design.strategies.square_bound`), in the primal's unknowns ``(W + 1)^2 + 1``:
+    """The widest square corners tried for the chain dual, in the unknowns of its smallest primal (the
+    trimmed square's, :attr:`square_chain_trim`, where set: :func:`countdp.design.policy.square_unknowns`),
+    and for the design within the memory bound (:mod:`countdp.design.strategies.square_bound`), in the
+    full square's ``(W + 1)^2 + 1``:
     Clarabel took 14 s at 15,877 (L2, alpha 0.95), 20 s at 19,882 (L1, 0.97) and 57 s at 59,050;
     HiGHS's interior point and crossover 25 s at 24,965 (L2, 0.97)."""
     square_chain_trim: tuple[float, float, float] | None = (2.0, 0.6, 0.4)

@@ -125,11 +125,13 @@ def test_where_the_relaxed_corners_break_cm_they_are_solved_with_cm_kept():
     independent weak-duality check agrees (and refuses the dual perturbed)."""
     alpha, W = 0.95, 67
     target = DesignProblem(300, alpha, ("RH", "CM", "WH", "S"), "L1")
-    problem, _, x, _ = relaxed_square_primal(target, W, DEFAULT_SETTINGS, vertex=True)  # the first primal tried
+    trim = DEFAULT_SETTINGS.chains.square_chain_trim
+    problem, _, x, _ = relaxed_square_primal(target, W, DEFAULT_SETTINGS, True, trim)  # the first primal tried
     assert "CM" not in problem.properties
     assert property_rows("CM", 300).violation(x) > 1e-7 * x.max()
     result = prove_square_chain(target, W, settings=DEFAULT_SETTINGS)
     assert result["certified"] and result["primal"].startswith("with CM kept"), result.get("reason")
+    assert "trim" in result  # the trimmed square, with CM kept, is proven
     P = certify(result["matrix"], alpha)[0]
     full, u, v = target.lp(), result["u"], result["v"]
     assert property_rows("CM", 300).violation(P.ravel()) <= 1e-9

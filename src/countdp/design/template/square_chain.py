@@ -69,12 +69,13 @@ def tight_rows(full, x: np.ndarray, tol: float) -> np.ndarray:
     return np.flatnonzero(slack <= tol * size)
 
 
-def relaxed_square_primal(target: DesignProblem, W: int, settings: SolverSettings, vertex: bool = False) -> tuple:
+def relaxed_square_primal(target: DesignProblem, W: int, settings: SolverSettings, vertex: bool = False,
+                          trim: tuple[float, float, float] | None = None) -> tuple:
     """``(problem, full, x, info)``: ``target``'s relaxed problem (module docstring), its LP, and
     the square-corner primal of width ``W`` on it expanded to the full size (flat ``N * N``; ``None``
-    with the reason in ``info`` when the solver does not solve it); ``vertex`` as for
+    with the reason in ``info`` when the solver does not solve it); ``vertex`` and ``trim`` as for
     :func:`~countdp.design.template.square_proof.square_primal`."""
-    return square_primal_on(relaxed_problem(target), W, settings, vertex)
+    return square_primal_on(relaxed_problem(target), W, settings, vertex, trim)
 
 
 def square_design(target: DesignProblem, W: int, settings: SolverSettings) -> tuple:
@@ -126,19 +127,19 @@ def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSetting
     certificate on ``target``'s full LP (module docstring): for each form of :func:`square_forms`
     (the trimmed square first), each solver of :attr:`~ChainTuning.square_chain_primals` in turn
     until it closes; where the relaxed primal
-    breaks CM (RH+CM at L1, alpha 0.95), on the LP with CM kept from then on
-    (:func:`countdp.design.template.relaxed_proof.kept_problem`).  Returns the certificate of
+    breaks CM (RH+CM at L1, alpha 0.95), on the LP with CM kept
+    (:func:`countdp.design.template.relaxed_proof.kept_problem`, :func:`with_primal`).  Returns the certificate of
     :func:`countdp.design.template.proof.certify_expansion` (with the ``"matrix"`` proven and the
     stage ``"seconds"``), or ``{"certified": False, "reason": ...}``."""
     unknown = [how for how in settings.chains.square_chain_primals if how not in PRIMALS]
     if unknown:
         raise ValueError(f"unknown square-corner primal {unknown[0]!r}; allowed: {', '.join(PRIMALS)}")
     began, seconds = time.perf_counter(), {}
-    problem, result = relaxed_problem(target), not_proven(f"W={W}: no primal tried")
+    result = not_proven(f"W={W}: no primal tried")
     tries = [(trim, how) for trim in square_forms(W, settings) for how in settings.chains.square_chain_primals]
     for trim, how in tries:
         started = time.perf_counter()
-        result, problem = with_primal(target, problem, W, how, settings, trim)
+        result = with_primal(target, W, how, settings, trim)
         form = "full" if trim is None else "trimmed"
         seconds[f"{form}, {how}: primal, chain and certificate"] = time.perf_counter() - started
         result["solver"] = PRIMALS[how]
@@ -154,24 +155,28 @@ PRIMALS = {"vertex": "HIGHS", "clarabel": "CLARABEL"}
 the solver name an answer records."""
 
 
-def with_primal(target: DesignProblem, problem: DesignProblem, W: int, how: str,
-                settings: SolverSettings, trim: tuple[float, float, float] | None = None) -> tuple[dict, DesignProblem]:
-    """``(result, problem)``: the square corners on ``problem``'s LP by the solver ``how`` (trimmed by
-    ``trim`` where given), their chain dual and certificate.  Where the point breaks ``target``'s CM
-    (``problem`` relaxing it), the relaxation's optimum is not the target's and no dual of it proves
-    the target, so the chain runs on the square corners of the LP with CM kept instead, which is
-    returned for later solvers."""
-    problem, full, x, info = square_primal_on(problem, W, settings, how == "vertex", trim)
+def with_primal(target: DesignProblem, W: int, how: str, settings: SolverSettings,
+                trim: tuple[float, float, float] | None = None) -> dict:
+    """The square corners on the relaxed LP by the solver ``how`` (trimmed by ``trim`` where given),
+    their chain dual and certificate; on the LP with CM kept where the relaxed point breaks
+    ``target``'s CM.  A break beyond :data:`~countdp.design.optimality.PRIMAL_TOL` goes there at
+    once: the certificate checks the target's rows on the chain's vertex (that point, where the
+    primal is a vertex) and would refuse it.  A smaller one above :attr:`~ChainTuning.cm_break_tol` of the largest entry goes
+    there once the chain on the relaxation has not closed."""
+    problem, full, x, info = relaxed_square_primal(target, W, settings, how == "vertex", trim)
     if x is None:
-        return not_proven(f"W={W}: {info} ({how})"), problem
+        return not_proven(f"W={W}: {info} ({how})")
     info = {**info, "primal_solver": how}
-    if breaks_cm(target, problem, x, settings):
-        running(settings, "the square corners with CM kept")
-        problem, full, x, info = square_primal_on(kept_problem(target), W, settings, how == "vertex", trim)
-        if x is None:
-            return not_proven(f"W={W}: the square corners with CM kept not solved ({how})"), problem
-        info.update(primal="with CM kept (the relaxed primal broke CM)", primal_solver=how)
-    return chain_certificate(target, problem, full, x, W, info, settings), problem
+    if cm_broken_by(target, problem, x) <= PRIMAL_TOL:
+        result = chain_certificate(target, problem, full, x, W, info, settings)
+        if result.get("certified") or not breaks_cm(target, problem, x, settings):
+            return result
+    running(settings, "the square corners with CM kept")
+    kept, full, x, info = square_primal_on(kept_problem(target), W, settings, how == "vertex", trim)
+    if x is None:
+        return not_proven(f"W={W}: the square corners with CM kept not solved ({how})")
+    info.update(primal="with CM kept (the relaxed primal broke CM)", primal_solver=how)
+    return chain_certificate(target, kept, full, x, W, info, settings)
 
 
 def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np.ndarray, W: int, info: dict,
