@@ -176,11 +176,6 @@ class ChainTuning:
     """The methods of the template-size dual whose support the relaxed template copies, tried in
     turn until one answers with a vertex (an interior point's dual carries every degenerate tight
     row, too many for the support); ``guided`` (the simplex from Clarabel's basis) is the fastest."""
-    l0d_support_dual_methods: tuple[str, ...] = ("ipm", "guided", "simplex")
-    """:attr:`support_dual_methods` for L0,d, whose optimal face is large: ``ipm`` (HiGHS's interior
-    point and crossover) first.  At n = 1024 on WM, L0,1: 118 s at alpha 0.97 where the guided simplex
-    first took 295 s, 20 s at 0.95 (22 s) and 6.9 s at 0.9 (7.3 s); on RH+CM+WH+S at 0.95, 23.5 s
-    (30.5 s).  For L1 it is slower (WM, 0.93: 32 s against 8.7 s), so it is L0,d's alone."""
     support_dual_iterations: int = 50_000
     """Iterations of each simplex of :attr:`support_dual_methods` (the one from Clarabel's basis,
     then the cold dual simplex) on the template-size LP whose vertex the relaxed template copies.

@@ -215,15 +215,15 @@ def cm_break(point: np.ndarray, kept: DesignProblem, n0: int) -> float:
 
 
 def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> TemplateVertex:
-    """An optimal vertex of ``problem``'s LP at template size ``n0 = 3 W + 4`` (by the methods of
-    :func:`support_dual_methods`).  Raises ``ValueError`` when no method finds one."""
+    """An optimal vertex of ``problem``'s LP at template size ``n0 = 3 W + 4`` (by
+    :attr:`~ChainTuning.support_dual_methods`).  Raises ``ValueError`` when no method finds one."""
     settings = context.settings
     n0, N0 = 3 * W + 4, 3 * W + 5
     small = sized(problem, n0)
     lp = context.solves.reduced_lp(small, fold=True, drop_implied=True)
-    methods = support_dual_methods(problem, settings)
-    run = template_vertex(lp, methods, settings)
+    run = template_vertex(lp, settings)
     if run is None:
+        methods = settings.chains.support_dual_methods
         raise ValueError(f"no vertex dual of the template-size LP by {', '.join(methods) or 'no method'}")
     u0, v0 = full_dual(lp, run.row_dual, run.col_dual)
     point, model = (lp.expand @ run.y)[: N0 * N0], small.lp()
@@ -251,22 +251,14 @@ def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, v
                            np.flatnonzero(at_vertex[copied]))
 
 
-def support_dual_methods(problem: DesignProblem, settings: SolverSettings) -> tuple[str, ...]:
-    """The methods of :func:`template_vertex` for ``problem``'s objective:
-    :attr:`~ChainTuning.l0d_support_dual_methods` for L0,d, whose optimal face is large, else
-    :attr:`~ChainTuning.support_dual_methods`."""
-    tuning = settings.chains
-    return tuning.l0d_support_dual_methods if problem.objective.name == "L0d" else tuning.support_dual_methods
-
-
-def template_vertex(lp, methods: tuple[str, ...], settings: SolverSettings) -> Solved | None:
+def template_vertex(lp, settings: SolverSettings) -> Solved | None:
     """An optimal vertex of the reduced model ``lp``, polished from its basis, by the first of
-    ``methods`` that finds one (``guided``: the simplex from the basis of Clarabel's point, never the
-    point itself; ``simplex``: HiGHS's dual simplex from a cold start; each within
-    :attr:`~ChainTuning.support_dual_iterations`; ``ipm``: HiGHS's interior point and crossover);
-    ``None`` when none does.  No limit is in seconds: which method answers is the same under any
-    load."""
-    for method in methods:
+    :attr:`~ChainTuning.support_dual_methods` that finds one (``guided``: the simplex from the
+    basis of Clarabel's point, never the point itself; ``simplex``: HiGHS's dual simplex from a cold
+    start; each within :attr:`~ChainTuning.support_dual_iterations`; ``ipm``: HiGHS's interior
+    point and crossover); ``None`` when none does.  No limit is in seconds: which method answers is
+    the same under any load."""
+    for method in settings.chains.support_dual_methods:
         try:
             if method == "guided":
                 run = run_guided(lp, settings.chains.support_dual_iterations, template=False, settings=settings)

@@ -161,8 +161,8 @@ def with_primal(target: DesignProblem, W: int, how: str, settings: SolverSetting
     their chain dual and certificate; on the LP with CM kept where the relaxed point breaks
     ``target``'s CM.  A break beyond :data:`~countdp.design.optimality.PRIMAL_TOL` goes there at
     once: the certificate checks the target's rows on the chain's vertex (that point, where the
-    primal is a vertex) and would refuse it.  A smaller one above :attr:`~ChainTuning.cm_break_tol` of the largest entry goes
-    there once the chain on the relaxation has not closed."""
+    primal is a vertex) and would refuse it.  A smaller one above :attr:`~ChainTuning.cm_break_tol`
+    of the largest entry goes there once the chain on the relaxation has not closed."""
     problem, full, x, info = relaxed_square_primal(target, W, settings, how == "vertex", trim)
     if x is None:
         return not_proven(f"W={W}: {info} ({how})")
