@@ -216,10 +216,11 @@ class ChainTuning:
     :attr:`relaxed_width_margin`.  L1's corners are narrower than the relaxed template's rule
     (1.25) gives: on WM at n = 1024 they close at W = 67, 89 and 129 for alpha 0.95, 0.96 and 0.97
     (and not at 115 for 0.97, nor at 60 for 0.95), in 9 to 17 s, where the rule's 146 took 28 s."""
-    square_chain_min_width: int = 50
+    square_chain_min_width: int = 40
     """The square corners with the chain dual are tried from this corner width
-    (:attr:`square_chain_width_factors`: L2 from alpha about 0.905, L1 from 0.935); below it the
-    relaxed template is as fast."""
+    (:attr:`square_chain_width_factors`: L2 from alpha about 0.885, L1 from 0.927); below it the
+    relaxed template is as fast.  At 48 (L2, alpha 0.9) the square corners prove RH+CM+WH+S where
+    the relaxed template's degenerate vertex may not close, depending on the CPU."""
     square_chain_max_unknowns: int = 25_000
     """The widest square corners tried for the chain dual, in the unknowns of its smallest primal (the
     trimmed square's, :attr:`square_chain_trim`, where set: :func:`countdp.design.policy.square_unknowns`),

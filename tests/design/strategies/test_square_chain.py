@@ -34,7 +34,8 @@ NARROW = SolverSettings.of(square_chain_min_width=8)
     ((1024, 0.95, WM, "L1"), None),
     ((1024, 0.91, WM, "L2"), None),
     ((1024, 0.95, ("CH", "WH", "S"), "L2"), None),
-    ((1024, 0.9, WM, "L2"), "corners 48 wide, below 50"),
+    ((1024, 0.9, WM, "L2"), None),  # 48 wide: RH+CM's relaxed template may not close there (CPU-dependent)
+    ((1024, 0.88, WM, "L2"), "corners 37 wide, below 40"),
     ((1024, 0.97, WM, "L2"), None),  # the trimmed square: 9,832 unknowns where the full one has 59,050
     ((8192, 0.99, WM, "L2"), "above 25,000"),
     ((1024, 0.99, WM, "L1"), "below twice both corners of width 507"),
