@@ -181,8 +181,9 @@ def square_chain_widths(n: int, alpha: float, objective,
                  if 4 * (w + 1) <= n and square_unknowns(w, alpha, settings) <= tuning.square_chain_max_unknowns)
     if 4 * (W + 1) > n:
         return kept, f"n={n} below twice both corners of width {W} (alpha = {alpha:g})"
-    if square_unknowns(W, alpha, settings) > tuning.square_chain_max_unknowns:
-        return kept, (f"corners of width {W} ({square_unknowns(W, alpha, settings):,} unknowns, alpha = {alpha:g}) "
+    unknowns = square_unknowns(W, alpha, settings)
+    if unknowns > tuning.square_chain_max_unknowns:
+        return kept, (f"corners of width {W} ({unknowns:,} unknowns, alpha = {alpha:g}) "
                       f"above {tuning.square_chain_max_unknowns:,}")
     return kept, None
 
@@ -191,7 +192,7 @@ def square_unknowns(W: int, alpha: float, settings: SolverSettings) -> int:
     """The unknowns of the smallest square-corner primal tried at width ``W``: the trimmed square's
     (:attr:`~ChainTuning.square_chain_trim`) where set, else the full square's ``(W + 1)^2 + 1``."""
     trim = settings.chains.square_chain_trim
-    return (W + 1) ** 2 + 1 if trim is None else min((W + 1) ** 2 + 1, trimmed_unknowns(W, alpha, trim))
+    return (W + 1) ** 2 + 1 if trim is None else trimmed_unknowns(W, alpha, trim)
 
 
 def square_bound_width(n: int, alpha: float, objective, settings: SolverSettings) -> tuple[int, str | None]:

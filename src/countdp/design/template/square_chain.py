@@ -126,9 +126,8 @@ def prove_square_chain(target: DesignProblem, W: int, *, settings: SolverSetting
     """The square-corner primal of width ``W`` of ``target``'s relaxed LP, its chain dual, and the
     certificate on ``target``'s full LP (module docstring): for each form of :func:`square_forms`
     (the trimmed square first), each solver of :attr:`~ChainTuning.square_chain_primals` in turn
-    until it closes; where the relaxed primal
-    breaks CM (RH+CM at L1, alpha 0.95), on the LP with CM kept
-    (:func:`countdp.design.template.relaxed_proof.kept_problem`, :func:`with_primal`).  Returns the certificate of
+    until it closes; where the relaxed primal breaks CM (RH+CM at L1, alpha 0.95), on the LP with CM
+    kept (:func:`with_primal`).  Returns the certificate of
     :func:`countdp.design.template.proof.certify_expansion` (with the ``"matrix"`` proven and the
     stage ``"seconds"``), or ``{"certified": False, "reason": ...}``."""
     unknown = [how for how in settings.chains.square_chain_primals if how not in PRIMALS]
