@@ -11,10 +11,18 @@ from countdp.design.model import DesignProblem
 from countdp.design.optimality import check_optimality
 from countdp.design.planner import make_context
 from countdp.design.policy import relaxed_width
+from countdp.design.polish import full_dual
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.relaxed_template import LABEL, STRATEGY
-from countdp.design.template.relaxed_proof import prove_relaxed_width, relaxed_problem
+from countdp.design.template.relaxed_proof import (
+    prove_relaxed_width,
+    relaxed_problem,
+    restricted_point,
+    sized,
+    template_solution,
+    template_vertex,
+)
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.values.objectives import parse_objective
 from tests.helpers.design import general_optimum, reduced_design
@@ -65,7 +73,7 @@ def test_width_rule_covers_the_measured_corners():
     (WM, "L1", 0.8),
     (("CM",), "L2", 0.7),
     (("RH", "CH"), "L0d:1", 0.8),
-    (("RH", "CM", "WH", "S"), "L0d:1", 0.9),  # the relaxation's point breaks CM: the point with CM answers
+    (("RH", "CM", "WH", "S"), "L0d:1", 0.9),  # the relaxation's point breaks CM: the point on the target's rows answers
 ])
 def test_the_planner_picks_it_and_it_answers_the_general_optimum(props, objective, alpha):
     n = 160
@@ -78,15 +86,16 @@ def test_the_planner_picks_it_and_it_answers_the_general_optimum(props, objectiv
     assert abs(optimality["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
 
 
-def test_a_point_that_breaks_cm_gives_way_to_the_template_point_with_cm():
+def test_a_point_that_breaks_cm_gives_way_to_the_template_point_on_the_target_rows():
     """RH+CM under L0,d at alpha = 0.9: the relaxation (CH) has the LP's optimal value but a larger
-    optimal face, and its point breaks CM; the template's point with CM, proven by the same dual,
-    answers instead (its CM rows are checked by the certificate on the full LP).  The template with CM
-    kept is not solved: the relaxation's certificate closed."""
+    optimal face, and its point breaks CM; the template's point on the target's rows (CM and WH kept,
+    averaged with its mirror for S), proven by the same dual, answers instead (its CM rows are
+    checked by the certificate on the full LP).  The template with CM kept is not solved: the
+    relaxation's certificate closed."""
     target = DesignProblem(160, 0.9, ("RH", "CM", "WH", "S"), "L0d:1")
     result = prove_relaxed_width(target, relaxed_width(0.9, target.objective, DEFAULT_SETTINGS),
                                  context=make_context(DEFAULT_SETTINGS))
-    assert result["certified"] and "with CM" in result["primal"]
+    assert result["certified"] and "on the target's rows" in result["primal"]
     assert result["template_properties"] == "RH+CH" and "relaxed attempt" not in result["seconds"]
     P = result["matrix"]
     below = np.tril(np.diff(P, axis=0))  # P[i+1, j] - P[i, j] for i >= j: each column falls below its diagonal
@@ -174,3 +183,36 @@ def test_a_width_that_does_not_close_is_widened_once():
     narrow = SolverSettings.of(relaxed_widening=1.0)
     attempt = STRATEGY.attempt(DesignRequest.of(n, alpha, WM, "L1", backend="highs"), make_context(narrow))
     assert attempt.outcome == "failed" and [w["width"] for w in attempt.info["widths"]] == [34]
+
+
+def test_l0d_template_is_folded_and_its_mirror_averaged_dual_needs_no_s():
+    """L0,1 on CH at alpha = 0.9: the template's LP is solved with S kept (folded, half the
+    unknowns), and its dual, averaged with its mirror image, is a dual of the template's LP without
+    S: the independent weak-duality check closes on it at the vertex's value.  The folded LP's dual
+    as it comes (each orbit's multiplier on one of its two rows, S's multipliers dropped) does not."""
+    target = DesignProblem(200, 0.9, ("CH",), "L0d:1")
+    problem, W = relaxed_problem(target), relaxed_width(0.9, target.objective, DEFAULT_SETTINGS)
+    vertex = template_solution(problem, W, make_context(DEFAULT_SETTINGS))
+    small, N0 = sized(problem, 3 * W + 4).lp(), 3 * W + 5
+    u, v = vertex.dual[: small.b_ub.size], vertex.dual[small.b_ub.size:]
+    assert np.array_equal(vertex.point, vertex.point[::-1, ::-1])
+    closed = check_optimality(small, vertex.point.ravel(), u, v)
+    assert closed["certified"] and abs(closed["dual_objective"] - vertex.value) <= 1e-9
+    folded = make_context(DEFAULT_SETTINGS).solves.reduced_lp(sized(problem, 3 * W + 4, problem.properties + ("S",)),
+                                                              fold=True, drop_implied=True)
+    run = template_vertex(folded, DEFAULT_SETTINGS)
+    raw_u, raw_v = full_dual(folded, run.row_dual, run.col_dual)
+    assert not check_optimality(small, vertex.point.ravel(), raw_u, raw_v[:N0])["certified"]
+
+
+def test_an_interior_point_breaking_s_is_averaged_with_its_mirror():
+    """L0,1 on CH+WH+S at alpha = 0.97, n = 320: the restricted primal's point of the relaxed LP (no S)
+    is an interior point of a large optimal face, 2e-7 away from its mirror image; averaged with it,
+    the point holds S and the certificate on the full LP (S and WH included) closes."""
+    target = DesignProblem(320, 0.97, ("CH", "WH", "S"), "L0d:1")
+    W = relaxed_width(0.97, target.objective, DEFAULT_SETTINGS)
+    raw = restricted_point(DesignProblem(320, 0.97, ("CH",), "L0d:1"), W, ("CH",), DEFAULT_SETTINGS)
+    result = prove_relaxed_width(target, W, context=make_context(DEFAULT_SETTINGS))
+    assert np.abs(raw - raw[::-1]).max() > 100 * result["primal_tolerance"]  # S broken without the average
+    assert result["certified"] and result["primal"] == "the restricted primal's point"
+    assert np.array_equal(result["matrix"], result["matrix"][::-1, ::-1])

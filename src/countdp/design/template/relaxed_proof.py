@@ -13,7 +13,9 @@ certificate has not closed (:func:`kept_vertex`), CM is kept instead (:func:`kep
 
 **Template.**  The relaxed LP is solved at template size ``n0 = 3 W + 4`` to an optimal *vertex*
 (a simplex basis; an interior point's dual carries every degenerate tight row, too many for a
-support).  Which rows of the full relaxed LP carry a multiplier is read off its dual, copied by
+support).  For the objectives of :attr:`~ChainTuning.folded_template_objectives` (L0,d) it is
+solved with S kept, folded by the mirror, and its dual averaged with its mirror image
+(:func:`mirror_average`): a dual of the LP without S, for half the unknowns.  Which rows of the full relaxed LP carry a multiplier is read off its dual, copied by
 the template's row map, plus the rows tight at every ``E z`` (:func:`template_support`); which
 output rows are used, off its primal.
 
@@ -22,15 +24,17 @@ complementary slackness on the full relaxed LP by eliminating each output row's 
 (:mod:`countdp.design.template.chain_support`), in time and memory proportional to the matrix.
 Where the support singles out no vertex (more paths than coupling unknowns: L0d's degenerate
 far rows), the restricted primal's point ``E z``
-(:func:`countdp.design.template.restricted.solve_template`) is proven with that dual instead.
+(:func:`countdp.design.template.restricted.solve_template`) is proven with that dual instead,
+averaged with its mirror image where the target asks for S (:func:`restricted_point`).
 Where the support leaves path conditions unmet (a degenerate template vertex gave no multiplier
 to a row the full size needs, as the CM rows between two equal output rows of L2's corner), it is
 completed from the rows tight at the template's vertex
 (:mod:`countdp.design.template.support_completion`).
 
-**CM.**  Where the gap closes but the point breaks CM (the relaxation's optimal face is larger
-than the LP's; RH+CM under L0,d is one such), the restricted primal is solved again with the
-target's rows (CM kept, S and WH still dropped), and that point is proven with the same dual.
+**The target's rows.**  Where the gap closes but the point breaks a row the template's LP dropped
+(CM, S or WH: the template's optimal face is larger than the target's; RH+CM under L0,d is one
+such), the restricted primal is solved again with the target's rows (S by the mirror average), and
+that point is proven with the same dual (:func:`point_on_target`).
 
 **Proof.**  The vertex (after the float DP certificate) is checked with that dual, CH's
 multipliers spread over the CM rows (where CM was relaxed) and S's and WH's set to 0, on the *target's* full LP by the
@@ -49,6 +53,7 @@ import numpy as np
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import not_proven
 from countdp.design.polish import full_dual
+from countdp.design.reductions.fold_symmetry import mirror_rows, mirror_symmetric
 from countdp.design.reductions.relax_cm import only_cm_broken, relaxed_properties
 from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.guided import run_guided
@@ -141,35 +146,50 @@ def prove_on(target: DesignProblem, W: int, problem: DesignProblem, vertex: Temp
         return not_proven(f"W={W}: {exc}")
     seconds["full dual"] = time.perf_counter() - began - sum(seconds.values())
     if point is None:  # the support does not single out a vertex: the restricted primal's point is proven
-        z, _, why = solve_template(full, maps, n, alpha, props, W, min(n, 2 * (3 * W + 4)), False, settings=settings)
-        if z is None:
-            return not_proven(why)
-        point, info["primal"] = maps.E @ z, "the restricted primal's point"
+        point = restricted_point(target, W, props, settings)
+        if point is None:
+            return not_proven(f"W={W}: the restricted primal not solved")
+        info["primal"] = "the restricted primal's point"
         seconds["template primal"] = time.perf_counter() - began - sum(seconds.values())
     closure = target.objective.name in settings.chains.closure_objectives
     result = certify_expansion(target, point.reshape(N, N), y, props, info, closure_first=closure)
     seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
-    if "CM" in target.properties and "CM" not in props and only_cm_broken(result):
-        result = point_with_cm(target, W, y, props, info, closure, settings) or result
-        seconds["point with CM"] = time.perf_counter() - began - sum(seconds.values())
+    if set(target.properties) - set(props) and only_cm_broken(result):
+        result = point_on_target(target, W, y, props, info, closure, settings) or result
+        seconds["point on the target's rows"] = time.perf_counter() - began - sum(seconds.values())
     result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return result
 
 
-def point_with_cm(target: DesignProblem, W: int, y: np.ndarray, props: tuple[str, ...], info: dict,
-                  closure: bool, settings: SolverSettings) -> dict | None:
-    """Where the relaxation's point breaks CM with the gap closed (its optimal face is larger than
-    the target's): the restricted primal's point of :func:`kept_problem`, certified with the same
-    dual ``y``; ``None`` when that primal is not solved."""
-    n, N = target.n, target.N
-    kept = kept_problem(target)
-    kept_maps = template_maps(n, 3 * W + 4, W, target.alpha, kept.properties)
-    z, _, _ = solve_template(kept.lp(), kept_maps, n, target.alpha, kept.properties, W, min(n, 2 * (3 * W + 4)),
+def point_on_target(target: DesignProblem, W: int, y: np.ndarray, props: tuple[str, ...], info: dict,
+                    closure: bool, settings: SolverSettings) -> dict | None:
+    """Where the template's point breaks a row of ``target`` that its LP dropped (CM relaxed to CH,
+    S, WH) with the gap closed (the optimal face of the template's LP is larger than the
+    target's): the restricted primal's point of ``target`` itself, certified with the same dual
+    ``y``; ``None`` when that primal is not solved."""
+    point = restricted_point(target, W, tuple(p for p in target.properties if p != "S"), settings)
+    if point is None:
+        return None
+    info["primal"] = "the restricted primal's point on the target's rows (the template's point broke one)"
+    return certify_expansion(target, point.reshape(target.N, target.N), y, props, info, closure_first=closure)
+
+
+def restricted_point(target: DesignProblem, W: int, props: tuple[str, ...],
+                     settings: SolverSettings) -> np.ndarray | None:
+    """The restricted primal's point (flat, size ``n``) of ``target``'s LP with ``props``, at the
+    template of width ``W`` (:func:`countdp.design.template.restricted.solve_template`), or ``None``;
+    averaged with its mirror image where ``target`` asks for S and that LP is mirror symmetric.  The
+    point is an interior point of a large optimal face (L0,d's), which need not be symmetric (CH+WH+S
+    under L0,1 at alpha 0.97: S broken by 5e-7); its mirror image is on the same face, so their mean
+    is too, and it holds S."""
+    problem = sized(target, target.n, props)
+    maps = template_maps(target.n, 3 * W + 4, W, target.alpha, props)
+    z, _, _ = solve_template(problem.lp(), maps, target.n, target.alpha, props, W, min(target.n, 2 * (3 * W + 4)),
                              False, settings=settings)
     if z is None:
         return None
-    info["primal"] = "the restricted primal's point with CM (the relaxation's point broke CM)"
-    return certify_expansion(target, (kept_maps.E @ z).reshape(N, N), y, props, info, closure_first=closure)
+    point = maps.E @ z
+    return (point + point[::-1]) / 2.0 if "S" in target.properties and mirror_symmetric(problem) else point
 
 
 class TemplateVertex(NamedTuple):
@@ -193,7 +213,7 @@ def kept_vertex(target: DesignProblem, W: int, vertex: TemplateVertex, context: 
     if its optimum is above the relaxed one by more than :attr:`~ChainTuning.relaxation_gap_tol`
     (relative), no dual of the relaxation proves the target.  It is asked only once the relaxation's
     certificate has not closed: a vertex that breaks CM at the same optimum (a larger optimal face,
-    as RH+CM's and WM's under L0,d) is proven through the relaxation (:func:`point_with_cm`), and
+    as RH+CM's and WM's under L0,d) is proven through the relaxation (:func:`point_on_target`), and
     the template with CM kept cost as much again (67 s on WM, L0,1, 0.97)."""
     settings, n0 = context.settings, 3 * W + 4
     kept = kept_problem(target)
@@ -220,15 +240,31 @@ def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> 
     settings = context.settings
     n0, N0 = 3 * W + 4, 3 * W + 5
     small = sized(problem, n0)
-    lp = context.solves.reduced_lp(small, fold=True, drop_implied=True)
+    folded = (problem.objective.name in settings.chains.folded_template_objectives and "S" not in small.properties
+              and mirror_symmetric(small))
+    solved = sized(problem, n0, small.properties + ("S",)) if folded else small
+    lp = context.solves.reduced_lp(solved, fold=True, drop_implied=True)
     run = template_vertex(lp, settings)
     if run is None:
         methods = settings.chains.support_dual_methods
         raise ValueError(f"no vertex dual of the template-size LP by {', '.join(methods) or 'no method'}")
     u0, v0 = full_dual(lp, run.row_dual, run.col_dual)
     point, model = (lp.expand @ run.y)[: N0 * N0], small.lp()
+    if folded:
+        u0, v0 = mirror_average(model, small.size, u0, v0[:N0])
     tight = model.A_ub @ point - model.b_ub <= settings.chains.completion_tight_tol * (abs(model.A_ub) @ point)
     return TemplateVertex(np.concatenate([u0, v0[:N0]]), point.reshape(N0, N0), float(model.c @ point), tight)
+
+
+def mirror_average(model, size: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(u, v)`` (multipliers of ``model``'s inequality rows and column sums, a dual of the LP with
+    S) averaged with their mirror images: a dual of ``model`` (the LP without S) with the same
+    objective.  Each entry's reduced cost is then the mean of its own and its mirror's with S, whose
+    multipliers cancel in that sum, so none is negative where the folded LP's orbits have none."""
+    mirror = mirror_rows(model.A_ub, model.b_ub, size, False)
+    if mirror is None:
+        raise ValueError("the template's rows are not closed under the mirror")
+    return (u + u[mirror[0]]) / 2.0, (v + v[::-1]) / 2.0
 
 
 def template_support(full, maps: TemplateMaps, problem: DesignProblem, W: int, vertex: TemplateVertex,
