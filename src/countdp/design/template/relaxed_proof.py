@@ -15,9 +15,10 @@ certificate has not closed (:func:`kept_vertex`), CM is kept instead (:func:`kep
 (a simplex basis; an interior point's dual carries every degenerate tight row, too many for a
 support).  For the objectives of :attr:`~ChainTuning.folded_template_objectives` (L0,d) it is
 solved with S kept, folded by the mirror, and its dual averaged with its mirror image
-(:func:`mirror_average`): a dual of the LP without S, for half the unknowns.  Which rows of the full relaxed LP carry a multiplier is read off its dual, copied by
-the template's row map, plus the rows tight at every ``E z`` (:func:`template_support`); which
-output rows are used, off its primal.
+(:func:`mirror_average`): a dual of the LP without S, for half the unknowns.  Which rows of the
+full relaxed LP carry a multiplier is read off its dual, copied by the template's row map, plus
+the rows tight at every ``E z`` (:func:`template_support`); which output rows are used, off its
+primal.
 
 **Full size.**  The multipliers' values, and the vertex on which those rows are tight, solve
 complementary slackness on the full relaxed LP by eliminating each output row's chain
