@@ -23,6 +23,7 @@ from countdp.design.template.relaxed_proof import (
     template_solution,
     template_vertex,
 )
+from countdp.design.template.restricted import template_maps
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.values.objectives import parse_objective
 from tests.helpers.design import general_optimum, reduced_design
@@ -211,7 +212,9 @@ def test_an_interior_point_breaking_s_is_averaged_with_its_mirror():
     the point holds S and the certificate on the full LP (S and WH included) closes."""
     target = DesignProblem(320, 0.97, ("CH", "WH", "S"), "L0d:1")
     W = relaxed_width(0.97, target.objective, DEFAULT_SETTINGS)
-    raw = restricted_point(DesignProblem(320, 0.97, ("CH",), "L0d:1"), W, ("CH",), DEFAULT_SETTINGS)
+    plain = DesignProblem(320, 0.97, ("CH",), "L0d:1")
+    maps = template_maps(320, 3 * W + 4, W, 0.97, ("CH",))
+    raw = restricted_point(plain, W, plain, plain.lp(), maps, DEFAULT_SETTINGS)
     result = prove_relaxed_width(target, W, context=make_context(DEFAULT_SETTINGS))
     assert np.abs(raw - raw[::-1]).max() > 100 * result["primal_tolerance"]  # S broken without the average
     assert result["certified"] and result["primal"] == "the restricted primal's point"

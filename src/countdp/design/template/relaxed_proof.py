@@ -147,7 +147,7 @@ def prove_on(target: DesignProblem, W: int, problem: DesignProblem, vertex: Temp
         return not_proven(f"W={W}: {exc}")
     seconds["full dual"] = time.perf_counter() - began - sum(seconds.values())
     if point is None:  # the support does not single out a vertex: the restricted primal's point is proven
-        point = restricted_point(target, W, props, settings)
+        point = restricted_point(target, W, problem, full, maps, settings)
         if point is None:
             return not_proven(f"W={W}: the restricted primal not solved")
         info["primal"] = "the restricted primal's point"
@@ -168,25 +168,26 @@ def point_on_target(target: DesignProblem, W: int, y: np.ndarray, props: tuple[s
     S, WH) with the gap closed (the optimal face of the template's LP is larger than the
     target's): the restricted primal's point of ``target`` itself, certified with the same dual
     ``y``; ``None`` when that primal is not solved."""
-    point = restricted_point(target, W, tuple(p for p in target.properties if p != "S"), settings)
+    on_rows = sized(target, target.n, tuple(p for p in target.properties if p != "S"))
+    maps = template_maps(target.n, 3 * W + 4, W, target.alpha, on_rows.properties)
+    point = restricted_point(target, W, on_rows, on_rows.lp(), maps, settings)
     if point is None:
         return None
     info["primal"] = "the restricted primal's point on the target's rows (the template's point broke one)"
     return certify_expansion(target, point.reshape(target.N, target.N), y, props, info, closure_first=closure)
 
 
-def restricted_point(target: DesignProblem, W: int, props: tuple[str, ...],
+def restricted_point(target: DesignProblem, W: int, problem: DesignProblem, full, maps: TemplateMaps,
                      settings: SolverSettings) -> np.ndarray | None:
-    """The restricted primal's point (flat, size ``n``) of ``target``'s LP with ``props``, at the
+    """The restricted primal's point (flat, size ``n``) of ``problem`` (``target``'s LP with other
+    properties; ``full`` its LP and ``maps`` its template maps, which the caller has built), at the
     template of width ``W`` (:func:`countdp.design.template.restricted.solve_template`), or ``None``;
     averaged with its mirror image where ``target`` asks for S and that LP is mirror symmetric.  The
     point is an interior point of a large optimal face (L0,d's), which need not be symmetric (CH+WH+S
     under L0,1 at alpha 0.97: S broken by 5e-7); its mirror image is on the same face, so their mean
     is too, and it holds S."""
-    problem = sized(target, target.n, props)
-    maps = template_maps(target.n, 3 * W + 4, W, target.alpha, props)
-    z, _, _ = solve_template(problem.lp(), maps, target.n, target.alpha, props, W, min(target.n, 2 * (3 * W + 4)),
-                             False, settings=settings)
+    z, _, _ = solve_template(full, maps, target.n, target.alpha, problem.properties, W,
+                             min(target.n, 2 * (3 * W + 4)), False, settings=settings)
     if z is None:
         return None
     point = maps.E @ z
@@ -250,11 +251,12 @@ def template_solution(problem: DesignProblem, W: int, context: SolveContext) -> 
         methods = settings.chains.support_dual_methods
         raise ValueError(f"no vertex dual of the template-size LP by {', '.join(methods) or 'no method'}")
     u0, v0 = full_dual(lp, run.row_dual, run.col_dual)
+    v0 = v0[:N0]  # the column sums' multipliers (S's, where folded, follow them)
     point, model = (lp.expand @ run.y)[: N0 * N0], small.lp()
     if folded:
-        u0, v0 = mirror_average(model, small.size, u0, v0[:N0])
+        u0, v0 = mirror_average(model, small.size, u0, v0)
     tight = model.A_ub @ point - model.b_ub <= settings.chains.completion_tight_tol * (abs(model.A_ub) @ point)
-    return TemplateVertex(np.concatenate([u0, v0[:N0]]), point.reshape(N0, N0), float(model.c @ point), tight)
+    return TemplateVertex(np.concatenate([u0, v0]), point.reshape(N0, N0), float(model.c @ point), tight)
 
 
 def mirror_average(model, size: int, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
