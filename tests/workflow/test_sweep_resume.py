@@ -109,28 +109,33 @@ def test_without_a_code_version_nothing_is_reused_or_stamped(tmp_path):
     assert "made_by" not in load_certified(_paths(tmp_path, NS)[0]).get("extra", {})
 
 
-class Clock(io.StringIO):
-    """A progress stream that records when each line arrived."""
+class Witness(io.StringIO):
+    """A progress stream that records, as each line arrives, which of the watched design files exist."""
 
-    def __init__(self):
+    def __init__(self, watched: list[Path]):
         super().__init__()
-        self.times: list[float] = []
+        self.watched = watched
+        self.saved: list[list[bool]] = []
 
     def write(self, text: str) -> int:
-        self.times += [time.perf_counter()] * text.count("\n")
+        for _ in range(text.count("\n")):
+            self.saved.append([path.exists() for path in self.watched])
         return super().write(text)
 
 
 def test_each_line_is_written_as_its_design_is_saved(tmp_path):
-    stream = Clock()
-    ns = [3, 40]  # n = 40: a reduced LP of a fraction of a second, after the millisecond n = 3
+    ns = [3, 40]  # n = 40 is designed after n = 3: its file cannot exist when n = 3's line is written
+    paths = _paths(tmp_path, ns)
+    stream = Witness(paths)
     began = time.perf_counter()
-    design_sweep("WM", "L0", ALPHA, ns, "HIGHS/auto", _paths(tmp_path, ns), tmp_path / "log", "2/3", "v1", stream)
+    design_sweep("WM", "L0", ALPHA, ns, "HIGHS/auto", paths, tmp_path / "log", "2/3", "v1", stream)
     lines = stream.getvalue().splitlines()
     assert lines == _lines(tmp_path / "log") and len(lines) == 3
-    first_saved = _paths(tmp_path, ns)[0].stat().st_mtime_ns / 1e9
-    second_saved = _paths(tmp_path, ns)[1].stat().st_mtime_ns / 1e9
-    assert stream.times[0] < stream.times[1] - 0.05, "the first line waited for the second design"
+    first_saved = paths[0].stat().st_mtime_ns / 1e9
+    second_saved = paths[1].stat().st_mtime_ns / 1e9
+    # what the files on disk were as each line arrived: no timing margin, so no machine is too fast for it
+    assert stream.saved[0] == [True, False], "the first line waited for the second design"
+    assert stream.saved[1] == [True, True] and stream.saved[2] == [True, True]
     assert first_saved <= second_saved
     # the recorded time of each design covers its whole work: the lines' times add up to the sweep's
     times = [float(line.rsplit(" time=", 1)[1].split("s")[0]) for line in lines]
