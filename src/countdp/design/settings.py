@@ -204,6 +204,10 @@ class ChainTuning:
     the template solved with CM kept too, once the relaxation's certificate has not closed, to see
     whether the relaxation is strictly better; the square corners' relaxed primal breaking CM by
     more has them solved with CM kept (:func:`countdp.design.template.square_chain.with_primal`)."""
+    cm_kept_with: tuple[str, ...] = ("RH",)
+    """Targets with CM and any of these properties have the square corners solved with CM kept at once,
+    without the relaxed primal first (:func:`countdp.design.template.square_chain.kept_first`): on RH+CM
+    that primal breaks CM (docs/design.md, 2c), and solving it was a third of the design's time."""
     relaxation_gap_tol: float = 1e-9
     """The template's optimum with CM kept above the relaxed one by more than this (relative) marks
     the relaxation as strictly better: the template is then the one with CM kept (where only the

@@ -122,16 +122,22 @@ def test_l2_near_ten_elevenths_at_n_1024_is_proven_by_the_square_corners():
 def test_where_the_relaxed_corners_break_cm_they_are_solved_with_cm_kept():
     """RH+CM+WH+S, L1, alpha 0.95, n = 300 (W = 67): the relaxed LP's square corners (CM as CH) break CM
     near the corner, column 28, by more than 1e-7 of the largest entry, so no dual of the relaxation
-    proves the target; the square corners with CM kept are proven on the full LP, and the
-    independent weak-duality check agrees (and refuses the dual perturbed)."""
+    proves the target.  With the relaxation tried first (``cm_kept_with`` empty) the square corners are
+    then solved with CM kept; by default (CM with RH) they are solved so at once.  Both are proven on
+    the full LP at the same optimum, and the independent weak-duality check agrees (and refuses the
+    dual perturbed)."""
     alpha, W = 0.95, 67
     target = DesignProblem(300, alpha, ("RH", "CM", "WH", "S"), "L1")
     trim = DEFAULT_SETTINGS.chains.square_chain_trim
     problem, _, x, _ = relaxed_square_primal(target, W, DEFAULT_SETTINGS, True, trim)  # the first primal tried
     assert "CM" not in problem.properties
     assert property_rows("CM", 300).violation(x) > 1e-7 * x.max()
+    relaxed_first = prove_square_chain(target, W, settings=DEFAULT_SETTINGS.with_values(cm_kept_with=()))
+    assert relaxed_first["certified"], relaxed_first.get("reason")
+    assert relaxed_first["primal"] == "with CM kept (the relaxed primal broke CM)"
     result = prove_square_chain(target, W, settings=DEFAULT_SETTINGS)
-    assert result["certified"] and result["primal"].startswith("with CM kept"), result.get("reason")
+    assert result["certified"] and result["primal"] == "with CM kept (CM with RH: the relaxation is skipped)"
+    assert abs(result["primal_objective"] - relaxed_first["primal_objective"]) <= 1e-9 * result["upper_bound"]
     assert "trim" in result  # the trimmed square, with CM kept, is proven
     P = certify(result["matrix"], alpha)[0]
     full, u, v = target.lp(), result["u"], result["v"]
@@ -140,6 +146,24 @@ def test_where_the_relaxed_corners_break_cm_they_are_solved_with_cm_kept():
     broken = u.copy()
     broken[np.flatnonzero(u > 0)[::7]] *= 1.001
     assert not check_optimality(full, P.ravel(), broken, v)["certified"]
+
+
+def test_the_completion_adds_the_coupling_rows_the_chain_of_rh_and_cm_needs():
+    """RH+CM+WH+S, L2, alpha 0.9, n = 160, corners 40 wide (CM kept): the DP rows tight at the primal
+    leave the chain system short of coupling rows.  The completion LP (HiGHS's dual simplex, the exact
+    vertex of its basis) adds some of the tight RH and CM rows, and the certificate closes on the full
+    LP at the general path's optimum, solved without any template.  Without the completion
+    (``completion_tol`` infinite) no vertex is singled out and nothing is proven.  This holds whichever
+    degenerate vertex a CPU's simplex finds: the support is read off the primal's tight rows."""
+    alpha, n, W = 0.9, 160, 40
+    target = DesignProblem(n, alpha, ("RH", "CM", "WH", "S"), "L2")
+    result = prove_square_chain(target, W, settings=DEFAULT_SETTINGS)
+    assert result["certified"], result.get("reason")
+    expected = general_optimum(n, alpha, target.properties, "L2")
+    assert abs(result["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
+    assert is_alpha_dp(certify(result["matrix"], alpha)[0], alpha)
+    short = prove_square_chain(target, W, settings=DEFAULT_SETTINGS.with_values(completion_tol=np.inf))
+    assert not short["certified"] and "singles out no vertex" in short["reason"]
 
 
 def test_each_primal_solver_is_proven_alone_and_names_itself():

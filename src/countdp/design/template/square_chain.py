@@ -82,7 +82,9 @@ def square_design(target: DesignProblem, W: int, settings: SolverSettings) -> tu
     """``(problem, full, x, info)`` as :func:`relaxed_square_primal` by HiGHS's vertex, again on the LP
     with CM kept where the relaxed vertex breaks ``target``'s CM by more than rounding
     (``PRIMAL_TOL / 100``): a design to offer unproven, which must hold CM within ``PRIMAL_TOL``
-    (UM, the repair, holds CM with equality and cannot mend it)."""
+    (UM, the repair, holds CM with equality and cannot mend it); at once where :func:`kept_first`."""
+    if kept_first(target, settings):
+        return square_primal_on(kept_problem(target), W, settings, vertex=True)
     problem, full, x, info = relaxed_square_primal(target, W, settings, vertex=True)
     if x is not None and cm_broken_by(target, problem, x) > PRIMAL_TOL / 100:
         problem, full, x, info = square_primal_on(kept_problem(target), W, settings, vertex=True)
@@ -162,20 +164,31 @@ def with_primal(target: DesignProblem, W: int, how: str, settings: SolverSetting
     once: the certificate checks the target's rows on the chain's vertex (that point, where the
     primal is a vertex) and would refuse it.  A smaller one above :attr:`~ChainTuning.cm_break_tol`
     of the largest entry goes there once the chain on the relaxation has not closed."""
-    problem, full, x, info = relaxed_square_primal(target, W, settings, how == "vertex", trim)
-    if x is None:
-        return not_proven(f"W={W}: {info} ({how})")
-    info = {**info, "primal_solver": how}
-    if cm_broken_by(target, problem, x) <= PRIMAL_TOL:
-        result = chain_certificate(target, problem, full, x, W, info, settings)
-        if result.get("certified") or not breaks_cm(target, problem, x, settings):
-            return result
+    why = "the relaxed primal broke CM"
+    if kept_first(target, settings):
+        why = f"CM with {'+'.join(settings.chains.cm_kept_with)}: the relaxation is skipped"
+    else:
+        problem, full, x, info = relaxed_square_primal(target, W, settings, how == "vertex", trim)
+        if x is None:
+            return not_proven(f"W={W}: {info} ({how})")
+        info = {**info, "primal_solver": how}
+        if cm_broken_by(target, problem, x) <= PRIMAL_TOL:
+            result = chain_certificate(target, problem, full, x, W, info, settings)
+            if result.get("certified") or not breaks_cm(target, problem, x, settings):
+                return result
     running(settings, "the square corners with CM kept")
     kept, full, x, info = square_primal_on(kept_problem(target), W, settings, how == "vertex", trim)
     if x is None:
         return not_proven(f"W={W}: the square corners with CM kept not solved ({how})")
-    info.update(primal="with CM kept (the relaxed primal broke CM)", primal_solver=how)
+    info.update(primal=f"with CM kept ({why})", primal_solver=how)
     return chain_certificate(target, kept, full, x, W, info, settings)
+
+
+def kept_first(target: DesignProblem, settings: SolverSettings) -> bool:
+    """Whether ``target`` has CM and one of :attr:`~ChainTuning.cm_kept_with`, so that the square corners
+    are solved with CM kept at once.  Either way the optimum is the same: the target holds CM, and where the
+    relaxed optimum holds CM it is also the optimum with CM kept; only a relaxed solve thrown away is saved."""
+    return "CM" in target.properties and any(p in target.properties for p in settings.chains.cm_kept_with)
 
 
 def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np.ndarray, W: int, info: dict,

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from countdp.design.settings import SolverSettings
 from countdp.design.template.chain_support import ChainSystem, build, path_conditions, path_residual
+from countdp.design.template.restricted import highs_vertex
 
 
 def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarray,
@@ -73,20 +73,25 @@ def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
     """Which of the extra rows (columns of ``R_extra``) a basic solution of the completion LP gives
     a multiplier above :attr:`~ChainTuning.completion_tol` of its largest; ``None`` when the LP
     has no solution within :attr:`~ChainTuning.completion_iterations` iterations (a count, not
-    seconds: the same under any load).  HiGHS's simplex answers first; where it reports numerical
-    trouble (the path sums of square corners' tails reach ``alpha^n``), HiGHS's interior point solves
-    the LP with each condition scaled to its largest coefficient."""
+    seconds: the same under any load).  HiGHS's dual simplex answers first, and the exact vertex of
+    its basis is read (:func:`~countdp.design.template.restricted.highs_vertex`); where it does not end
+    optimal (the path sums of square corners' tails reach ``alpha^n``), HiGHS's interior point with
+    crossover solves the LP with each condition scaled to its largest coefficient."""
     kept, sums, k = system.coupling.size, system.N, R_extra.shape[1]
     cost = np.concatenate([np.zeros(kept + sums), np.ones(k)])
-    bounds = [(0, None)] * kept + [(None, None)] * sums + [(0, None)] * k
+    lower = np.concatenate([np.zeros(kept), np.full(sums, -np.inf), np.zeros(k)])
+    upper = np.full(cost.size, np.inf)
     A_eq = sp.hstack([system.R, R_extra], format="csr")
-    options = {"maxiter": settings.chains.completion_iterations}
-    result = linprog(cost, A_eq=A_eq.tocsc(), b_eq=rhs, bounds=bounds, method="highs", options=options)
-    if result.status == 4:  # numerical trouble: path sums span alpha^n to 1; each condition scaled, interior point
+    options = {"simplex_strategy": 1, "simplex_iteration_limit": settings.chains.completion_iterations}
+    found = highs_vertex(A_eq.tocsc(), cost, lower, upper, rhs, rhs, options, "HiGHS dual simplex, the completion",
+                         settings=settings)
+    if found is None:  # numerical trouble: path sums span alpha^n to 1; each condition scaled, interior point
         scale = 1.0 / np.maximum(abs(A_eq).max(axis=1).toarray().ravel(), 1e-300)
-        result = linprog(cost, A_eq=(sp.diags(scale) @ A_eq).tocsc(), b_eq=rhs * scale, bounds=bounds,
-                         method="highs-ipm", options=options)
-    if result.status != 0:
+        options = {"solver": "ipm", "run_crossover": "on", "ipm_iteration_limit": options["simplex_iteration_limit"],
+                   "simplex_iteration_limit": options["simplex_iteration_limit"]}
+        found = highs_vertex((sp.diags(scale) @ A_eq).tocsc(), cost, lower, upper, rhs * scale, rhs * scale, options,
+                             "HiGHS interior point, the completion", settings=settings)
+    if found is None:
         return None
-    added = result.x[kept + sums:]
+    added = found[0][kept + sums:]
     return np.flatnonzero(added > settings.chains.completion_tol * max(added.max(), 1e-300))
