@@ -29,7 +29,9 @@ accuracy.
 
 **Proof.**  The chain's vertex and dual, CH's multipliers spread over the CM rows and S's and WH's set
 to 0, are checked on the target's full LP by the independent weak-duality routine
-(:func:`countdp.design.template.proof.certify_expansion`).  Nothing above is trusted: a wrong guess
+(:func:`countdp.design.template.proof.certify_expansion`).  Where the completed support singles out
+no vertex (more path conditions than unknowns), the primal itself is checked with the chain's
+least-squares dual.  Nothing above is trusted: a wrong guess
 leaves the gap open, and the next strategy runs.
 """
 
@@ -196,7 +198,10 @@ def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np
     """The chain dual from the rows tight at ``x`` (a square-corner primal on ``problem``'s LP
     ``full``), at each tolerance of :attr:`~ChainTuning.square_chain_tight_tols` in turn, and the
     certificate of its vertex on ``target``'s full LP (module docstring): the first that closes, else
-    the last tried."""
+    the last tried.  Where the completed support leaves more path conditions than unknowns it singles
+    out no vertex; its dual is then the least-squares solution, and ``x`` itself is certified with it
+    (a HiGHS vertex holds every row to rounding; complementary slackness with ``x`` is what chose the
+    support, so the gap closes where that dual is feasible)."""
     N = target.N
     info = {"template": "square corners, chain dual", "width": W, **info,
             "template_properties": "+".join(problem.properties)}
@@ -216,11 +221,11 @@ def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np
         except ValueError as exc:
             result = not_proven(f"W={W}, tol={tol:g}: {exc}")
             continue
-        if vertex is None:
-            result = not_proven(f"W={W}, tol={tol:g}: the support singles out no vertex")
-            continue
-        result = certify_expansion(target, vertex.reshape(N, N), y, problem.properties,
-                                   {**info, "tight_tol": tol}, closure_first=closure)
+        point = {"tight_tol": tol}
+        if vertex is None:  # more path conditions than unknowns: the least-squares dual, with the primal itself
+            vertex, point["certified_point"] = x, "the primal (the support singles out no vertex)"
+        result = certify_expansion(target, vertex.reshape(N, N), y, problem.properties, {**info, **point},
+                                   closure_first=closure)
         if result.get("certified"):
             break
     return result
