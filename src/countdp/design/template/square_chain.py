@@ -221,11 +221,10 @@ def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np
         except ValueError as exc:
             result = not_proven(f"W={W}, tol={tol:g}: {exc}")
             continue
-        point = {"tight_tol": tol}
+        record = {**info, "tight_tol": tol}
         if vertex is None:  # more path conditions than unknowns: the least-squares dual, with the primal itself
-            vertex, point["certified_point"] = x, "the primal (the support singles out no vertex)"
-        result = certify_expansion(target, vertex.reshape(N, N), y, problem.properties, {**info, **point},
-                                   closure_first=closure)
+            vertex, record["certified_point"] = x, "the primal (the support singles out no vertex)"
+        result = certify_expansion(target, vertex.reshape(N, N), y, problem.properties, record, closure_first=closure)
         if result.get("certified"):
             break
     return result

@@ -82,14 +82,15 @@ def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
     lower = np.concatenate([np.zeros(kept), np.full(sums, -np.inf), np.zeros(k)])
     upper = np.full(cost.size, np.inf)
     A_eq = sp.hstack([system.R, R_extra], format="csr")
-    options = {"simplex_strategy": 1, "simplex_iteration_limit": settings.chains.completion_iterations}
-    found = highs_vertex(A_eq.tocsc(), cost, lower, upper, rhs, rhs, options, "HiGHS dual simplex, the completion",
-                         settings=settings)
+    limit = settings.chains.completion_iterations
+    found = highs_vertex(A_eq.tocsc(), cost, lower, upper, rhs, rhs,
+                         {"simplex_strategy": 1, "simplex_iteration_limit": limit},
+                         "HiGHS dual simplex, the completion", settings=settings)
     if found is None:  # numerical trouble: path sums span alpha^n to 1; each condition scaled, interior point
         scale = 1.0 / np.maximum(abs(A_eq).max(axis=1).toarray().ravel(), 1e-300)
-        options = {"solver": "ipm", "run_crossover": "on", "ipm_iteration_limit": options["simplex_iteration_limit"],
-                   "simplex_iteration_limit": options["simplex_iteration_limit"]}
-        found = highs_vertex((sp.diags(scale) @ A_eq).tocsc(), cost, lower, upper, rhs * scale, rhs * scale, options,
+        found = highs_vertex((sp.diags(scale) @ A_eq).tocsc(), cost, lower, upper, rhs * scale, rhs * scale,
+                             {"solver": "ipm", "run_crossover": "on", "ipm_iteration_limit": limit,
+                              "simplex_iteration_limit": limit},
                              "HiGHS interior point, the completion", settings=settings)
     if found is None:
         return None
