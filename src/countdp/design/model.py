@@ -130,6 +130,11 @@ class DesignProblem:
         """The LP with ``x >= 0`` as a bound, rows in the order of the module docstring."""
         return self._lp
 
+    def release_lp(self) -> None:
+        """Drop the cached :meth:`lp` (rebuilt by the next call): a proof done with one full LP frees
+        its matrices (hundreds of MB at ``n = 1024``) before it builds another's."""
+        self.__dict__.pop("_lp", None)
+
     def dual_from(self, other: DesignProblem, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Multipliers ``(u, v)`` of :meth:`lp`'s rows from those of ``other``'s: each block that
         both LPs have copied, every other row 0 (a dual of ``other`` stays one here when this LP

@@ -127,7 +127,7 @@ def reduced_costs(lp: DesignLP, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarra
     :data:`TINY` per term."""
     M = sp.vstack([lp.A_ub, lp.A_eq]).T.tocsr()
     y = np.concatenate([np.asarray(u, float), np.asarray(v, float)])
-    hi, lo = np.array(lp.c, float), np.zeros(lp.c.size)
+    hi, lo, size = np.array(lp.c, float), np.zeros(lp.c.size), np.abs(lp.c)
     lengths = np.diff(M.indptr)
     for k in range(int(lengths.max(initial=0))):
         rows = np.flatnonzero(lengths > k)
@@ -135,8 +135,9 @@ def reduced_costs(lp: DesignLP, u: np.ndarray, v: np.ndarray) -> tuple[np.ndarra
         p, e = _two_product(M.data[at], y[M.indices[at]])
         hi[rows], t = _two_sum(hi[rows], -p)
         lo[rows] += t - e
+        size[rows] += np.abs(p)  # |M| |y| summed here: no copy of the matrix for it
     r = hi + lo
-    magnitude = (np.abs(lp.c) + abs(M) @ np.abs(y)) * (1.0 + 1e-6)
+    magnitude = size * (1.0 + 1e-6)
     k = lengths + 2.0
     return r, 2.0 * (UNIT * np.abs(r) + k * k * UNIT * UNIT * magnitude) + TINY * k
 

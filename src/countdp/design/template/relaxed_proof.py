@@ -152,6 +152,8 @@ def prove_on(target: DesignProblem, W: int, problem: DesignProblem, vertex: Temp
             return not_proven(f"W={W}: the restricted primal not solved")
         info["primal"] = "the restricted primal's point"
         seconds["template primal"] = time.perf_counter() - began - sum(seconds.values())
+    del full, maps, found  # the target's LP is built next: two full LPs are not held at once
+    problem.release_lp()
     closure = target.objective.name in settings.chains.closure_objectives
     result = certify_expansion(target, point.reshape(N, N), y, props, info, closure_first=closure)
     seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
@@ -171,6 +173,7 @@ def point_on_target(target: DesignProblem, W: int, y: np.ndarray, props: tuple[s
     on_rows = sized(target, target.n, tuple(p for p in target.properties if p != "S"))
     maps = template_maps(target.n, 3 * W + 4, W, target.alpha, on_rows.properties)
     point = restricted_point(target, W, on_rows, on_rows.lp(), maps, settings)
+    del on_rows, maps  # its LP is freed before the certificate reads the target's
     if point is None:
         return None
     info["primal"] = "the restricted primal's point on the target's rows (the template's point broke one)"
