@@ -16,7 +16,6 @@ from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.relaxed_template import LABEL, STRATEGY
 from countdp.design.template.relaxed_proof import (
-    TemplateVertex,
     breaks_relaxed_cm,
     prove_relaxed_width,
     relaxed_problem,
@@ -95,22 +94,22 @@ def test_a_point_that_breaks_cm_gives_way_to_the_template_point_on_the_target_ro
     optimal face, and its point breaks CM; the template's point on the target's rows (CM and WH kept,
     averaged with its mirror for S), proven by the same dual, answers instead (its CM rows are
     checked by the certificate on the full LP).  The template with CM kept is not solved: the
-    relaxation's certificate closed.  The template's vertex breaks CM, so the relaxation's own
-    restricted point is neither solved nor certified; solved here, it breaks CM too, so no
-    certificate could have proven it."""
+    relaxation's certificate closed.  The relaxation's restricted point breaks CM (read here
+    column by column, apart from the rule's own rows), so the certificate that would fail on it is
+    not run."""
     target = DesignProblem(160, 0.9, ("RH", "CM", "WH", "S"), "L0d:1")
     W = relaxed_width(0.9, target.objective, DEFAULT_SETTINGS)
     result = prove_relaxed_width(target, W, context=make_context(DEFAULT_SETTINGS))
     assert result["certified"] and "on the target's rows" in result["primal"]
     assert result["template_properties"] == "RH+CH" and "relaxed attempt" not in result["seconds"]
-    assert set(result["seconds"]) == {"template dual", "full dual", "point on the target's rows"}
+    assert set(result["seconds"]) == {"template dual", "full dual", "template primal", "point on the target's rows"}
     P = result["matrix"]
     below = np.tril(np.diff(P, axis=0))  # P[i+1, j] - P[i, j] for i >= j: each column falls below its diagonal
     assert below.max() <= result["primal_tolerance"]
     problem = relaxed_problem(target)
     maps = template_maps(160, 3 * W + 4, W, 0.9, problem.properties)
     skipped = restricted_point(target, W, problem, problem.lp(), maps, DEFAULT_SETTINGS).reshape(161, 161)
-    assert cm_violation(skipped) > PRIMAL_TOL
+    assert cm_violation(skipped) > PRIMAL_TOL and breaks_relaxed_cm(target, problem, skipped)
 
 
 def cm_violation(P: np.ndarray) -> float:
@@ -120,25 +119,20 @@ def cm_violation(P: np.ndarray) -> float:
     return float(max(step[i >= j].max(initial=0.0), (-step[i < j]).max(initial=0.0)))
 
 
-def test_the_rule_that_sends_a_point_to_the_target_rows_reads_cm_on_the_template_vertex():
-    """:func:`breaks_relaxed_cm` on hand-made vertices: a truncated geometric matrix holds CM; one
+def test_the_rule_that_sends_a_point_to_the_target_rows_reads_cm():
+    """:func:`breaks_relaxed_cm` on hand-made matrices: a truncated geometric matrix holds CM; one
     entry below its diagonal raised above the entry above it breaks CM; a target without CM, or a
     relaxation that kept CM, never takes the rule."""
-    target = DesignProblem(40, 0.8, ("RH", "CM", "WH", "S"), "L0d:1")
-    relaxed, kept = relaxed_problem(target), sized(target, 40, ("RH", "CM"))
+    target = DesignProblem(20, 0.8, ("RH", "CM", "WH", "S"), "L0d:1")
+    relaxed, kept = relaxed_problem(target), sized(target, 20, ("RH", "CM"))
     gm = geometric(20, 0.8).T  # column j: input j's distribution over the outputs
-    assert cm_violation(gm) == 0.0
-
-    def vertex(P):
-        return TemplateVertex(np.zeros(0), P, 0.0, np.zeros(0, bool))
-
     bumped = gm.copy()
     bumped[12, 5] = bumped[11, 5] + 1e-6
-    assert cm_violation(bumped) > PRIMAL_TOL
-    assert not breaks_relaxed_cm(target, relaxed, vertex(gm))
-    assert breaks_relaxed_cm(target, relaxed, vertex(bumped))
-    assert not breaks_relaxed_cm(target, kept, vertex(bumped))
-    assert not breaks_relaxed_cm(sized(target, 40, ("RH", "CH")), relaxed, vertex(bumped))
+    assert cm_violation(gm) == 0.0 and cm_violation(bumped) > PRIMAL_TOL
+    assert not breaks_relaxed_cm(target, relaxed, gm)
+    assert breaks_relaxed_cm(target, relaxed, bumped)
+    assert not breaks_relaxed_cm(target, kept, bumped)
+    assert not breaks_relaxed_cm(sized(target, 20, ("RH", "CH")), relaxed, bumped)
 
 
 def test_where_the_relaxation_is_strictly_better_the_template_keeps_cm():

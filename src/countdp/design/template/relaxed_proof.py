@@ -147,42 +147,40 @@ def prove_on(target: DesignProblem, W: int, problem: DesignProblem, vertex: Temp
     except ValueError as exc:
         return not_proven(f"W={W}: {exc}")
     seconds["full dual"] = time.perf_counter() - began - sum(seconds.values())
-    on_target = point is None and breaks_relaxed_cm(target, problem, vertex)
-    if point is None and not on_target:  # the support singles out no vertex: the restricted primal's point
+    on_target = False
+    if point is None:  # the support singles out no vertex: the restricted primal's point
         point = restricted_point(target, W, problem, full, maps, settings)
         if point is None:
             return not_proven(f"W={W}: the restricted primal not solved")
         info["primal"] = "the restricted primal's point"
         seconds["template primal"] = time.perf_counter() - began - sum(seconds.values())
+        on_target = breaks_relaxed_cm(target, problem, point.reshape(N, N))
     del full, maps, found  # the target's LP is built next: two full LPs are not held at once
     problem.release_lp()
     closure = target.objective.name in settings.chains.closure_objectives
-    if on_target:
-        result = (point_on_target(target, W, y, props, info, closure, settings)
-                  or not_proven(f"W={W}: the restricted primal on the target's rows not solved"))
-        seconds["point on the target's rows"] = time.perf_counter() - began - sum(seconds.values())
-    else:
+    result = not_proven(f"W={W}: the restricted point breaks CM, and the one on the target's rows was not solved")
+    if not on_target:
         result = certify_expansion(target, point.reshape(N, N), y, props, info, closure_first=closure)
         seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
-    if not on_target and set(target.properties) - set(props) and only_cm_broken(result):
+    if on_target or (set(target.properties) - set(props) and only_cm_broken(result)):
         result = point_on_target(target, W, y, props, info, closure, settings) or result
         seconds["point on the target's rows"] = time.perf_counter() - began - sum(seconds.values())
     result["seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     return result
 
 
-def breaks_relaxed_cm(target: DesignProblem, problem: DesignProblem, vertex: TemplateVertex) -> bool:
-    """Whether the template's vertex breaks CM (by more than the certificate's ``PRIMAL_TOL``) where
-    ``target`` has CM and ``problem``, its relaxation, does not.  Where the support singles out no
-    vertex, the relaxed LP's restricted point is then solved on the target's rows at once
-    (:func:`point_on_target`) rather than after a certificate that fails on CM: the template's
-    vertex and the restricted point lie on the same optimal face, and wherever the first broke CM
-    (L0,1 on RH+RM+CH+CM+WH+S at 0.9 and 0.97, by 3e-3) so did the second.  Either point is checked
-    by the same certificate, so this rule only decides which solve runs first."""
+def breaks_relaxed_cm(target: DesignProblem, problem: DesignProblem, P: np.ndarray) -> bool:
+    """Whether the matrix ``P`` breaks CM by more than the certificate's ``PRIMAL_TOL`` where
+    ``target`` has CM and ``problem``, its relaxation, does not.  The relaxed LP's restricted point
+    is read this way before its certificate, which checks CM within the same tolerance (UM's repair
+    shrinks a violation only by ``1 - lambda``): where it breaks CM, the restricted primal is solved
+    on the target's rows at once (:func:`point_on_target`), and the certificate that would fail is
+    not run.  The rule reads the point itself, not the template's vertex: on WM under L0,1 the
+    template's vertex breaks CM and the restricted point does not."""
     if "CM" not in target.properties or "CM" in problem.properties:
         return False
-    rows, x = property_system("CM", vertex.point.shape[0] - 1), vertex.point.ravel()
-    return float(np.max(rows.b_ub - rows.A_ub @ x, initial=0.0)) > PRIMAL_TOL
+    rows = property_system("CM", P.shape[0] - 1)
+    return float(np.max(rows.b_ub - rows.A_ub @ P.ravel(), initial=0.0)) > PRIMAL_TOL
 
 
 def point_on_target(target: DesignProblem, W: int, y: np.ndarray, props: tuple[str, ...], info: dict,
