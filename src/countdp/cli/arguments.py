@@ -74,19 +74,26 @@ def tolerance_argument(text: str) -> float:
     return checked(parse, text)
 
 
+def _positive(value: str, unit: str) -> float:
+    """``value`` as a positive, finite number of ``unit``; ``ValueError`` naming it otherwise."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not (number > 0 and number != float("inf")):
+        raise ValueError(f"must be a positive, finite number of {unit}, got {value!r}")
+    return number
+
+
 def seconds_argument(text: str) -> float:
     """A positive, finite number of seconds (``--time-limit``)."""
-    def parse(value: str) -> float:
-        try:
-            seconds = float(value)
-        except ValueError:
-            seconds = float("nan")
-        if not (seconds > 0 and seconds != float("inf")):
-            raise ValueError(f"must be a positive, finite number of seconds, got {value!r}")
-        return seconds
-
-    return checked(parse, text)
+    return checked(lambda value: _positive(value, "seconds"), text)
 
 
-__all__ = ["Once", "Parser", "UsageError", "alpha_argument", "checked", "positive_int", "seconds_argument",
-           "tolerance_argument"]
+def gib_argument(text: str) -> float:
+    """A positive, finite number of GiB (``--memory-bound``)."""
+    return checked(lambda value: _positive(value, "GiB"), text)
+
+
+__all__ = ["Once", "Parser", "UsageError", "alpha_argument", "checked", "gib_argument", "positive_int",
+           "seconds_argument", "tolerance_argument"]

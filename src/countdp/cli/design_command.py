@@ -8,8 +8,17 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.cli.arguments import UsageError, alpha_argument, positive_int, seconds_argument, tolerance_argument
+from countdp.cli.arguments import (
+    UsageError,
+    alpha_argument,
+    gib_argument,
+    positive_int,
+    seconds_argument,
+    tolerance_argument,
+)
 from countdp.design.designer import NARROW_MAX_N, REPRESENTATION_CHOICES, SOLVERS, design_named
+from countdp.design.memory import GIB
+from countdp.design.settings import SolverSettings
 from countdp.mechanisms.properties import DEFAULT_TOL, check_all, check_dp
 from countdp.privacy.certify import MAX_REPAIR_LAMBDA, is_alpha_dp
 from countdp.privacy.exact import exact_dp_check
@@ -50,6 +59,10 @@ def register(sub) -> None:
                    help="stop the search after this many seconds and write the best design proven feasible, "
                         "exactly DP, with its certified gap (status 'not proven optimal'); also the way past the "
                         "general path's memory bound")
+    d.add_argument("--memory-bound", type=gib_argument, default=None, metavar="GIB",
+                   help="the general path's memory bound, in GiB (default 2): where no fast path answers, a design "
+                        "whose general LP is estimated above it is refused; raise it to run that LP to a proven "
+                        "optimum (WM, L1, n = 1024, alpha = 0.99: 3 minutes, a 1.9 GiB peak)")
     d.add_argument("--representation", choices=REPRESENTATION_CHOICES, default="auto",
                    help=f"matrix, or structural (a table and a rule: a file of bytes at any n); auto: a matrix up "
                         f"to n = {NARROW_MAX_N}, beyond it the structural form wherever the release has one")
@@ -90,6 +103,8 @@ def _design(args: argparse.Namespace) -> int:
                 {"solver": args.solver, "method": args.method}
             if args.time_limit is not None:
                 options["time_limit"] = args.time_limit
+            if args.memory_bound is not None:
+                options["settings"] = SolverSettings.of(memory_bound=int(args.memory_bound * GIB))
             result = design_named(args.mechanism, args.n, alpha, objective=args.objective, properties=args.props,
                                   representation=args.representation, max_repair_lambda=args.max_repair, **options)
     except ValueError as exc:

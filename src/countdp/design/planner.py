@@ -230,7 +230,8 @@ def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
         return _finish(stopped_answer(request, earlier, None, refused, started), attempts, strategies)
     if best is None and refused is not None:
         raise MemoryBoundError(f"{request.label()}: no fast path answers, and {refused}; give a time limit "
-                               "(--time-limit, time_limit=) for the best design within the bound with its gap")
+                               "(--time-limit, time_limit=) for the best design within the bound with its gap, "
+                               "or raise the bound (--memory-bound) to run it")
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
         raise RuntimeError(failures[-1] if failures else "no strategy answered")
