@@ -158,8 +158,9 @@ def prove_on(target: DesignProblem, W: int, problem: DesignProblem, vertex: Temp
     del full, maps, found  # the target's LP is built next: two full LPs are not held at once
     problem.release_lp()
     closure = target.objective.name in settings.chains.closure_objectives
-    result = not_proven(f"W={W}: the restricted point breaks CM, and the one on the target's rows was not solved")
-    if not on_target:
+    if on_target:  # the certificate would fail on CM: what answers if the target's rows are not solved
+        result = not_proven(f"W={W}: the restricted point breaks CM, and the one on the target's rows was not solved")
+    else:
         result = certify_expansion(target, point.reshape(N, N), y, props, info, closure_first=closure)
         seconds["certificate"] = time.perf_counter() - began - sum(seconds.values())
     if on_target or (set(target.properties) - set(props) and only_cm_broken(result)):
