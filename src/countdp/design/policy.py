@@ -165,10 +165,10 @@ def square_chain_widths(n: int, alpha: float, objective,
     """``(widths, why)``: the square corners' widths tried in turn at ``n`` for the chain dual — the
     rule's, ``ceil(k ln(1 - alpha) / ln alpha)`` plus :attr:`~ChainTuning.relaxed_width_margin` with
     ``k`` from :attr:`~ChainTuning.square_chain_width_factors`, then
-    :attr:`~ChainTuning.relaxed_widening` times it — each kept only if both corners fit twice in
-    ``n`` (``4 (W + 1) <= n``) and the primal's unknowns (:func:`square_unknowns`) are at most
-    :attr:`~ChainTuning.square_chain_max_unknowns`; ``why`` says why the rule's own width is not
-    tried (``None`` when it is)."""
+    :attr:`~ChainTuning.relaxed_widening` times it — each kept only if both corners fit in ``n``
+    with a middle between them (:func:`corners_fit`) and the primal's unknowns
+    (:func:`square_unknowns`) are at most :attr:`~ChainTuning.square_chain_max_unknowns`; ``why``
+    says why the rule's own width is not tried (``None`` when it is)."""
     tuning = settings.chains
     factor = dict(tuning.square_chain_width_factors).get(objective.name)
     if factor is None or not 0.0 < alpha < 1.0:
@@ -178,14 +178,24 @@ def square_chain_widths(n: int, alpha: float, objective,
         return (), f"corners {W} wide, below {tuning.square_chain_min_width} (alpha = {alpha:g})"
     widths = (W, int(np.ceil(W * tuning.relaxed_widening)))
     kept = tuple(w for w in dict.fromkeys(widths)
-                 if 4 * (w + 1) <= n and square_unknowns(w, alpha, settings) <= tuning.square_chain_max_unknowns)
-    if 4 * (W + 1) > n:
-        return kept, f"n={n} below twice both corners of width {W} (alpha = {alpha:g})"
+                 if corners_fit(n, w) and square_unknowns(w, alpha, settings) <= tuning.square_chain_max_unknowns)
+    if not corners_fit(n, W):
+        return kept, f"n={n} leaves no middle between both corners of width {W} (alpha = {alpha:g})"
     unknowns = square_unknowns(W, alpha, settings)
     if unknowns > tuning.square_chain_max_unknowns:
         return kept, (f"corners of width {W} ({unknowns:,} unknowns, alpha = {alpha:g}) "
                       f"above {tuning.square_chain_max_unknowns:,}")
     return kept, None
+
+
+def corners_fit(n: int, W: int) -> bool:
+    """Whether both ``(W + 1)``-wide corners of the square-corner form fit in ``n`` with a middle of at
+    least three columns between them (``2 W + 4 <= n``): the middle's column sums are then the two
+    rows of :func:`countdp.design.template.square_geometry.middle_rows`, and every row and column tail
+    is defined (:func:`countdp.design.template.square_geometry.primal_map`).  The chain dual and the
+    certificate read the full LP, so nothing else asks for more room; L0's class dual
+    (:mod:`countdp.design.template.square_proof`) keeps its own rule."""
+    return 2 * W + 4 <= n
 
 
 def square_unknowns(W: int, alpha: float, settings: SolverSettings) -> int:
@@ -198,13 +208,14 @@ def square_unknowns(W: int, alpha: float, settings: SolverSettings) -> int:
 def square_bound_width(n: int, alpha: float, objective, settings: SolverSettings) -> tuple[int, str | None]:
     """``(W, why)``: the square corners' width for the best design within the bound
     (:mod:`countdp.design.strategies.square_bound`): the widest whose primal has at most
-    :attr:`~ChainTuning.square_chain_max_unknowns` unknowns and whose corners fit twice in ``n``
-    (``4 (W + 1) <= n``; a wider square holds nearly every design of a narrower one), no wider than the
+    :attr:`~ChainTuning.square_chain_max_unknowns` unknowns and whose corners fit in ``n`` with a
+    middle between them (:func:`corners_fit`; a wider square holds nearly every design of a narrower
+    one), no wider than the
     rule's width of :func:`square_chain_widths` where the objective has one (its corners are
     wide enough), else than :func:`relaxed_width`'s (L0d: the primal of L0d's flat optimum is
     HiGHS's slowest); ``why`` says why there is none (``W = 0``)."""
     tuning = settings.chains
-    W = min(int(np.sqrt(tuning.square_chain_max_unknowns - 1)) - 1, n // 4 - 1)
+    W = min(int(np.sqrt(tuning.square_chain_max_unknowns - 1)) - 1, (n - 4) // 2)
     factor = dict(tuning.square_chain_width_factors).get(objective.name)
     if factor is not None and 0.0 < alpha < 1.0:
         W = min(W, int(np.ceil(factor * np.log(1.0 - alpha) / np.log(alpha))) + tuning.relaxed_width_margin)

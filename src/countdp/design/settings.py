@@ -193,6 +193,12 @@ class ChainTuning:
     of its rounding costs its weight times UM's loss (~n^2/6 for L2), more than the gap allows."""
     chain_refinements: int = 2
     """Steps of iterative refinement of the chain solve of the relaxed template's support dual."""
+    chain_dense_max_bytes: int = 2**28
+    """The chain solve's system (:mod:`countdp.design.template.chain_support`) is factorised as a
+    dense array (LAPACK) where that array takes at most this many bytes, and sparse (SuperLU) beyond.
+    Narrow corners give a nearly full system of about ``N`` paths, whose normal equations LAPACK
+    forms in 0.1 s where the sparse product took 0.7 s (L2 on WM, alpha 0.9, n = 1024); wide ones
+    add a path per slack DP edge, and the dense array grows as their square."""
     completion_tol: float = 1e-8
     """A path condition of the chain solve left unmet by more than this fraction of the largest
     marks the copied support as short of rows, to be completed from the rows tight at the
@@ -253,9 +259,10 @@ class ChainTuning:
     square_chain_tight_tols: tuple[float, ...] = (1e-7, 1e-9)
     """A row counts as tight at the square-corner primal (an interior point) when its slack is at most
     this fraction of its terms' size; each is tried in turn until the certificate closes."""
-    square_chain_max_breaks: int = 8192
+    square_chain_max_breaks: int = 16_384
     """Most DP edges left slack at the square-corner primal: each breaks a path and adds a row to the
-    chain's dense system, so more are refused before it is built."""
+    chain's system (:mod:`countdp.design.template.chain_support`, factorised sparse where it is large),
+    so more are refused before it is built; L2 at alpha 0.98 leaves about 10,000 (docs/design.md, 2c)."""
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ def optimum(n: int, alpha: float, props, objective: str) -> float:
     return model.minimise(model.cost("sum", None))[1]
 
 
-@pytest.mark.parametrize(("objective", "within"), [("L1", 1e-3), ("L2", 1e-2)])
-def test_beyond_the_bound_the_square_corners_are_the_design_with_a_true_gap(objective, within):
+@pytest.mark.parametrize(("objective", "within", "rule"), [("L1", 1e-3, 27), ("L2", 1e-2, 48)])
+def test_beyond_the_bound_the_square_corners_are_the_design_with_a_true_gap(objective, within, rule):
     n, alpha = N_SMALL, 0.9
     design = design_lp(n, "0.9", WM, objective, settings=BOUNDED, time_limit=600)
     assert design.status == "not proven optimal" and design.method == LABEL
@@ -62,7 +62,7 @@ def test_beyond_the_bound_the_square_corners_are_the_design_with_a_true_gap(obje
     um = objective_value(np.full((n + 1, n + 1), 1.0 / (n + 1)), objective)
     assert value < best + 0.05 * (um - best)  # ... where UM, the fallback that holds every row, is far off
     assert design.extra["square_bound"]["width"] == square_bound_width(n, alpha, parse_objective(objective),
-                                                                       BOUNDED)[0] == n // 4 - 1
+                                                                       BOUNDED)[0] == min(rule, (n - 4) // 2)
 
 
 def test_without_a_time_limit_an_unproven_design_is_not_returned():
@@ -89,7 +89,7 @@ def test_it_comes_just_before_the_general_path():
 
 
 def test_the_width_is_the_widest_in_budget_and_no_wider_than_the_rule():
-    """(W + 1)^2 + 1 <= 25,000 gives W = 157; n = 1024 allows 255; L2's rule at 0.97 asks 242 and L1's at
+    """(W + 1)^2 + 1 <= 25,000 gives W = 157; n = 1024 allows 510 (2 W + 4 <= n); L2's rule at 0.97 asks 242 and L1's at
     0.9 asks ceil(1.1 * 21.85) + 2 = 27; L0d takes the relaxed template's ceil(1.5 / (1 - alpha)) + 2:
     52 at 0.97 (1.5 / 0.03 is 49.99... in floats), 152 at 0.99, 302 (so 157) at 0.995."""
     def width(alpha, objective, n=1024):
@@ -100,8 +100,9 @@ def test_the_width_is_the_widest_in_budget_and_no_wider_than_the_rule():
     assert width(0.97, "L0d:1") == (52, None)
     assert width(0.99, "L0d:1") == (152, None)
     assert width(0.995, "L0d:1") == (157, None)
-    assert width(0.99, "L1", n=200) == (49, None)
-    assert width(0.9, "L1", n=7)[0] == 0 and "no room" in width(0.9, "L1", n=7)[1]
+    assert width(0.99, "L1", n=200) == (98, None)  # (200 - 4) // 2: corners 99 wide, a middle of 3 columns
+    assert width(0.99, "L1", n=7) == (1, None)
+    assert width(0.9, "L1", n=5)[0] == 0 and "no room" in width(0.9, "L1", n=5)[1]
 
 
 def test_rows_broken_by_rounding_alone_do_not_turn_a_design_into_um():

@@ -28,6 +28,8 @@ from tests.helpers.design import general_optimum, reduced_design
 WM = ("RM", "CM", "WH", "S")
 NARROW = SolverSettings.of(square_chain_min_width=8)
 """Corners from 8 wide: the strategy at the sizes the general path solves in the suite."""
+SMALL = SolverSettings.of(square_chain_min_width=8, template_min_n=20)
+"""As :data:`NARROW`, and the large-n paths from n = 20: corners that fit only once in ``n``."""
 
 
 @pytest.mark.parametrize(("request_args", "reason"), [
@@ -38,7 +40,8 @@ NARROW = SolverSettings.of(square_chain_min_width=8)
     ((1024, 0.88, WM, "L2"), "corners 37 wide, below 40"),
     ((1024, 0.97, WM, "L2"), None),  # the trimmed square: 9,832 unknowns where the full one has 59,050
     ((8192, 0.99, WM, "L2"), "above 25,000"),
-    ((1024, 0.99, WM, "L1"), "below twice both corners of width 507"),
+    ((1024, 0.99, WM, "L1"), "corners of width 507 (63,517 unknowns"),  # they fit, with a middle of 9 columns
+    ((1024, 0.99, WM, "L2"), "leaves no middle between both corners of width 965"),
     ((1024, 0.95, WM, "L0d:1"), "objective L0d not in"),
     ((1024, 0.95, WM, "L0"), "objective L0 not in"),
     ((1024, 0.95, ("CM", "F"), "L2"), "no F"),
@@ -88,6 +91,29 @@ def test_its_answer_is_the_general_optimum(props, objective, alpha):
     assert optimality["certified"] and is_alpha_dp(certify(answer.matrix, alpha)[0], alpha)
     expected = general_optimum(n, alpha, props, objective)  # the general path, without any template
     assert abs(optimality["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
+
+
+@pytest.mark.parametrize(("n", "props", "objective", "alpha"), [
+    (24, WM, "L1", 0.8),  # W = 10: 2 W + 4 = n, a middle of three columns
+    (40, WM, "L1", 0.8),  # below 4 (W + 1) = 44, which the corners needed before
+    (50, ("CH", "WH", "S"), "L2", 0.75),  # W = 13
+    (60, ("RH", "CM", "WH", "S"), "L2", 0.8),  # W = 18
+])
+def test_corners_that_fit_once_with_a_middle_are_proven(n, props, objective, alpha):
+    """Both corners need only fit in ``n`` with a middle of three columns (``2 W + 4 <= n``), not twice:
+    the answer is the general LP's optimum, solved without any template; one column less is refused."""
+    widths, why = square_chain_widths(n, alpha, parse_objective(objective), SMALL)
+    assert widths, why
+    W = widths[0]
+    assert 2 * W + 4 <= n < 4 * (W + 1)
+    answer = reduced_design(n, alpha, props, objective, settings=SMALL)
+    assert answer.method == LABEL and answer.status == "optimal", answer.extra["attempted"]
+    optimality = answer.extra["optimality"]
+    assert optimality["certified"] and is_alpha_dp(certify(answer.matrix, alpha)[0], alpha)
+    expected = general_optimum(n, alpha, props, objective)
+    assert abs(optimality["primal_objective"] - expected) <= 1e-8 * max(1.0, expected)
+    too_small = STRATEGY.accepts(DesignRequest.of(2 * W + 3, alpha, props, objective), SMALL)
+    assert f"no middle between both corners of width {W}" in too_small
 
 
 def test_the_certificate_fails_on_a_broken_dual_or_support():

@@ -27,18 +27,23 @@ def simplex_optimum(n: int, alpha: float, props: tuple[str, ...], objective: str
     return problem, P, u, v
 
 
+SPARSE = SolverSettings.of(chain_dense_max_bytes=0)
+"""The chain's system factorised by SuperLU whatever its size (by default only wide corners' are)."""
+
+
+@pytest.mark.parametrize("settings", [DEFAULT_SETTINGS, SPARSE], ids=["dense", "sparse"])
 @pytest.mark.parametrize(("props", "objective", "alpha"), [
     (("CH",), "L1", 0.7),
     (("RM", "CH"), "L1", 0.7),  # RM's rows are chain edges too (coefficients 1 and -1)
     (("RH", "CH"), "L2", 0.6),  # RH's rows are not: they couple an entry with the diagonal
     (("CH",), "L0d:1", 0.6),
 ])
-def test_the_support_gives_back_the_simplex_dual_and_vertex(props, objective, alpha):
+def test_the_support_gives_back_the_simplex_dual_and_vertex(props, objective, alpha, settings):
     n = 40
     problem, P, u, v = simplex_optimum(n, alpha, props, objective)
     N = n + 1
     support = np.flatnonzero(u > 1e-12 * u.max())
-    y, x = chain_dual(problem.lp(), support, P.max(axis=1) > 0, settings=DEFAULT_SETTINGS)
+    y, x = chain_dual(problem.lp(), support, P.max(axis=1) > 0, settings=settings)
     assert np.abs(x.reshape(N, N) - P).max() <= 1e-12
     assert np.abs(y - np.concatenate([u, v[:N]])).max() <= 1e-10 * max(1.0, np.abs(u).max())
 
@@ -50,6 +55,20 @@ def test_a_support_with_a_row_too_many_is_refused_with_the_count():
     support = np.union1d(np.flatnonzero(u > 1e-12 * u.max()), [idle])
     with pytest.raises(ValueError, match=r"\+1 coupling rows"):
         chain_dual(problem.lp(), support, P.max(axis=1) > 0, settings=DEFAULT_SETTINGS)
+
+
+@pytest.mark.parametrize("settings", [DEFAULT_SETTINGS, SPARSE], ids=["dense", "sparse"])
+def test_a_singular_system_is_refused_not_solved(settings):
+    """A support with one CH row in place of another, taken twice, has as many path conditions as
+    unknowns but two equal columns: either LU finds it exactly singular and the chain says so (a
+    ``ValueError``, as for a support of the wrong size), not a dual of infinities."""
+    problem, P, u, _ = simplex_optimum(40, 0.7, ("CH",), "L1")
+    ch_rows = problem.blocks["CH"][1]
+    used = np.flatnonzero(u > 1e-12 * u.max())
+    on_ch = used[(used >= ch_rows.start) & (used < ch_rows.stop)]
+    support = np.sort(np.r_[np.setdiff1d(used, on_ch[:1]), on_ch[1]])  # on_ch[0] out, on_ch[1] twice
+    with pytest.raises(ValueError, match="singular"):
+        chain_dual(problem.lp(), support, P.max(axis=1) > 0, settings=settings)
 
 
 def test_a_support_missing_a_row_gives_no_vertex_and_a_dual_the_check_rejects():

@@ -6,7 +6,7 @@ It applies where the large-n template does (:func:`countdp.design.policy.large_n
 uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.TemplateTuning.template_min_n`)
 for the objectives of :attr:`~countdp.design.settings.ChainTuning.square_chain_objectives`, from a
 corner width of :attr:`~countdp.design.settings.ChainTuning.square_chain_min_width`, when both
-corners fit twice in ``n`` and the primal is small enough
+corners fit in ``n`` with a middle between them and the primal is small enough
 (:func:`countdp.design.policy.square_chain_widths`).  It is tried before the relaxed template, whose
 template-size vertex grows far faster with the width, with RH too: where the relaxed corners break
 CM (RH+CM) they are solved again with CM kept.  Only a certificate that closes on the full model

@@ -5,8 +5,8 @@ chosen set of rows (the *support*) and of the column sums that leave no reduced 
 positive entries of the design, ``M y = c`` with ``M = [A_T^T  A_eq^T]`` restricted to the live
 entries (those of output rows that are not all zero), and for the vertex ``x`` on which those
 rows are tight, ``M^T x = b``.  A general sparse LU of ``M`` (about ``N^2`` unknowns) is the
-dominant cost of a large design; this module solves the same two systems in ``O(N^2)`` time and
-memory using their structure.
+dominant cost of a large design; this module solves the same two systems using their structure,
+in time and memory about proportional to the matrix.
 
 **Chains.**  Most support rows (DP, RM) tie two neighbouring entries ``(i, j)`` and ``(i, j+1)``
 of one output row, ``a x[i, j] + b x[i, j+1] >= 0``.  Along an output row they form paths (the
@@ -15,22 +15,30 @@ coupling rows).  A component with ``k`` entries has ``k - 1`` edges, so its edge
 its equations up to one condition: the left null vector ``w`` of the path (``a w_j + b w_{j+1} =
 0`` on each edge; ``w = alpha^|i - j|`` on a GM-like row) must annihilate the right-hand side.
 Every other unknown ``s`` (the column sums and the coupling rows: CH, CM, RH, ...) enters through
-a sparse ``B``; the conditions ``R s = W c`` with ``R = W B`` are a small dense system (one row per
-component, about ``N`` plus the corners' extra ones).  Given ``s``, the edge multipliers follow by
+a sparse ``B``; the conditions ``R s = W c`` with ``R = W B`` are a far smaller system (one row per
+component, about ``N`` plus one per DP edge left slack).  Where the corners are narrow ``R`` is
+nearly full (every path about a whole output row, touching every column sum), and LAPACK factorises
+it, or forms its normal equations, fastest as a dense array.  Where they are wide the slack edges
+add paths by the thousand, and a dense ``R`` grows as their square (13 GB at 40,000); there ``R``,
+sparse since a path of the corners touches a few column sums and a coupling row a few paths, is
+factorised by SuperLU (:attr:`~countdp.design.settings.ChainTuning.chain_dense_max_bytes`
+chooses).  Given ``s``, the edge multipliers follow by
 sweeping each path from both ends towards the largest ``w`` (each step then multiplies errors by
 a factor of at most about one).  The vertex is ``x = w t`` on each component, with ``R^T t =
-b_B``: the same dense matrix.
+b_B``: the same factorisation.
 
 Nothing here is trusted: the caller's certificate checks the result on the full model.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 
 @dataclass
@@ -50,7 +58,7 @@ class ChainSystem:
     comp: np.ndarray  # component of each live entry
     weight: np.ndarray  # w of each live entry
     use_left: np.ndarray  # (N, N-1) bool: edge taken from the left sweep
-    lu: tuple  # LU factors of R (square) or of R^T R (more paths than coupling unknowns)
+    lu: object  # LU of R (square) or of R^T R (more paths than coupling unknowns): LAPACK's or SuperLU's
     square: bool  # R square: the support singles out one dual and one vertex
     R: sp.csr_matrix  # (paths, coupling rows + column sums): W B
 
@@ -93,11 +101,14 @@ def _null_vectors(edge: np.ndarray, a: np.ndarray, b: np.ndarray, live: np.ndarr
     return comp, weight, peak
 
 
-def build(A_T: sp.csr_matrix, b_T: np.ndarray, A_sums: sp.csr_matrix, live: np.ndarray) -> ChainSystem:
+def build(A_T: sp.csr_matrix, b_T: np.ndarray, A_sums: sp.csr_matrix, live: np.ndarray,
+          dense_max_bytes: int) -> ChainSystem:
     """The eliminated system of support rows ``A_T`` (right-hand sides ``b_T``) and column sums
     ``A_sums`` on the live entries ``live`` (flat, ``N*N``), with the LU of ``R`` when it is square,
-    else of ``R^T R``.  Raises ``ValueError`` when ``R`` has more columns than rows (more coupling
-    unknowns than conditions: the support is too large to single out a dual)."""
+    else of ``R^T R``: dense where ``R`` as a dense array has at most ``dense_max_bytes``, else sparse
+    (module docstring).  Raises ``ValueError`` when ``R`` has more columns than rows (more
+    coupling unknowns than conditions: the support is too large to single out a dual) or is exactly
+    singular."""
     N = A_sums.shape[0]
     chain, left, ca, cb = chain_edges(A_T, b_T, N)
     ei, ej = np.divmod(left, N)
@@ -122,9 +133,25 @@ def build(A_T: sp.csr_matrix, b_T: np.ndarray, A_sums: sp.csr_matrix, live: np.n
     square = R.shape[0] == R.shape[1]
     if R.shape[0] < R.shape[1]:
         raise ValueError(f"support has {R.shape[1] - R.shape[0]:+d} coupling rows against the paths' conditions")
-    dense = R.toarray()
-    lu = la.lu_factor(dense if square else dense.T @ dense, check_finite=False)
+    lu = _factor(R, square, dense=8 * R.shape[0] * R.shape[1] <= dense_max_bytes)
     return ChainSystem(N, live, chain, edge, a, b, edge_row, coupling, B, W, comp, weight, use_left, lu, square, R)
+
+
+def _factor(R: sp.csr_matrix, square: bool, dense: bool):
+    """The LU of ``R`` (square) or of ``R^T R``: LAPACK's on dense arrays, or SuperLU's.  Raises
+    ``ValueError`` where the matrix factorised is exactly singular (a zero pivot)."""
+    if not dense:
+        try:
+            return spla.splu((R if square else R.T @ R).tocsc())
+        except RuntimeError as exc:  # SuperLU: "Factor is exactly singular"
+            raise ValueError(f"the paths' conditions are singular ({exc})") from None
+    full = R.toarray()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", la.LinAlgWarning)  # a zero pivot: refused just below
+        lu = la.lu_factor(full if square else full.T @ full, check_finite=False)
+    if not np.all(np.diag(lu[0])):
+        raise ValueError("the paths' conditions are singular (a zero pivot)")
+    return lu
 
 
 def _path_sums(comp: np.ndarray, weight: np.ndarray, ncomp: int, B: sp.spmatrix) -> sp.csr_matrix:
@@ -153,11 +180,13 @@ def _coupling_solve(system: ChainSystem, rhs: np.ndarray, trans: int) -> np.ndar
     """``R s = rhs`` (``trans=0``) or ``R^T t = rhs`` (``trans=1``) by the LU of a square ``R``;
     with more paths than coupling unknowns, ``s`` solves the normal equations (the system is
     consistent at an optimal support, and iterative refinement on the full residual follows)."""
-    if system.square:
-        return la.lu_solve(system.lu, rhs, trans=trans, check_finite=False)
-    if trans:
-        raise ValueError("the vertex is not unique on this support")
-    return la.lu_solve(system.lu, system.R.T @ rhs, check_finite=False)
+    if not system.square:
+        if trans:
+            raise ValueError("the vertex is not unique on this support")
+        rhs, trans = system.R.T @ rhs, 0
+    if isinstance(system.lu, spla.SuperLU):
+        return system.lu.solve(rhs, trans="T" if trans else "N")
+    return la.lu_solve(system.lu, rhs, trans=trans, check_finite=False)
 
 
 def _sweeps(system: ChainSystem, t: np.ndarray) -> np.ndarray:

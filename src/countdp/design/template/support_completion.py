@@ -37,9 +37,9 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
     when it is consistent, when no candidate touches the paths left short, or when the completion
     LP finds no non-negative solution within :attr:`~ChainTuning.completion_iterations` simplex
     iterations (the certificate then reports the failure)."""
-    N, tol = used.size, settings.chains.completion_tol
+    N, tol, dense = used.size, settings.chains.completion_tol, settings.chains.chain_dense_max_bytes
     live, A_sums = np.repeat(used, N), full.A_eq[:N]
-    system = build(full.A_ub[support], full.b_ub[support], A_sums, live)
+    system = build(full.A_ub[support], full.b_ub[support], A_sums, live, dense)
     rhs = system.W @ full.c[live]
     short = np.abs(path_residual(system, full.c)) > tol * max(np.abs(rhs).max(), 1e-300)
     if system.square or not short.any():
@@ -65,7 +65,7 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
     chosen[support] = True
     chosen[extra[offered[added]]] = True
     support = np.flatnonzero(chosen)
-    return support, build(full.A_ub[support], full.b_ub[support], A_sums, live)
+    return support, build(full.A_ub[support], full.b_ub[support], A_sums, live, dense)
 
 
 def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
