@@ -195,7 +195,12 @@ def corners_fit(n: int, W: int) -> bool:
     is defined (:func:`countdp.design.template.square_geometry.primal_map`).  The chain dual and the
     certificate read the full LP, so nothing else asks for more room; L0's class dual
     (:mod:`countdp.design.template.square_proof`) keeps its own rule."""
-    return 2 * W + 4 <= n
+    return W <= widest_corners(n)
+
+
+def widest_corners(n: int) -> int:
+    """The widest ``W`` whose corners fit in ``n`` with a middle (:func:`corners_fit`): ``(n - 4) // 2``."""
+    return (n - 4) // 2
 
 
 def square_unknowns(W: int, alpha: float, settings: SolverSettings) -> int:
@@ -209,13 +214,12 @@ def square_bound_width(n: int, alpha: float, objective, settings: SolverSettings
     """``(W, why)``: the square corners' width for the best design within the bound
     (:mod:`countdp.design.strategies.square_bound`): the widest whose primal has at most
     :attr:`~ChainTuning.square_chain_max_unknowns` unknowns and whose corners fit in ``n`` with a
-    middle between them (:func:`corners_fit`; a wider square holds nearly every design of a narrower
-    one), no wider than the
-    rule's width of :func:`square_chain_widths` where the objective has one (its corners are
-    wide enough), else than :func:`relaxed_width`'s (L0d: the primal of L0d's flat optimum is
-    HiGHS's slowest); ``why`` says why there is none (``W = 0``)."""
+    middle between them (:func:`widest_corners`; a wider square holds nearly every design of a
+    narrower one), no wider than the rule's width of :func:`square_chain_widths` where the objective
+    has one (its corners are wide enough), else than :func:`relaxed_width`'s (L0d: the primal of
+    L0d's flat optimum is HiGHS's slowest); ``why`` says why there is none (``W = 0``)."""
     tuning = settings.chains
-    W = min(int(np.sqrt(tuning.square_chain_max_unknowns - 1)) - 1, (n - 4) // 2)
+    W = min(int(np.sqrt(tuning.square_chain_max_unknowns - 1)) - 1, widest_corners(n))
     factor = dict(tuning.square_chain_width_factors).get(objective.name)
     if factor is not None and 0.0 < alpha < 1.0:
         W = min(W, int(np.ceil(factor * np.log(1.0 - alpha) / np.log(alpha))) + tuning.relaxed_width_margin)

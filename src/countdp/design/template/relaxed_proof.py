@@ -51,7 +51,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from countdp.design.constraints import property_system
+from countdp.design.constraints import property_rows
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import PRIMAL_TOL, not_proven
 from countdp.design.polish import full_dual
@@ -178,10 +178,15 @@ def breaks_relaxed_cm(target: DesignProblem, problem: DesignProblem, P: np.ndarr
     on the target's rows at once (:func:`point_on_target`), and the certificate that would fail is
     not run.  The rule reads the point itself, not the template's vertex: on WM under L0,1 the
     template's vertex breaks CM and the restricted point does not."""
+    return cm_broken_by(target, problem, P.ravel()) > PRIMAL_TOL
+
+
+def cm_broken_by(target: DesignProblem, problem: DesignProblem, x: np.ndarray) -> float:
+    """How far ``x``, solved on ``problem``, breaks ``target``'s CM (0 where ``target`` has no CM or
+    ``problem`` keeps it)."""
     if "CM" not in target.properties or "CM" in problem.properties:
-        return False
-    rows = property_system("CM", P.shape[0] - 1)
-    return float(np.max(rows.b_ub - rows.A_ub @ P.ravel(), initial=0.0)) > PRIMAL_TOL
+        return 0.0
+    return property_rows("CM", target.n).violation(x)
 
 
 def point_on_target(target: DesignProblem, W: int, y: np.ndarray, props: tuple[str, ...], info: dict,

@@ -42,12 +42,11 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from countdp.design.constraints import property_rows
 from countdp.design.model import DesignProblem
 from countdp.design.optimality import PRIMAL_TOL, not_proven
 from countdp.design.settings import SolverSettings, running
 from countdp.design.template.proof import certify_expansion
-from countdp.design.template.relaxed_proof import chain_dual, kept_problem, relaxed_problem
+from countdp.design.template.relaxed_proof import chain_dual, cm_broken_by, kept_problem, relaxed_problem
 from countdp.design.template.square_proof import square_primal
 
 
@@ -109,14 +108,6 @@ def square_forms(W: int, settings: SolverSettings) -> tuple:
     tuning = settings.chains
     full = (None,) if (W + 1) ** 2 + 1 <= tuning.square_chain_max_unknowns else ()
     return ((tuning.square_chain_trim,) if tuning.square_chain_trim is not None else ()) + full
-
-
-def cm_broken_by(target: DesignProblem, problem: DesignProblem, x: np.ndarray) -> float:
-    """How far ``x``, solved on ``problem``, breaks ``target``'s CM (0 where ``target`` has no CM or
-    ``problem`` keeps it)."""
-    if "CM" not in target.properties or "CM" in problem.properties:
-        return 0.0
-    return property_rows("CM", target.n).violation(x)
 
 
 def breaks_cm(target: DesignProblem, problem: DesignProblem, x: np.ndarray, settings: SolverSettings) -> bool:
