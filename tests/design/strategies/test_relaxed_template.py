@@ -15,16 +15,20 @@ from countdp.design.polish import full_dual
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.relaxed_template import LABEL, STRATEGY
+from countdp.design.template.proof import certify_expansion
 from countdp.design.template.relaxed_proof import (
     breaks_relaxed_cm,
+    chain_dual,
     prove_relaxed_width,
     relaxed_problem,
     restricted_point,
     sized,
     template_solution,
+    template_support,
     template_vertex,
 )
 from countdp.design.template.restricted import template_maps
+from countdp.design.template.square_chain import dp_rows
 from countdp.mechanisms.closed_forms import geometric
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.values.objectives import parse_objective
@@ -157,23 +161,32 @@ def test_where_the_relaxation_is_strictly_better_the_template_keeps_cm():
     assert answer.method == LABEL and answer.extra["optimality"]["certified"]
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "depends on the CPU, not on the load (no limit is wall-clock): on an AMD EPYC the guided simplex "
-    "from Clarabel's basis ends at another degenerate vertex of the template with CM kept (1,802 pivots), "
-    "whose copied support gives a square, consistent chain system at n = 300 (path residual 4e-15, so "
-    "the completion never runs) and a dual that does not close (gap 1.9e8); no iteration limit changes "
-    "that vertex. On the machine the test was written on the support is one row short and the "
-    "completion closes it. Open work: a support that does not depend on which degenerate vertex is found"))
-def test_a_copied_support_short_of_a_row_is_completed():
-    """RH+CM under L2 at alpha = 0.9, n = 300: the template's degenerate vertex leaves out a CM row
-    that the full-size dual needs (two output rows equal from the diagonal on).  Without the
-    completion the chain system is short and the certificate stays open; with it, it closes."""
-    target = DesignProblem(300, 0.9, ("RH", "CM", "WH", "S"), "L2")
-    W = relaxed_width(0.9, target.objective, DEFAULT_SETTINGS)
-    result = prove_relaxed_width(target, W, context=make_context(DEFAULT_SETTINGS))
-    assert result["certified"] and result["template_properties"] == "RH+CM" and "primal" not in result
-    short = prove_relaxed_width(target, W, context=make_context(SolverSettings.of(completion_tol=np.inf)))
-    assert not short["certified"] and short["gap"] > 1e3 * result["gap_tolerance_rel"] * result["upper_bound"]
+def test_a_copied_support_short_of_any_coupling_row_is_completed():
+    """WM under L1 at alpha = 0.8, n = 160: the relaxed template's copied support closes as it is.  With
+    any one of its coupling rows (RM, CH) taken out, the chain system is short: no vertex is singled
+    out, and without the completion it stays so.  The completion restores a support from the rows
+    tight at the template's vertex, and the certificate on the target's full LP closes on the dual
+    and vertex it gives, for every row taken out.  For some rows the completion LP's basic solution
+    spreads the residual over two new rows and leaves one of the support's own rows at zero; unless
+    that row is dropped, the support has a coupling row too many and no dual follows."""
+    target = DesignProblem(160, 0.8, WM, "L1")
+    W = relaxed_width(0.8, target.objective, DEFAULT_SETTINGS)
+    problem, N = relaxed_problem(target), target.N
+    vertex = template_solution(problem, W, make_context(DEFAULT_SETTINGS))
+    full = problem.lp()
+    found = template_support(full, template_maps(target.n, 3 * W + 4, W, 0.8, problem.properties), problem, W,
+                             vertex, DEFAULT_SETTINGS)
+
+    def certified(support, settings=DEFAULT_SETTINGS) -> bool:
+        y, x = chain_dual(full, support, found.used, settings, found.candidates)
+        return x is not None and certify_expansion(target, x.reshape(N, N), y, problem.properties, {})["certified"]
+
+    assert certified(found.support)
+    coupling = found.support[~dp_rows(full.A_ub, N, 0.8)[found.support]]
+    assert coupling.size >= 20
+    short = found.support[found.support != coupling[0]]
+    assert chain_dual(full, short, found.used, SolverSettings.of(completion_tol=np.inf), found.candidates)[1] is None
+    assert [row for row in coupling if not certified(found.support[found.support != row])] == []
 
 
 def test_the_certificate_fails_on_a_broken_primal_or_dual():

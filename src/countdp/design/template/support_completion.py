@@ -15,7 +15,11 @@ The completion takes the rows whose template copy is tight at the template's ver
 touch a path left with a residual and couple paths (a row inside one path adds nothing), and solves
 the small LP ``min 1^T s_c`` s.t. ``R s + R_c s_c = W c``, every inequality multiplier
 non-negative (the column sums free).  The rows to which its basic solution gives a multiplier
-join the support.  Nothing is trusted: the certificate on the full model checks the dual that follows.
+join the support.  A basic solution may spread the residual over more new rows than the support
+lacks, leaving some of its own coupling rows at zero: the support then has more coupling rows than
+path conditions, and no dual is singled out.  There, the support's coupling rows that the solution
+leaves at zero are dropped: the rows left are those with a multiplier, and the solution is the
+chain system's.  Nothing is trusted: the certificate on the full model checks the dual that follows.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
     """``(support, system)``: ``support`` (rows of ``full``'s inequalities) with the candidate rows
     that the completion LP uses added when the chain system on the ``used`` output rows leaves a
     path residual above :attr:`~ChainTuning.completion_tol` of the largest path condition
-    (module docstring), and the chain system of the result.  The support is returned unchanged
+    (module docstring), and the chain system of the result; where the rows added leave more
+    coupling rows than conditions (or a singular system), without the support's coupling rows
+    that the completion LP leaves at zero.  The support is returned unchanged
     when it is consistent, when no candidate touches the paths left short, or when the completion
     LP finds no non-negative solution within :attr:`~ChainTuning.completion_iterations` simplex
     iterations (the certificate then reports the failure)."""
@@ -58,21 +64,28 @@ def completed(full, support: np.ndarray, used: np.ndarray, candidates: np.ndarra
     offered = np.flatnonzero(abs(R_extra).max(axis=0).toarray().ravel() > tol * size)
     if offered.size == 0:
         return support, system
-    added = _added_rows(system, R_extra[:, offered], rhs, settings)
-    if added is None:
+    found = _completion(system, R_extra[:, offered], rhs, settings)
+    if found is None:
         return support, system
+    kept, added = found
     chosen[:] = False
     chosen[support] = True
     chosen[extra[offered[added]]] = True
-    support = np.flatnonzero(chosen)
-    return support, build(full.A_ub[support], full.b_ub[support], A_sums, live, dense)
+    grown = np.flatnonzero(chosen)
+    try:
+        return grown, build(full.A_ub[grown], full.b_ub[grown], A_sums, live, dense)
+    except ValueError:  # more coupling rows than conditions, or singular: only the rows with a multiplier
+        chosen[support[system.coupling[~kept]]] = False
+        pruned = np.flatnonzero(chosen)
+        return pruned, build(full.A_ub[pruned], full.b_ub[pruned], A_sums, live, dense)
 
 
-def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
-                settings: SolverSettings) -> np.ndarray | None:
-    """Which of the extra rows (columns of ``R_extra``) a basic solution of the completion LP gives
-    a multiplier above :attr:`~ChainTuning.completion_tol` of its largest; ``None`` when the LP
-    has no solution within :attr:`~ChainTuning.completion_iterations` iterations (a count, not
+def _completion(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
+                settings: SolverSettings) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(kept, added)``: which of the system's coupling rows (a mask) and which of the extra rows
+    (columns of ``R_extra``, indices) a basic solution of the completion LP gives a multiplier above
+    :attr:`~ChainTuning.completion_tol` of the largest of its kind; ``None`` when
+    the LP has no solution within :attr:`~ChainTuning.completion_iterations` iterations (a count, not
     seconds: the same under any load).  HiGHS's dual simplex answers first, and the exact vertex of
     its basis is read (:func:`~countdp.design.template.restricted.highs_vertex`); where it does not end
     optimal (the path sums of square corners' tails reach ``alpha^n``), HiGHS's interior point with
@@ -94,5 +107,6 @@ def _added_rows(system: ChainSystem, R_extra: sp.csc_matrix, rhs: np.ndarray,
                              "HiGHS interior point, the completion", settings=settings)
     if found is None:
         return None
-    added = found[0][kept + sums:]
-    return np.flatnonzero(added > settings.chains.completion_tol * max(added.max(), 1e-300))
+    own, new = found[0][:kept], found[0][kept + sums:]
+    tol = settings.chains.completion_tol
+    return own > tol * max(own.max(initial=0.0), 1e-300), np.flatnonzero(new > tol * max(new.max(), 1e-300))
