@@ -142,9 +142,12 @@ def test_beyond_the_dense_lp_the_structured_path_answers(tmp_path, capsys):
     assert "side information 10..20" in out and "in floating point, its rounding bounded" in out
 
 
-def test_too_large_a_mechanism_is_refused(tmp_path, capsys):
+@pytest.mark.parametrize("n", [10001, (1 << 62) - 1])
+def test_too_large_a_mechanism_is_refused(n, tmp_path, capsys):
+    """Refused before anything of size n is built: at n + 1 = 2^62 the side information's counts
+    alone would need 32 EiB."""
     path = tmp_path / "big.json"
-    assert main(["design", "GM", "--n", "10001", "--alpha", "1/2", "--out", str(path)]) == 0
+    assert main(["design", "GM", "--n", str(n), "--alpha", "1/2", "--out", str(path)]) == 0
     capsys.readouterr()
     before = sorted(tmp_path.iterdir())
     assert _run(["interpret", str(path), "--loss", "L1"]) == 2

@@ -343,6 +343,8 @@ def test_a_total_epsilon_is_split_evenly_and_adds_back_exactly(tmp_path):
 @pytest.mark.parametrize("body, message", [
     ("n,young\n4,2\n3,5\n", "row 2, column 'young': count 5 is outside 0..3 (the group size in 'n')"),
     ("n,young\n4,2\n0,0\n", "row 2, column 'n': group size 0 is not >= 1"),
+    ("n,young\n4,2\n4611686018427387904,0\n",  # n + 1 = 2^62 + 1: noise added to a count could pass int64
+     "row 2, column 'n': group size 4611686018427387904 is above the largest a mechanism serves (n + 1 <= 2^62)"),
     ("n,young\n4,2\nx,1\n", "row 2, column 'n': 'x' is not an integer group size"),
     ("n,young\n4,2\n3,1.5\n", "row 2, column 'young': '1.5' is not an integer count"),
     ("n,d\n4,2\n", "no column 'young'"),

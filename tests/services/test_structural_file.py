@@ -103,6 +103,25 @@ def test_what_has_no_structure_is_refused_and_what_does_not_fit_is_refused(tmp_p
     assert at.returncode == 2 and "certified at its own alpha = 1/2" in at.stderr
 
 
+@pytest.mark.parametrize("name", ["GM", "EM", "UM"])
+def test_the_largest_group_a_structure_serves_is_a_file_and_one_more_is_refused_in_one_line(name, tmp_path):
+    """n + 1 = 2^62 (inputs, outputs and counts are int64) is designed as bytes: nothing of size n is
+    built, or this n would need exabytes.  GM's L0 is its closed form there.  One more is refused in
+    one line, exit status 2, and no file is left."""
+    largest, path = (1 << 62) - 1, tmp_path / "largest.json"
+    done = _countdp("design", name, "--n", str(largest), "--alpha", "9/10", "--out", str(path))
+    assert done.returncode == 0, done.stderr
+    record = json.loads(path.read_text())
+    assert record["n"] == largest and path.stat().st_size < 10_000
+    if name == "GM":
+        a, n = Fraction(9, 10), largest
+        closed = 1 - ((n - 1) * (1 - a) / (1 + a) + 2 / (1 + a)) / (n + 1)
+        assert abs(record["objective_value"] - float(closed)) < 1e-9
+    over = _countdp("design", name, "--n", str(largest + 1), "--alpha", "9/10", "--out", str(tmp_path / "over.json"))
+    assert over.returncode == 2 and over.stderr.count("\n") == 1 and "n + 1 <= 2^62" in over.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["largest.json"]
+
+
 def test_a_table_release_draws_every_row_from_the_structural_file(gm_file, tmp_path):
     table = tmp_path / "t.csv"
     table.write_text("c\n0\n5\n" + f"{HUGE}\n")

@@ -67,17 +67,27 @@ def _load(path: Path) -> dict:
         raise UsageError(str(exc)) from None
 
 
-def _solve(record: dict, loss_spec, side: np.ndarray):
-    """The certified optimal remap of the release weights: the dense LP up to ``max_n``, the structured
-    path up to ``structured_max_n``, a refusal beyond (the LP stack is imported only here)."""
-    from countdp.consumers.remap import CertificateError, RemapSettings, optimal_release_remap  # lazy: scipy
-    from countdp.consumers.structured_remap import memory_estimate, structured_remap  # lazy: scipy, HiGHS
+def _refuse_beyond(n: int) -> None:
+    """A :class:`UsageError` (one line) where ``n`` is past the structured path's largest size, before
+    anything of size ``n`` is built (the side information's ``n + 1`` counts included)."""
+    from countdp.consumers.remap import RemapSettings  # lazy: scipy
+    from countdp.consumers.structured_remap import memory_estimate  # lazy: scipy, HiGHS
 
-    settings, n = RemapSettings(), record["n"]
+    settings = RemapSettings()
     if n > settings.structured_max_n:
         raise UsageError(f"n = {n:,} is too large to interpret (at most {settings.structured_max_n:,}: every pass "
                          f"reads all (n+1)^2 = {(n + 1) ** 2:.2g} release weights, so the time grows as n^2; "
                          f"its memory would stay under about {memory_estimate(n, settings) / 2**20:,.0f} MiB)")
+
+
+def _solve(record: dict, loss_spec, side: np.ndarray):
+    """The certified optimal remap of the release weights: the dense LP up to ``max_n``, the structured
+    path up to ``structured_max_n``, a refusal beyond (the LP stack is imported only here)."""
+    from countdp.consumers.remap import CertificateError, RemapSettings, optimal_release_remap  # lazy: scipy
+    from countdp.consumers.structured_remap import structured_remap  # lazy: scipy, HiGHS
+
+    settings, n = RemapSettings(), record["n"]
+    _refuse_beyond(n)
     try:
         if n <= settings.max_n:
             return optimal_release_remap(record["released"], loss_matrix(loss_spec, n), side, settings)
@@ -134,6 +144,7 @@ def _text(result: dict, remap) -> str:
 def _interpret(args: argparse.Namespace) -> int:
     record = _load(args.file)
     n = record["n"]
+    _refuse_beyond(n)
     try:
         side = np.arange(n + 1) if args.side_info is None else parse_side_info(args.side_info, n)
     except ValueError as exc:

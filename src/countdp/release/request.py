@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from countdp.release.atomic_folder import table_name
 from countdp.release.derived import AffineWatch, unchecked
 from countdp.release.tables import TableSource, integer_values, table_format
+from countdp.structural.catalogue import MAX_INPUTS
 
 
 @dataclass(frozen=True)
@@ -217,11 +218,11 @@ class _Pass:
         request = self.request
         if request.size_column:
             sizes = integer_values(batch.column(request.size_column), request.size_column, "group size", first)
-            bad = sizes < 1
+            bad = (sizes < 1) | (sizes >= MAX_INPUTS)
             if bad.any():
                 row = int(np.argmax(bad))
-                raise ValueError(f"row {first + row}, column {request.size_column!r}: group size {sizes[row]} "
-                                 "is not >= 1")
+                why = "is not >= 1" if sizes[row] < 1 else "is above the largest a mechanism serves (n + 1 <= 2^62)"
+                raise ValueError(f"row {first + row}, column {request.size_column!r}: group size {sizes[row]} {why}")
             if sizes.max() <= 1 << 24:
                 tally = np.bincount(sizes)
                 present, counts = np.flatnonzero(tally), tally[tally > 0]

@@ -53,6 +53,12 @@ STAND_IN_REASON = ("GM stands in for WH: its weights are weakly honest at every 
 """What a release's sidecar says of a WH size drawn from GM's structure."""
 
 
+MAX_INPUTS = 1 << 62
+"""The most inputs (``n + 1``) a structural form serves.  Its inputs, outputs and counts are int64, and
+a draw adds noise to the count before it is clamped to ``0..n``: below ``2^62`` that sum cannot
+overflow whatever the table's length."""
+
+
 def certified_form(build: Callable[[int, Fraction, int], StructuralMechanism], mechanism: str, n: object,
                    alpha: object, K: int | None = None) -> StructuralMechanism:
     """``build(n, alpha, K)``'s table of ``mechanism`` for groups of size ``n``, certified alpha-DP by its structure.
@@ -62,17 +68,22 @@ def certified_form(build: Callable[[int, Fraction, int], StructuralMechanism], m
     the floor costs nothing; UM and the template designs need no floor and keep 62); a default
     ``K``'s table serves only sizes on its side of that line.  ``build`` is a closed form's
     constructor (:data:`CLOSED_STRUCTURES`) or, from the engine, a template design's spread.
-    Raises ``ValueError`` (one line) for a bad ``n`` or alpha, or an ``n`` too large for integer
-    weights over ``2**K``; and if the certificate fails, which a correct construction never lets happen.
+    Raises ``ValueError`` (one line) for a bad ``n`` or alpha, an ``n + 1`` above :data:`MAX_INPUTS`,
+    or an ``n`` too large for integer weights over ``2**K``; and if the certificate fails, which a
+    correct construction never lets happen.
     """
     name = str(mechanism).upper()
     n = check_n(n)
+    if n + 1 > MAX_INPUTS:
+        raise ValueError(f"{name} for groups of {n:,}: a structural form serves groups with n + 1 <= 2^62 "
+                         "(inputs, outputs and counts are int64)")
     chosen = K if K is not None else RELEASE_K if name in ("UM", *SPREADS) or n <= NARROW_MAX_N else WIDE_K
     a = check_release_alpha(alpha, chosen)
     form = build(n, a, chosen)
     if K is None and name not in ("UM", *SPREADS):
         lo, hi = form.sizes
         form.sizes = (lo, min(hi, NARROW_MAX_N)) if chosen == RELEASE_K else (max(lo, NARROW_MAX_N + 1), hi)
+    form.sizes = (form.sizes[0], min(form.sizes[1], MAX_INPUTS - 1))
     check = form.certify()
     if not check.holds:
         raise ValueError(f"{name} n={n} alpha={alpha}: structural certificate failed: {check.reason}")
@@ -168,6 +179,7 @@ class GroupMechanism:
                                                rounding={"rounding_lambda": form.uniform_share}))
 
 
-__all__ = ["CLOSED_STRUCTURES", "NARROW_MAX_N", "SPREADS", "STAND_INS", "STAND_IN_REASON", "STRUCTURAL_MECHANISMS",
+__all__ = ["CLOSED_STRUCTURES", "MAX_INPUTS", "NARROW_MAX_N", "SPREADS", "STAND_INS", "STAND_IN_REASON",
+           "STRUCTURAL_MECHANISMS",
            "GroupMechanism", "certified_form", "closed_structural_form", "released_weights", "served_as_structure",
            "stand_in", "stand_in_lower_bound", "weakly_honest_from"]

@@ -11,8 +11,10 @@ built, no per-input Python integer is formed (over ``2**124`` every weight is on
 returned value is still exact.  Both parts rest on one observation: what input ``j`` reads of
 the structure is an int64 *index* into a short exact table (a distance or an exponent, clipped
 at the table's end), and these indices are constant over long *runs* of consecutive inputs.
-So the per-input numerators are computed once per run, in Python integers, and the runs are
-found by comparing int64 index arrays (:func:`_runs`):
+So the per-input numerators are computed once per run, in Python integers.  The runs are found by
+comparing int64 index arrays read only at the inputs where an index can change (:func:`_inputs`):
+the first and last inputs as far as the tables reach, and those near the floor's extra rows.
+Nothing of size ``n`` is built either, so a group of ``10^9`` costs what one of ``10^4`` does:
 
 * **L0, L0,1.**  The entries ``W[j-1, j], W[j, j], W[j+1, j]`` are ``table[index] + f + [i < r]``
   (:func:`_entry_index`); the runs are where no index and no ``[i < r]`` changes, a handful
@@ -33,15 +35,15 @@ found by comparing int64 index arrays (:func:`_runs`):
     sum_{k>m} g(k) (8k**2 - (8m + 4) k + 2m**2 + 2m + 1)``, from prefix sums of ``g, k g, k**2 g``;
   - UM has none.
 
-  The uniform total is exact: closed forms for the floor, and each table entry times the number
-  of inputs that read it (``np.bincount``).  For the worst input, ``B`` is constant on each run
+  The uniform total is exact: closed forms for the floor, and each run's table entries times the
+  run's length.  For the worst input, ``B`` is constant on each run
   of its indices, and ``A`` is convex in ``j`` on ``[0, n]`` (``T'' = 2x + 1 > 0``, and a sum of
   squares), strictly unless ``f = r = 0`` (then ``A = 0``).  So within a run ``S`` is largest at
   the run's first or last input, and strictly below that anywhere inside (or, with ``A = 0``,
   equal throughout, where the first input is the smallest): the worst input, the smallest one
   attaining the maximum, is among the runs' ends, and only those are evaluated exactly.
 
-So everything is O(n) vectorised int64 work plus O(table + runs) Python-integer work, and the
+So everything is O(table) vectorised int64 work plus O(table + runs) Python-integer work, and the
 runs are O(table) for GM and EM (a few for the near-diagonal entries).
 """
 
@@ -74,7 +76,8 @@ def structural_errors(form: StructuralMechanism, n: int | None = None, *,
 
     ``n`` (default ``form.n``) must lie in ``form.sizes``.  Sizes up to ``dense_max_n`` (default
     :data:`DENSE_MAX_N`, or :data:`WIDE_DENSE_MAX_N` for a wide form) build the dense weights;
-    larger ones use the structure (module docstring), in O(n) time and memory.  Raises
+    larger ones use the structure (module docstring), in time and memory that grow with the
+    structure's tables, not with ``n``.  Raises
     ``ValueError`` for a size outside the form's range and ``TypeError`` for a structure with no
     rule here (GM, EM, UM, the template spreads and the square corners have one).
     """
@@ -145,8 +148,26 @@ def _summary(numerators: np.ndarray, D: int) -> tuple[Fraction, Fraction, int]:
 
 
 # -- runs of inputs that read the same entries --------------------------------------------------
-def _runs(size: int, keys: list[np.ndarray]) -> np.ndarray:
-    """The first inputs of the maximal runs of ``0..size-1`` over which every key array is constant (int64)."""
+def _inputs(form: StructuralMechanism) -> np.ndarray:
+    """The inputs, sorted, at which the errors' keys are read: the first and last ``reach + 1``
+    inputs, and those within 3 of ``r``.  Every key is constant outside them, except from one
+    input to the next inside them: what an input reads of the structure is clipped at the table's
+    length (GM's tail, EM's exponents) within ``reach`` of input 0 or n, and the floor's extra rows
+    change only near ``r``.  Between two of these inputs with a gap, no key changes, so the runs
+    found on them are the runs of ``0..n`` (:func:`_runs`)."""
+    n, r = form.n, form.extra_rows
+    reach = 2 + (int(form.tail.size) if isinstance(form, StructuralGM) else
+                 int(form.powers.size) if isinstance(form, StructuralEM) else 0)
+    pieces = [np.arange(min(reach, n) + 1), np.arange(max(n - reach, 0), n + 1)]
+    if r:
+        pieces.append(np.arange(max(r - 3, 0), min(r + 3, n) + 1))
+    return np.unique(np.concatenate(pieces)).astype(np.int64)
+
+
+def _runs(keys: list[np.ndarray]) -> np.ndarray:
+    """Where the maximal runs start, as positions in the inputs the keys were read at
+    (:func:`_inputs`): 0, and every position whose keys differ from the previous one's."""
+    size = keys[0].size if keys else 1
     change = np.zeros(max(size - 1, 0), dtype=bool)
     for key in keys:
         change |= key[1:] != key[:-1]
@@ -193,33 +214,35 @@ def _near_errors(form: StructuralMechanism) -> tuple[Fraction, Fraction, int, Fr
     the numerators ``D - W[j, j]`` and ``D - (the three)`` are formed once per run, in Python integers.
     """
     n, f, r, D = form.n, form.floor, form.extra_rows, form.denominator
-    j = np.arange(n + 1, dtype=np.int64)
+    j = _inputs(form)
     rows = []
     for i in (j, j + 1, j - 1):  # W[j, j], W[j + 1, j], W[j - 1, j]
         table, index = _entry_index(form, np.clip(i, 0, n), j)
         rows.append((table, np.where((i >= 0) & (i <= n), index, -1), i < r))
-    starts = _runs(n + 1, [key for _, index, extra in rows for key in (index, extra)])
-    weights = [[int(table[k]) + f + e if k >= 0 else 0 for k, e in zip(index[starts].tolist(),
-                                                                      extra[starts].tolist(), strict=True)]
+    at = _runs([key for _, index, extra in rows for key in (index, extra)])
+    weights = [[int(table[k]) + f + e if k >= 0 else 0 for k, e in zip(index[at].tolist(),
+                                                                      extra[at].tolist(), strict=True)]
                for table, index, extra in rows]
+    starts = j[at]
     l0 = [D - w for w in weights[0]]
     l01 = [D - a - b - c for a, b, c in zip(*weights, strict=True)]
     return (*_run_summary(l0, starts, n + 1, D), *_run_summary(l01, starts, n + 1, D))
 
 
 # -- the squared error --------------------------------------------------------------------------
-def _geometric_profile(form: StructuralGM) -> tuple[np.ndarray, list[np.ndarray]]:
-    """GM's structured squared error: the table ``F(x)``, ``x = 0..min(L, n)``, and its two indices per input."""
+def _geometric_profile(form: StructuralGM, j: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """GM's structured squared error: the table ``F(x)``, ``x = 0..min(L, n)``, and its two indices
+    at each input of ``j``."""
     n, top = form.n, min(int(form.tail.size), form.n)
     x = np.arange(top + 1, dtype=np.int64)
     xo = x.astype(object)
     F = np.cumsum(xo * xo * form.mass(x).astype(object)) + xo * xo * form.tail_at(x + 1).astype(object)
-    j = np.arange(n + 1, dtype=np.int64)
     return F, [np.minimum(j, top), np.minimum(n - j, top)]
 
 
-def _fair_profile(form: StructuralEM) -> tuple[np.ndarray, list[np.ndarray]]:
-    """EM's structured squared error: the table ``h(m)``, ``m = 0..M``, and the index ``min(j, n - j, M)``."""
+def _fair_profile(form: StructuralEM, j: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """EM's structured squared error: the table ``h(m)``, ``m = 0..M``, and the index
+    ``min(j, n - j, M)`` at each input of ``j``."""
     n = form.n
     top = n // 2 + n % 2
     kmax = max(min(int(form.powers.size) - 1, top), 0)
@@ -233,35 +256,38 @@ def _fair_profile(form: StructuralEM) -> tuple[np.ndarray, list[np.ndarray]]:
          + (2 * m * m + 2 * m + 1) * (pre0[-1] - a0))
     if n % 2 and kmax == top:  # the last exponent's second row (distance n + 1 - m) does not exist
         h = h - g[top] * (2 * top - m) ** 2
-    j = np.arange(n + 1, dtype=np.int64)
     return h, [np.minimum(np.minimum(j, n - j), M)]
 
 
-def _structured_profile(form: StructuralMechanism) -> tuple[np.ndarray, list[np.ndarray]]:
-    """An exact table (Python integers) and index arrays such that input ``j``'s structured
-    ``sum_i (i-j)**2 s(i, j)`` is ``sum(table[index[j]] for index in indices)``."""
+def _structured_profile(form: StructuralMechanism, j: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """An exact table (Python integers) and index arrays, one entry per input of ``j``, such that
+    input ``j[k]``'s structured ``sum_i (i-j)**2 s(i, j)`` is ``sum(table[index[k]] for index in indices)``."""
     if isinstance(form, StructuralGM):
-        return _geometric_profile(form)
+        return _geometric_profile(form, j)
     if isinstance(form, StructuralEM):
-        return _fair_profile(form)
+        return _fair_profile(form, j)
     if isinstance(form, StructuralUM):
         return np.zeros(1, dtype=object), []
     raise TypeError(f"no structural error rule for {type(form).__name__}")
 
 
 def _structural_mse(form: StructuralMechanism) -> tuple[Fraction, Fraction, int]:
-    """Uniform and worst MSE, exactly, in O(n + table + runs) (module docstring: closed forms, counts, runs' ends)."""
+    """Uniform and worst MSE, exactly, in O(table + runs) (module docstring: closed forms, runs, runs' ends)."""
     n, f, r, D = form.n, form.floor, form.extra_rows, form.denominator
     N = n + 1
-    table, indices = _structured_profile(form)
+    j = _inputs(form)
+    table, indices = _structured_profile(form, j)
+    at = _runs(indices)
+    starts = j[at]
+    lengths = np.diff(np.append(starts, N)).astype(object)
     total = floor_squares_total(0, n, n, f, r)
     for index in indices:
-        total += int((np.bincount(index, minlength=table.size).astype(object) * table).sum())
-    starts = _runs(N, indices)
+        total += int((table[index[at]] * lengths).sum())
     candidates = np.union1d(starts, np.append(starts[1:] - 1, n))  # every run's first and last input, in order
+    run = np.searchsorted(starts, candidates, side="right") - 1  # the run of each: its indices are its start's
     exact = floor_squares(candidates.astype(object), n, f, r)
     for index in indices:
-        exact = exact + table[index[candidates]]
+        exact = exact + table[index[at][run]]
     best = int(np.argmax(exact))  # the first maximum: candidates are increasing
     return Fraction(total, N * D), Fraction(int(exact[best]), D), int(candidates[best])
 
