@@ -72,6 +72,9 @@ def test_epsilon_examples_and_errors():
     for bad in ("0", "-1", "x", "1e-30"):
         with pytest.raises(ValueError, match="epsilon"):
             alpha_from_epsilon(bad)
+    # e^-epsilon > 0 however large epsilon is: one grid step, where Decimal's bound underflows to 0
+    for huge in ("50", "1e6", "1e7", "1e30", "1e1000"):
+        assert alpha_from_epsilon(huge) == Fraction(1, 2**63)
 
 
 GRID = 2**63

@@ -113,8 +113,9 @@ def alpha_from_epsilon(epsilon: object) -> Alpha:
     upper = Context(prec=60).exp(down.minus(eps_low))  # minus is exact: eps_low has 60 digits
     upper = up.add(upper, _unit_in_60th_digit(upper))
     scale = 1 << EPSILON_GRID_BITS
-    alpha = Fraction(math.ceil(Fraction(upper) * scale), scale)
-    if not 0 < alpha < 1:
+    # e^-epsilon > 0, so at least one grid step, also where its 60-digit bound underflows to 0
+    alpha = max(Fraction(math.ceil(Fraction(upper) * scale), scale), Fraction(1, scale))
+    if alpha >= 1:
         raise ValueError(f"epsilon = {epsilon!r} is too small: e^-epsilon rounds to 1 on a 2^-63 grid")
     return Alpha(alpha)
 
