@@ -16,7 +16,10 @@ import yaml
 from config_check import config_errors, load_schema
 from conftest import REPO, copy_workflow, snakemake
 
+from countdp.design.designer import design_named
 from countdp.design.estimate import estimate_named
+from countdp.design.memory import MemoryBoundError
+from countdp.studies.sweeps import lp_options
 
 SCHEMA = load_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
 SWEEP = {"solver": "HIGHS", "shortcuts": True}
@@ -68,6 +71,31 @@ def test_wm_beyond_the_matrix_path_is_refused_by_its_key():
     config["design_memory_mb"] = 16_000
     refused = config_errors(config, SCHEMA)
     assert len(refused) == 1 and refused[0].startswith("config key 'fig06.n': n = 4096 does not fit in memory")
+
+
+def _fig02_at(alpha: float, n: int) -> dict:
+    config = copy.deepcopy(_load("quick.yaml"))
+    config["fig02"] = {"alpha": alpha, "properties": ["RM", "CM", "WH", "S"],
+                       "panels": [{"objective": o, "n": n} for o in ("L1", "L0d:1", "L2", "L0")]}
+    return config
+
+
+def test_a_design_the_engine_refuses_by_its_memory_bound_is_refused_by_its_key():
+    """n = 1024 on RM+CM+WH+S: past the general path's memory bound (2 GiB), which the sweeps do not
+    raise, a design no fast path answers is refused by the engine itself (MemoryBoundError, at once);
+    the config check says so first, one line per key.  At alpha = 0.99 only L0 has a fast path (the
+    square-corner template); at 0.98 the square corners answer L1 and L2 too, and L0,1 alone is
+    refused.  At n = 512 the general path fits the bound, and nothing is refused."""
+    refused = config_errors(_fig02_at(0.99, 1024), SCHEMA)
+    assert [line.split(":")[0] for line in refused] == [f"config key 'fig02.panels[{k}].n'" for k in range(3)]
+    assert all("is refused by the design engine" in line and "above the memory bound" in line for line in refused)
+    assert [line.split(":")[0] for line in config_errors(_fig02_at(0.98, 1024), SCHEMA)] == \
+        ["config key 'fig02.panels[1].n'"]
+    assert config_errors(_fig02_at(0.99, 512), SCHEMA) == []
+    for objective in ("L1", "L0d:1", "L2"):  # the engine's own answer, with the sweeps' options
+        with pytest.raises(MemoryBoundError, match="no fast path answers"):
+            design_named("LP", 1024, 0.99, objective=objective, properties=("RM", "CM", "WH", "S"),
+                         **lp_options("HIGHS/auto"))
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,11 @@ Only the largest ``n`` of a key, and its largest ``n`` within the matrix path
 (:data:`countdp.structural.catalogue.NARROW_MAX_N`), are estimated: within the matrix path a design's
 need grows with ``n`` (``design_lp`` asks for the general LP's memory whatever path answers), and
 beyond it only structural forms remain.  A request whose bound (:func:`countdp.design.estimate.bound_bytes`)
-fits is not estimated at all, so a config of small designs loads no LP stack here.
+fits is not estimated at all, so a config of small designs loads no LP stack here, unless its ``n``
+is past the design engine's own memory bound for the general path (``settings.solver.memory_bound``,
+:func:`countdp.design.memory.memory_refusal`; the sweeps give no time limit and keep the default
+bound): such a design is refused when no fast path is predicted to answer it
+(:attr:`countdp.design.estimate.DesignEstimate.refusal`), with one line naming the key.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from collections.abc import Iterator, Mapping
 from config_routing import FIGURE_MECHANISMS, L0_ONLY, fig09_groups
 
 from countdp.design import estimate
+from countdp.design.memory import memory_refusal
+from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.evaluate.routing import ROUTING
 from countdp.structural.catalogue import NARROW_MAX_N
 from countdp.studies.sweeps import lp_options
@@ -34,7 +40,8 @@ from countdp.values.catalogue import CLOSED_FORM_MECHANISMS
 
 __all__ = ["FIT_SOURCES", "design_groups", "fit_errors"]
 
-FIT_SOURCES = (__file__, estimate.__file__, sys.modules[lp_options.__module__].__file__)
+FIT_SOURCES = (__file__, estimate.__file__, sys.modules[lp_options.__module__].__file__,
+               sys.modules[memory_refusal.__module__].__file__, sys.modules[type(DEFAULT_SETTINGS).__module__].__file__)
 """The sources the fit check reads (config_cache fingerprints them: a new estimate re-checks)."""
 SOLVER_FIRST = {"HIGHS": "simplex", "CLARABEL": "ipm"}
 """The method ``solver.plain`` without a method runs (config_check.SOLVER_METHODS' first)."""
@@ -134,24 +141,35 @@ def _line(key: str, found: estimate.DesignEstimate, alpha, what: str) -> str:
             f"largest n lowered")
 
 
+def _refused_line(key: str, found: estimate.DesignEstimate, alpha) -> str:
+    name = found.mechanism if found.mechanism != "LP" else "LP-" + ("+".join(found.properties) or "none")
+    return (f"config key '{key}': n = {found.n} is refused by the design engine for {name} under {found.objective} "
+            f"at alpha = {alpha} (no fast path answers, and {found.refusal}); allowed: group sizes or alphas a fast "
+            f"path answers (docs/design.md), or the key's largest n lowered")
+
+
 def fit_errors(config: Mapping) -> list[str]:
-    """A design of the config predicted not to fit the memory limit: one line per key, its largest need."""
+    """A design of the config predicted not to fit the memory limit, or to be refused by the design
+    engine's own memory bound (the general path above ``settings.solver.memory_bound``, which the sweeps
+    do not raise): one line per key, its largest need or its refusal."""
     limit, what = _limit(config)
-    if limit is None:
-        return []
     try:
         options, groups = _options(config), list(design_groups(config))
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError):
         return []  # a malformed block or solver: the schema's messages say so
-    worst = {}
+    worst, refused = {}, {}
     for key, m, props, objective, alpha, n in groups:
-        if estimate.bound_bytes(n) <= limit:
+        if (limit is None or estimate.bound_bytes(n) <= limit) and memory_refusal(n, DEFAULT_SETTINGS) is None:
             continue
         try:
             found = estimate.estimate_named(m, n, alpha, objective, props,
                                             **({} if m in CLOSED_FORM_MECHANISMS else options))
         except (TypeError, ValueError, ZeroDivisionError):
             continue  # a bad alpha or objective: its own message says so
-        if not found.fits(limit) and (key not in worst or found.required_bytes > worst[key][0].required_bytes):
+        if limit is not None and not found.fits(limit) and \
+                (key not in worst or found.required_bytes > worst[key][0].required_bytes):
             worst[key] = (found, alpha)
-    return [_line(key, found, alpha, what) for key, (found, alpha) in worst.items()]
+        elif found.refusal is not None and key not in worst:
+            refused.setdefault(key, (found, alpha))
+    return [_line(key, found, alpha, what) for key, (found, alpha) in worst.items()] + \
+        [_refused_line(key, found, alpha) for key, (found, alpha) in refused.items() if key not in worst]

@@ -43,7 +43,7 @@ from countdp.design.designer import (
     check_solver,
 )
 from countdp.design.forms import canonical_size_for
-from countdp.design.memory import LP_BYTES_PER_ENTRY, MIB, PATH_OVERHEAD_BYTES, PROCESS_BYTES, lp_bytes
+from countdp.design.memory import LP_BYTES_PER_ENTRY, MIB, PATH_OVERHEAD_BYTES, PROCESS_BYTES, lp_bytes, memory_refusal
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.spread_proof import spread_serves
 from countdp.mechanisms.closed_forms import CLOSED_FORMS
@@ -89,6 +89,10 @@ class DesignEstimate:
     peak_bytes: int
     required_bytes: int
     time_class: str
+    refusal: str | None = None
+    """Why :func:`~countdp.design.designer.design_named` refuses the design without a time limit, or
+    ``None``: its path is the general path, whose LP is above ``settings.solver.memory_bound``
+    (:func:`countdp.design.memory.memory_refusal`; the planner's ``MemoryBoundError``)."""
 
     def fits(self, limit_bytes: int | None = None) -> bool:
         """Whether :attr:`required_bytes` is within ``limit_bytes`` (default: the memory available
@@ -99,8 +103,9 @@ class DesignEstimate:
     def describe(self) -> str:
         """One line: the design, its path, its estimate and time class."""
         props = "+".join(self.properties) or "none"
+        refused = "" if self.refusal is None else f"; refused: {self.refusal}"
         return (f"{self.mechanism} n={self.n} alpha={self.alpha:g} {self.objective} properties={props}: {self.path}, "
-                f"about {self.required_bytes / 2**30:,.2f} GiB, {self.time_class}")
+                f"about {self.required_bytes / 2**30:,.2f} GiB, {self.time_class}{refused}")
 
 
 def bound_bytes(n: int) -> int:
@@ -278,9 +283,23 @@ def estimate_named(mechanism: str, n: int, alpha: object, objective: object = "L
     if path not in (STRUCTURAL, CLOSED_MATRIX, SPREAD):  # design_lp's own size check comes first
         required = max(required, LP_BYTES_PER_ENTRY * (n + 1) ** 2)
     props = () if name in CLOSED_FORMS else (NAMED_DESIGNS.get(name) or parse_properties(properties))
+    refusal = None if lp_options.get("time_limit") is not None else bound_refusal(path, n, settings)
     return DesignEstimate(name, n, float(alpha_q), str(parse_objective(objective)), tuple(props), path, int(peak),
-                          int(required), time_class(seconds))
+                          int(required), time_class(seconds), refusal)
 
 
-__all__ = ["CLOSED_MATRIX", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "estimate_named", "named_path",
-           "path_cost", "planner_path", "reduced_nnz", "time_class"]
+def bound_refusal(path: str, n: int, settings: SolverSettings = DEFAULT_SETTINGS) -> str | None:
+    """Why the planner refuses ``path`` at ``n`` without a time limit: ``path`` is a strategy of the
+    general path (:data:`countdp.design.planner.GENERAL_PATH`) and its LP's estimate is above
+    ``settings.solver.memory_bound`` (:func:`countdp.design.memory.memory_refusal`); else ``None``.
+    Under a time limit the planner answers there with the best design within the bound instead."""
+    refused = memory_refusal(n, settings)
+    if refused is None:  # most requests: the planner (and its LP stack) is not imported
+        return None
+    from countdp.design.planner import GENERAL_PATH  # lazy: the LP stack (module docstring of designer)
+
+    return refused if path in {strategy.name for strategy in GENERAL_PATH} else None
+
+
+__all__ = ["CLOSED_MATRIX", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "bound_refusal", "estimate_named",
+           "named_path", "path_cost", "planner_path", "reduced_nnz", "time_class"]
