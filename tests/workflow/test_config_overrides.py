@@ -175,6 +175,14 @@ REFUSALS = {
                                          "4,657.39 GiB, design_memory_mb = 1,000 MB); allowed: group sizes whose "
                                          "designs fit, design_memory_mb of a larger machine, or the key's largest n "
                                          "lowered"),
+    # past the engine's own bound for the general path (2 GiB): with F no fast path answers
+    "a design past the engine's memory bound": ({"fig02": {"alpha": 0.99, "panels": [{"objective": "L1", "n": 1024}]}},
+                                                "config key 'fig02.panels[0].n': n = 1024 is refused by the design "
+                                                "engine for LP-RH+RM+CH+CM+F+WH+S under L1 at alpha = 0.99 (no fast "
+                                                "path answers, and the general LP at n = 1024 needs about 3.08 GiB, "
+                                                "above the memory bound of 2.00 GiB (settings.solver.memory_bound)); "
+                                                "allowed: group sizes or alphas a fast path answers (docs/design.md), "
+                                                "or the key's largest n lowered"),
 }
 
 

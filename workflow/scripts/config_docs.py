@@ -82,7 +82,7 @@ begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake 
 - a design the design engine itself would refuse: no fast path is predicted to answer it, and the
   general path's LP is above the engine's memory bound (2 GiB; the sweeps give no time limit and do
   not raise it), so the job would stop with `MemoryBoundError`:
-  `config key 'fig02.panels[0].n': n = 1024 is refused by the design engine for LP-RM+CM+WH+S under L1`
+  `config key 'fig02.panels[0].n': n = 1024 is refused by the design engine for LP-RH+RM+CH+CM+F+WH+S under L1`
   (at α = 0.99, with the reason: no fast path answers, and the general LP at n = 1024 needs about
   3.08 GiB, above the memory bound of 2.00 GiB).
   Which requests have a fast path is in [docs/design.md](../docs/design.md) (at n = 1024 and
