@@ -117,6 +117,10 @@ def test_the_python_api_returns_the_records_kind(people, cache):
     ("young=age <", "Parser Error: syntax error"),
     ("young=count(*) > 1", "aggregate functions are not allowed"),
     ("young=age < 3); select (1", "not one expression"),
+    # reading other people's records: one person would move others' counts, past the guarantee
+    ("young=age < (SELECT max(age) FROM countdp_records)", "a subquery reads beyond the record"),
+    ("young=age IN (SELECT 30)", "a subquery reads beyond the record"),
+    ("young=EXISTS (SELECT 1 FROM countdp_records WHERE age > 60)", "a subquery reads beyond the record"),
     ("young", "give NAME=PREDICATE"),
     ("n=age < 3", "two columns named 'n'"),
 ])

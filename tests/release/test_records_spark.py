@@ -78,6 +78,9 @@ def test_the_command_line_groups_on_spark_and_commits_both_files(spark, tmp_path
     ("young=age + 1", "not a true-or-false expression over the records (it gives BIGINT)"),
     ("young=count(*) > 1", "INVALID_AGGREGATE_FILTER"),
     ("young=age < 3; select 1", "not one expression"),
+    ("young=age < (SELECT max(age) FROM countdp_records)", "a subquery reads beyond the record"),
+    ("young=age IN (SELECT 30)", "a subquery reads beyond the record"),
+    ("young=EXISTS (SELECT 1 FROM countdp_records WHERE age > 60)", "a subquery reads beyond the record"),
 ])
 def test_a_bad_predicate_is_refused_by_spark_in_one_line(spark, tmp_path, people, capsys, count, message):
     source = tmp_path / "people.parquet"

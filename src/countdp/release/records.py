@@ -164,11 +164,17 @@ def quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+ROW_LOCAL = ("a subquery reads beyond the record, so one person could change other people's counts; "
+             "a predicate is a condition on the record's own columns")
+"""Why a predicate with a subquery is refused, by either engine: the guarantee covers one person's bit
+in one group's count, which holds only where each count reads each record alone."""
+
+
 def first_line(exc: BaseException) -> str:
     """An engine's error in one line (its first)."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
 
 
-__all__ = ["ONE_RECORD", "PUBLIC", "SEEDED_KEY", "UNIT", "RecordsSettings", "RecordsSpec", "build_spec",
+__all__ = ["ONE_RECORD", "PUBLIC", "ROW_LOCAL", "SEEDED_KEY", "UNIT", "RecordsSettings", "RecordsSpec", "build_spec",
            "choice_key", "first_line", "parse_counts", "quoted"]

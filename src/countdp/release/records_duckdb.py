@@ -18,6 +18,7 @@ temporary folder.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -27,7 +28,7 @@ from pathlib import Path
 import duckdb
 
 from countdp.release.partials import SPILL, create_partial
-from countdp.release.records import RecordsSettings, RecordsSpec, choice_key, first_line, quoted
+from countdp.release.records import ROW_LOCAL, RecordsSettings, RecordsSpec, choice_key, first_line, quoted
 from countdp.release.sources import ArrowSource
 
 VIEW = "countdp_records"
@@ -139,19 +140,43 @@ def check_names(spec: RecordsSpec, columns: dict[str, str], label: str, spell) -
 
 
 def check_predicates(run, spec: RecordsSpec, label: str, spell) -> None:
-    """Each predicate bound by DuckDB over the records (nothing run): one boolean expression, or refused."""
+    """Each predicate bound by DuckDB over the records (nothing run): one boolean expression of the
+    record's own columns, or refused.  A subquery is refused (:func:`has_subquery`): it can read other
+    people's records (``age < (SELECT max(age) FROM ...)``), and then one person changes others'
+    counts, which the guarantee (one person's bit in one group's count) does not cover."""
     flag = spell("count") if spell.style == "cli" else spell("counts")
     for name, predicate in spec.counts:
         shown = f"{flag} {name}={predicate!r}"
         try:
             if len(duckdb.extract_statements(f"SELECT ({predicate}) FROM {VIEW}")) != 1:
                 raise ValueError(f"{shown}: not one expression")
+            if has_subquery(predicate):
+                raise ValueError(f"{shown}: {ROW_LOCAL}")
             kind = run(f"DESCRIBE SELECT ({predicate}) AS p FROM {VIEW}").fetchall()[0][1]
             run(f"DESCRIBE SELECT count(*) FILTER (WHERE ({predicate})) FROM {VIEW}").fetchall()
         except duckdb.Error as exc:
             raise ValueError(f"{shown}: {first_line(exc)}") from None
         if kind != "BOOLEAN":
             raise ValueError(f"{shown}: not a true-or-false expression over the records (it gives {kind})")
+
+
+def has_subquery(predicate: str) -> bool:
+    """Whether ``predicate`` holds a subquery (``(SELECT ...)``, ``IN (SELECT ...)``, ``EXISTS``) anywhere,
+    read off DuckDB's parse tree (``json_serialize_sql`` on a connection of its own: nothing bound, nothing
+    read, nothing run)."""
+    with duckdb.connect() as parser:
+        text = parser.execute("SELECT json_serialize_sql(?)", [f"SELECT ({predicate}) FROM {VIEW}"]).fetchone()[0]
+    tree = json.loads(text)
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("class") == "SUBQUERY":
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def check_people(run, spec: RecordsSpec, label: str, spell) -> None:

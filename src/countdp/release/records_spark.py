@@ -23,7 +23,7 @@ import sys
 
 import pyarrow as pa
 
-from countdp.release.records import RecordsSettings, RecordsSpec, choice_key
+from countdp.release.records import ROW_LOCAL, RecordsSettings, RecordsSpec, choice_key
 from countdp.release.sources import ArrowSource
 
 VIEW = "countdp_records"
@@ -89,7 +89,8 @@ def _has_parquet(folder: str) -> bool:
 
 
 def check_predicates(spark, spec: RecordsSpec, spell) -> None:
-    """Each predicate analysed by Spark over the records (nothing run): boolean, without an aggregate."""
+    """Each predicate analysed by Spark over the records (nothing run): boolean, without an aggregate,
+    without a subquery (:func:`has_subquery`; as the DuckDB engine refuses one)."""
     from pyspark.sql.types import BooleanType  # lazy: likewise
 
     flag = spell("count") if spell.style == "cli" else spell("counts")
@@ -98,15 +99,26 @@ def check_predicates(spark, spec: RecordsSpec, spell) -> None:
         if ";" in predicate:
             raise ValueError(f"{shown}: not one expression")
         try:
-            kind = spark.sql(f"SELECT ({predicate}) AS p FROM {VIEW}").schema["p"].dataType
+            selected = spark.sql(f"SELECT ({predicate}) AS p FROM {VIEW}")
+            kind = selected.schema["p"].dataType
             if not isinstance(kind, BooleanType):
                 raise ValueError(f"{shown}: not a true-or-false expression over the records (it gives "
                                  f"{kind.simpleString().upper()})")
+            if has_subquery(spark, selected):
+                raise ValueError(f"{shown}: {ROW_LOCAL}")
             _ = spark.sql(f"SELECT count(*) FILTER (WHERE ({predicate})) FROM {VIEW}").schema  # analysed, not run
         except ValueError:
             raise
         except Exception as exc:  # Spark's analysis and parse errors share no base class outside pyspark
             raise ValueError(f"{shown}: {_error(exc)}") from None
+
+
+def has_subquery(spark, selected) -> bool:
+    """Whether the analysed plan of ``selected`` (``SELECT (predicate) AS p FROM`` the records) holds a
+    subquery in its expressions (Catalyst's ``SubqueryExpression.hasSubquery``: scalar, ``IN``, ``EXISTS``)."""
+    expressions = selected._jdf.queryExecution().analyzed().expressions()
+    subquery = spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression
+    return any(subquery.hasSubquery(expressions.apply(k)) for k in range(expressions.size()))
 
 
 def check_people(spark, spec: RecordsSpec, label: str, spell) -> None:
