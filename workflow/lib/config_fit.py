@@ -169,7 +169,7 @@ def fit_errors(config: Mapping) -> list[str]:
         if limit is not None and not found.fits(limit) and \
                 (key not in worst or found.required_bytes > worst[key][0].required_bytes):
             worst[key] = (found, alpha)
-        elif found.refusal is not None and key not in worst:
+        elif found.refusal is not None:
             refused.setdefault(key, (found, alpha))
     return [_line(key, found, alpha, what) for key, (found, alpha) in worst.items()] + \
         [_refused_line(key, found, alpha) for key, (found, alpha) in refused.items() if key not in worst]

@@ -82,12 +82,12 @@ def _refuse_beyond(n: int) -> None:
 
 def _solve(record: dict, loss_spec, side: np.ndarray):
     """The certified optimal remap of the release weights: the dense LP up to ``max_n``, the structured
-    path up to ``structured_max_n``, a refusal beyond (the LP stack is imported only here)."""
+    path up to ``structured_max_n`` (beyond it the caller has refused, :func:`_refuse_beyond`; the LP
+    stack is imported only here)."""
     from countdp.consumers.remap import CertificateError, RemapSettings, optimal_release_remap  # lazy: scipy
     from countdp.consumers.structured_remap import structured_remap  # lazy: scipy, HiGHS
 
     settings, n = RemapSettings(), record["n"]
-    _refuse_beyond(n)
     try:
         if n <= settings.max_n:
             return optimal_release_remap(record["released"], loss_matrix(loss_spec, n), side, settings)
