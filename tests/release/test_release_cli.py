@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -67,6 +68,24 @@ def test_release_uses_os_entropy_unless_seeded(tmp_path, capsys):
     first = capsys.readouterr()
     main(["release", str(path), "1", "1", "--seed", "5"])
     assert capsys.readouterr().out == first.out and "experiment only, not a privacy release" in first.err
+
+
+def test_counts_form_states_its_guarantee_beside_the_counts(tmp_path, capsys):
+    """The counts form writes no sidecar, so the guarantee is said on stderr beside the counts: the
+    alpha and size the mechanism was designed for, its file, and that no budget was debited; a
+    seeded release claims none."""
+    path = tmp_path / "em.json"
+    main(["design", "EM", "--n", "6", "--alpha", "2/3", "--out", str(path)])
+    capsys.readouterr()
+    assert main(["release", str(path), "0", "6", "3"]) == 0
+    err = capsys.readouterr().err
+    note = [line for line in err.splitlines() if line.startswith("# guarantee:")]
+    assert len(note) == 1, err
+    assert "alpha = 2/3 exactly" in note[0] and f"epsilon = {math.log(3 / 2):.6g}" in note[0]
+    assert "group of n = 6" in note[0] and "by EM from " + str(path) in note[0]
+    assert "no privacy budget is debited" in note[0]
+    assert main(["release", str(path), "1", "--seed", "3"]) == 0
+    assert "# guarantee:" not in capsys.readouterr().err
 
 
 def test_release_refuses_uncertified(tmp_path, capsys):

@@ -17,15 +17,17 @@ shows each mechanism's exact error and the budget left, drawing and writing noth
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from countdp.cli.arguments import Once, UsageError
-from countdp.privacy.sampling import release
+from countdp.privacy.sampling import mechanism_of, release
 from countdp.release.draws import EXPERIMENT_ONLY
 from countdp.services.artifact import load_design
+from countdp.values.alpha import alpha_text
 from countdp.values.catalogue import MECHANISMS
 
 
@@ -129,9 +131,28 @@ def _release_counts(args: argparse.Namespace) -> int:
     if counts.min() < 0 or counts.max() > mechanism.n:
         raise UsageError(f"true counts must lie in 0..{mechanism.n}")
     _randomness_note(args.seed)
+    if args.seed is None:
+        _guarantee_note(args.file, mechanism)
     rng = None if args.seed is None else np.random.default_rng(args.seed)
     print(" ".join(str(v) for v in release(mechanism, counts, rng)))
     return 0
+
+
+HOW_CERTIFIED = {"matrix": "a matrix certified alpha-DP in exact arithmetic on the integer weights sampled",
+                 "structural": "a structural form certified alpha-DP in exact arithmetic on the tables sampled"}
+
+
+def _guarantee_note(path: Path, design) -> None:
+    """What the printed counts carry, said beside them: the counts form writes no sidecar, and a
+    release must say what guarantee it has and how it was made.  The mechanism's alpha is the one
+    certified in exact arithmetic on the integer weights that are sampled."""
+    released = mechanism_of(design)
+    alpha, how = released.alpha, HOW_CERTIFIED.get(released.representation, released.representation)
+    print(f"# guarantee: each count printed is alpha-DP with alpha = {alpha_text(alpha)} exactly (epsilon = "
+          f"{-math.log(alpha):.6g}) for one person's bit in that count's group of n = {released.n}, by "
+          f"{design.mechanism} from {path} ({how}); counts of disjoint groups compose in parallel, counts of the same "
+          "people add their epsilons; no privacy budget is debited (a table release with --budget debits one)",
+          file=sys.stderr)
 
 
 def _options(args: argparse.Namespace):
