@@ -26,11 +26,15 @@ unchanged and with one link, then marks it superseded and renames.  A writer who
 (its lock file was removed and another went ahead) reads the ledger again and decides again.  A
 ledger that cannot be renamed over (a bind-mounted file) is refused in one line, left as it was.
 
-**Residual.**  A writer killed between the mark and the rename leaves the ledger superseded with
-its fsynced replacement beside it: a read reads the replacement, the next write renames it into
-place.  A power loss there that keeps only part of the mark leaves a ledger refused (not JSON)
-until its replacement (``.LEDGER.*.tmp``) is renamed over it by hand.  Nothing stops a program that
-bypasses this module (an editor, ``cp``).
+**Interrupts and deaths.**  SIGINT, SIGTERM and SIGHUP wait from the mark to the rename, then stop
+the command at a whole ledger.  The mark is padded to the old version's length, so a writer killed
+before it truncates leaves a whole mark.  A writer killed between the mark and the rename leaves the
+ledger superseded with its fsynced replacement beside it: a read reads the replacement (looked for
+beside the ledger as it is named now, so a folder moved since is the same ledger), and the next write
+renames it into place and removes dead writers' temporaries.  A power loss that keeps only part of
+the mark leaves a ledger refused (not JSON) until its replacement (``.LEDGER.*.tmp``) is renamed over
+it by hand.  Nothing stops a program that bypasses this module: an editor, or an older copy put back
+(``cp``, a backup), gives back what was spent since (docs/threat-model.md).
 """
 
 from __future__ import annotations
@@ -40,9 +44,10 @@ import fcntl
 import json
 import os
 import secrets
+import signal
 import time
-from collections.abc import Callable
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from fractions import Fraction
 from pathlib import Path
 
@@ -58,6 +63,7 @@ from countdp.release.ledger_file import (
     open_version,
     overwrite,
     refuse_odd,
+    sweep_temporaries,
     temporary,
 )
 from countdp.release.ledger_format import (
@@ -82,6 +88,19 @@ from countdp.release.ledger_format import (
     superseded,
     upgraded,
 )
+from countdp.release.signals import HeldSignals
+
+
+@contextmanager
+def uninterrupted() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP held for the block (:class:`~countdp.release.signals.HeldSignals`), then the
+    first that arrived raised again once the block is done, so the command still stops, at a whole ledger."""
+    held = HeldSignals()
+    with held:
+        held.hold()
+        yield
+    if held.received:
+        signal.raise_signal(signal.Signals[held.received[0]])
 
 
 class Ledger:
@@ -148,7 +167,10 @@ class Ledger:
 
     def _replacement(self, real: Path, version: Version, ledger: Path, replacement: Path, write: bool) -> dict:
         """The document a superseded version of ``real`` was replaced by, if its writer died before the rename
-        (a writer first renames it into place and reads again: :class:`Replaced`); refused for any other name."""
+        (a writer first renames it into place and reads again: :class:`Replaced`); refused under any other file
+        name.  The replacement is looked for beside ``real``: the folder may since have been moved, or be
+        reached through a bind mount, and it is the same ledger."""
+        ledger, replacement = real.with_name(ledger.name), real.with_name(replacement.name)
         if ledger != real:
             raise LedgerError(f"{self.path}: a superseded old version of the budget ledger {ledger} (a name made for "
                               f"it while it was rewritten): never a budget; remove this name and use {ledger}")
@@ -177,23 +199,37 @@ class Ledger:
 
     def _replace(self, real: Path, version: Version, document: dict, lock: int | None) -> None:
         """Rename ``document`` over ``real`` in place of ``version``: claimed and marked superseded first, unless
-        ``lock`` is None (``lock=False``, for tests); if the mark or the rename fails, the version is restored."""
-        tmp = temporary(real, serialised(document), os.fstat(version.fd).st_mode & 0o7777)
+        ``lock`` is None (``lock=False``, for tests); if the mark or the rename fails, the version is restored.
+
+        From the mark to the rename, SIGINT, SIGTERM and SIGHUP wait (:func:`uninterrupted`): an interrupt there
+        would leave the old version naming a replacement that its handler then removed, every entry lost.  The
+        temporaries of writers killed before their rename are removed first (this writer holds the lock)."""
+        if lock is not None:
+            sweep_temporaries(real)
+        try:
+            tmp = temporary(real, serialised(document), os.fstat(version.fd).st_mode & 0o7777)
+        except OSError as exc:
+            raise LedgerError(f"{self.path}: cannot write the budget ledger's new version beside {real} "
+                              f"({exc.strerror}); nothing was written") from None
+        renamed = False
         try:
             if lock is not None:
                 self._claim(real, version, lock)
-            try:
-                if lock is not None:
-                    overwrite(version.fd, superseded(real, tmp))
-                os.replace(tmp, real)
-            except OSError as exc:
-                if lock is not None:
-                    overwrite(version.fd, version.text)
-                mount = ": a budget ledger cannot be a mount point" if exc.errno == errno.EBUSY else ""
-                raise LedgerError(f"{self.path}: cannot replace {real} ({exc.strerror}){mount}; nothing was "
-                                  "written") from None
+            with uninterrupted():
+                try:
+                    if lock is not None:
+                        overwrite(version.fd, superseded(real, tmp))
+                    os.replace(tmp, real)
+                    renamed = True
+                except OSError as exc:
+                    if lock is not None:
+                        overwrite(version.fd, version.text)
+                    mount = ": a budget ledger cannot be a mount point" if exc.errno == errno.EBUSY else ""
+                    raise LedgerError(f"{self.path}: cannot replace {real} ({exc.strerror}){mount}; nothing was "
+                                      "written") from None
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            if not renamed:
+                tmp.unlink(missing_ok=True)
             raise
         fsync_folder(real.parent)
 

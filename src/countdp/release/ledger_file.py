@@ -8,8 +8,10 @@ kept open (:class:`Version`), so a writer can check and mark that very version b
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import re
 import secrets
 import stat
 from contextlib import contextmanager
@@ -108,11 +110,30 @@ def open_version(path: Path, write: bool) -> Version:
 
 
 def overwrite(fd: int, data: bytes) -> None:
-    """Make ``data`` the whole content of the file open as ``fd``, in place."""
+    """Make ``data`` the content of the file open as ``fd``, in place, padded with spaces to the file's size.
+
+    A ledger's versions are JSON, to which trailing spaces are nothing: padded, ``data`` covers every
+    byte the file had, so a writer killed between the write and the truncation (which then changes
+    nothing) leaves a whole document, never ``data`` followed by the tail of the old one."""
+    data = data.ljust(os.fstat(fd).st_size, b" ")
     written = 0
     while written < len(data):
         written += os.pwrite(fd, data[written:], written)
     os.ftruncate(fd, len(data))
+
+
+def sweep_temporaries(real: Path, keep: Path | None = None) -> None:
+    """Remove the temporaries of writers killed before their rename (:func:`temporary`'s names beside ``real``),
+    but ``keep``; called under the exclusive lock, when no other writer can have one open."""
+    pattern = re.compile(rf"^\.{re.escape(real.name)}\.[0-9a-f]{{12}}\.tmp$")
+    try:
+        found = [name for name in os.listdir(real.parent) if pattern.match(name)]
+    except OSError:
+        return
+    for name in found:
+        if keep is None or name != keep.name:
+            with contextlib.suppress(OSError):
+                os.unlink(real.parent / name)
 
 
 def temporary(real: Path, data: bytes, mode: int | None) -> Path:
@@ -134,4 +155,4 @@ def temporary(real: Path, data: bytes, mode: int | None) -> Path:
 
 
 __all__ = ["ATTEMPTS", "Replaced", "Version", "content", "lock_path", "locked", "names", "open_version", "overwrite",
-           "refuse_odd", "temporary"]
+           "refuse_odd", "sweep_temporaries", "temporary"]

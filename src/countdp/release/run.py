@@ -176,8 +176,7 @@ def _write(prepared: Prepared, ledger: Ledger | None, debit: dict | None, notes,
         finally:
             progress.close()
         if ledger is not None:
-            ledger.commit(debit["entry"], {"out": None if request.table_path is None else str(request.table_path),
-                                           "sha256": record["output"]["sha256"]})
+            _commit_entry(ledger, debit, request, record, notes)
         if request.out is not None:
             notes(f"# wrote {prepared.validated.rows} rows to {request.table_text}; the guarantee and provenance are "
                   f"in {request.table_text}{SIDECAR_SUFFIX}")
@@ -185,6 +184,19 @@ def _write(prepared: Prepared, ledger: Ledger | None, debit: dict | None, notes,
         notes(f"# {', '.join(held.received)} arrived while the release was being published; it was published and "
               "recorded, and the command ends here")
     return Outcome(prepared, record, None if returned is None else returned[0])
+
+
+def _commit_entry(ledger: Ledger, debit: dict, request, record: dict, notes) -> None:
+    """Mark the release's ledger entry committed.  The release is published by now, so a ledger that can no
+    longer be written (moved, given a second link, its disk full) does not make it a failure: the entry stays
+    ``debited``, its epsilon spent, and a note says so."""
+    try:
+        ledger.commit(debit["entry"], {"out": None if request.table_path is None else str(request.table_path),
+                                       "sha256": record["output"]["sha256"]})
+    except (ValueError, OSError) as exc:
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        notes(f"# published; its ledger entry {debit['entry']} could not be marked committed ({why}): it stays "
+              "'debited', its epsilon spent")
 
 
 __all__ = ["CachedMechanisms", "FileMechanism", "Outcome", "mechanisms", "preflight_out", "randomness_note",
