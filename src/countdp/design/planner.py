@@ -3,7 +3,7 @@
 ::
 
     DesignRequest ──► plan() ──► [closed form] ─► [square corners, chain dual] ─► [relaxed large-n template]
-                                  ─► [square-corner template] ─► [large-n template]
+                                  ─► [narrow square corners] ─► [square-corner template] ─► [large-n template]
                                   ─► [square corners within the bound: time limit only, unproven]
                                   ─► [CM relaxed to CH]
                                   ─► [S folded] ─► [reduced LP] ─► [symmetrized] ─► [cold methods]
@@ -64,6 +64,7 @@ REDUCED_MODEL_PLAN: tuple[Strategy, ...] = (
     closed_form.STRATEGY,
     square_chain.STRATEGY,
     relaxed_template.STRATEGY,
+    square_chain.AFTER_TEMPLATE,
     square_template.STRATEGY,
     large_n_template.STRATEGY,
     square_bound.STRATEGY,

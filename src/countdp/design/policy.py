@@ -160,21 +160,25 @@ def relaxed_widths(n: int, alpha: float, objective, settings: SolverSettings) ->
     return kept, None
 
 
-def square_chain_widths(n: int, alpha: float, objective,
-                        settings: SolverSettings) -> tuple[tuple[int, ...], str | None]:
+def square_chain_widths(n: int, alpha: float, objective, settings: SolverSettings,
+                        narrow: bool = False) -> tuple[tuple[int, ...], str | None]:
     """``(widths, why)``: the square corners' widths tried in turn at ``n`` for the chain dual — the
     rule's, ``ceil(k ln(1 - alpha) / ln alpha)`` plus :attr:`~ChainTuning.relaxed_width_margin` with
     ``k`` from :attr:`~ChainTuning.square_chain_width_factors`, then
     :attr:`~ChainTuning.relaxed_widening` times it — each kept only if both corners fit in ``n``
     with a middle between them (:func:`corners_fit`) and the primal's unknowns
     (:func:`square_unknowns`) are at most :attr:`~ChainTuning.square_chain_max_unknowns`; ``why``
-    says why the rule's own width is not tried (``None`` when it is)."""
+    says why the rule's own width is not tried (``None`` when it is).  ``narrow``: the widths below
+    :attr:`~ChainTuning.square_chain_min_width` instead, tried after the relaxed template (where its
+    certificate does not close) rather than before it."""
     tuning = settings.chains
     factor = dict(tuning.square_chain_width_factors).get(objective.name)
     if factor is None or not 0.0 < alpha < 1.0:
         return (), f"no square-corner width rule for {objective.name} at alpha = {alpha:g}"
     W = int(np.ceil(factor * np.log(1.0 - alpha) / np.log(alpha))) + tuning.relaxed_width_margin
-    if W < tuning.square_chain_min_width:
+    if narrow and W >= tuning.square_chain_min_width:
+        return (), f"corners {W} wide, tried before the relaxed template (alpha = {alpha:g})"
+    if not narrow and W < tuning.square_chain_min_width:
         return (), f"corners {W} wide, below {tuning.square_chain_min_width} (alpha = {alpha:g})"
     widths = (W, int(np.ceil(W * tuning.relaxed_widening)))
     kept = tuple(w for w in dict.fromkeys(widths)

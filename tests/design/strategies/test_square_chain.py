@@ -19,7 +19,7 @@ from countdp.design.policy import relaxed_width, square_chain_widths
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.strategies.relaxed_template import LABEL as RELAXED
-from countdp.design.strategies.square_chain import LABEL, STRATEGY
+from countdp.design.strategies.square_chain import AFTER_TEMPLATE, LABEL, STRATEGY
 from countdp.design.template.square_chain import dp_rows, prove_square_chain, relaxed_square_primal
 from countdp.privacy.certify import certify, is_alpha_dp
 from countdp.values.objectives import parse_objective
@@ -53,8 +53,38 @@ def test_accepts_l1_and_l2_with_wide_corners_that_fit(request_args, reason):
 
 
 def test_it_comes_before_the_relaxed_template_with_rh_or_not():
-    order = [s for s in REDUCED_MODEL_PLAN if s.name in (LABEL, RELAXED)]
-    assert [s.name for s in order] == [LABEL, RELAXED] and order[0] is STRATEGY
+    order = [s for s in REDUCED_MODEL_PLAN if s in (STRATEGY, AFTER_TEMPLATE) or s.name == RELAXED]
+    assert [s.name for s in order] == [LABEL, RELAXED, AFTER_TEMPLATE.name] and order[0] is STRATEGY
+
+
+@pytest.mark.parametrize(("alpha", "W", "narrow"), [(0.8, 18, True), (0.88, 37, True), (0.9, 48, False)])
+def test_narrow_corners_come_after_the_relaxed_template(alpha, W, narrow):
+    """Corners below the rule's least width (L2: ceil(2.1 ln(1 - alpha) / ln(alpha)) + 2 < 40) are tried once
+    the relaxed template has not closed, wider ones before it, each with its widening, never both."""
+    L2, widen = parse_objective("L2"), DEFAULT_SETTINGS.chains.relaxed_widening
+    assert int(np.ceil(2.1 * np.log(1 - alpha) / np.log(alpha))) + 2 == W
+    widths = (W, int(np.ceil(W * widen)))
+    assert square_chain_widths(1024, alpha, L2, DEFAULT_SETTINGS)[0] == (() if narrow else widths)
+    assert square_chain_widths(1024, alpha, L2, DEFAULT_SETTINGS, narrow=True)[0] == (widths if narrow else ())
+    request = DesignRequest.of(1024, alpha, WM, "L2")
+    assert (AFTER_TEMPLATE.accepts(request, DEFAULT_SETTINGS) is None) == narrow
+    assert (STRATEGY.accepts(request, DEFAULT_SETTINGS) is None) == (not narrow)
+
+
+def test_the_primal_is_certified_where_the_chains_vertex_is_another_one():
+    """RH+CM+WH+S, L2, n = 1024, alpha = 0.88: the relaxed template's certificate does not close (gap 7.3e-7
+    at widths 37 and 50), and at width 37 the square corners' primal is optimal, but the chain's vertex from
+    its tight rows is another, 7.5e-7 worse.  The primal itself closes under the chain's dual."""
+    problem = DesignProblem(1024, 0.88, ("RH", "CM", "WH", "S"), "L2")
+    result = prove_square_chain(problem, 37, settings=DEFAULT_SETTINGS)
+    assert result["certified"], result.get("gap")
+    assert result["certified_point"] == "the primal (the chain's vertex did not close)"
+    P, scale = result["matrix"], 1e-12
+    assert np.allclose(P.sum(axis=0), 1.0, atol=1e-12) and P.min() >= 0
+    assert (P[:, 1:] >= 0.88 * P[:, :-1] - scale).all() and (P[:, :-1] >= 0.88 * P[:, 1:] - scale).all()
+    i, j = np.indices(P.shape)
+    mean_l2 = ((i - j) ** 2 * P).sum() / P.shape[1]  # under a uniform prior
+    assert abs(mean_l2 - result["upper_bound"]) <= 1e-9 * result["upper_bound"]
 
 
 def test_the_width_rule():

@@ -7,7 +7,8 @@ uniform-prior sum, CM or CH, no F, ``n`` from :attr:`~countdp.design.settings.Te
 for the objectives of :attr:`~countdp.design.settings.ChainTuning.square_chain_objectives`, from a
 corner width of :attr:`~countdp.design.settings.ChainTuning.square_chain_min_width`, when both
 corners fit in ``n`` with a middle between them and the primal is small enough
-(:func:`countdp.design.policy.square_chain_widths`).  It is tried before the relaxed template, whose
+(:func:`countdp.design.policy.square_chain_widths`), and narrower after the relaxed template where it did
+not close (:data:`AFTER_TEMPLATE`).  It is tried before the relaxed template, whose
 template-size vertex grows far faster with the width, with RH too: where the relaxed corners break
 CM (RH+CM) they are solved again with CM kept.  Only a certificate that closes on the full model
 answers; otherwise the attempt fails with the reason and the next strategy follows.
@@ -30,10 +31,14 @@ LABEL = "square corners, chain dual"
 
 
 class SquareChain:
-    """The square corners with the chain dual (module docstring), proven on the full model or given up."""
+    """The square corners with the chain dual (module docstring), proven on the full model or given up;
+    ``narrow``: the corners below :attr:`~ChainTuning.square_chain_min_width`, tried after the relaxed
+    template (:data:`AFTER_TEMPLATE`), where its certificate did not close."""
 
-    name = LABEL
-    extra_key = "square_chain"
+    def __init__(self, narrow: bool = False) -> None:
+        self.narrow = narrow
+        self.name = LABEL + (", after the relaxed template" if narrow else "")
+        self.extra_key = "square_chain" + ("_narrow" if narrow else "")
 
     def accepts(self, request: DesignRequest, settings: SolverSettings) -> str | None:
         """``None`` when the planner chooses the method, closed forms are allowed, the objective is
@@ -48,7 +53,7 @@ class SquareChain:
         why = large_n_applies(request, settings)
         if why is not None:
             return why
-        return square_chain_widths(request.n, request.alpha, request.objective, settings)[1]
+        return square_chain_widths(request.n, request.alpha, request.objective, settings, self.narrow)[1]
 
     def attempt(self, request: DesignRequest, context: SolveContext) -> Attempt:
         """Each width of :func:`countdp.design.policy.square_chain_widths` in turn: ``proven`` with the
@@ -57,7 +62,7 @@ class SquareChain:
         skipped = skipped_unless_accepted(self, request, context)
         if skipped is not None:
             return skipped
-        widths, _ = square_chain_widths(request.n, request.alpha, request.objective, context.settings)
+        widths, _ = square_chain_widths(request.n, request.alpha, request.objective, context.settings, self.narrow)
 
         def prove(W: int) -> dict:
             LOG.info("square corners of width %d, the chain dual, proven on the full model", W)
@@ -68,3 +73,6 @@ class SquareChain:
 
 
 STRATEGY = SquareChain()
+AFTER_TEMPLATE = SquareChain(narrow=True)
+"""Narrow corners (L2 from alpha about 0.86 to 0.885, L1 from 0.91 to 0.927), where the relaxed template
+is as fast but its certificate may not close (RH+CM+WH+S, L2, alpha 0.88: gap 7.3e-7 at both widths)."""

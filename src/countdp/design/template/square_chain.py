@@ -216,6 +216,11 @@ def chain_certificate(target: DesignProblem, problem: DesignProblem, full, x: np
         if vertex is None:  # more path conditions than unknowns: the least-squares dual, with the primal itself
             vertex, record["certified_point"] = x, "the primal (the support singles out no vertex)"
         result = certify_expansion(target, vertex.reshape(N, N), y, problem.properties, record, closure_first=closure)
+        if not result.get("certified") and vertex is not x:  # a degenerate primal: the chain's vertex may be
+            # another one, slightly worse, while the primal itself is optimal under the same dual
+            record["certified_point"] = "the primal (the chain's vertex did not close)"
+            own = certify_expansion(target, x.reshape(N, N), y, problem.properties, record, closure_first=closure)
+            result = own if own.get("certified") else result
         if result.get("certified"):
             break
     return result
