@@ -13,7 +13,8 @@ function runs in place.
 :func:`stop_on_signals` (called once from the main thread when the run starts) makes SIGTERM and
 SIGINT terminate the workers before Snakemake's own handler runs: the call in progress is cut
 short (what it finished and saved stays), the job waiting on it fails at once with
-:class:`Stopped`, and Snakemake, with no job left running, exits.
+:class:`Stopped`, and Snakemake, with no job left running, exits.  A SIGKILL runs no handler: each
+worker watches its parent and ends within :data:`PARENT_POLL` seconds of it (:func:`_watch_parent`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -46,11 +48,28 @@ def plain(value: object) -> object:
     return value
 
 
+PARENT_POLL = 0.5
+"""Seconds between a worker's checks that the Snakemake process that started it is still its parent."""
+
+
+def _watch_parent(parent: int) -> None:
+    """In a worker: end it once its parent is gone.  A SIGKILL of Snakemake runs no handler, so nothing
+    terminates the workers; re-parented, they would go on computing and saving designs into ``results/``
+    beside a rerun, and then wait for work forever."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
 def _pool_of(workers: int) -> ProcessPoolExecutor:
     global _pool
     with _lock:
         if _pool is None:
-            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+            _pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                        initializer=_watch_parent, initargs=(os.getpid(),))
         return _pool
 
 
