@@ -88,13 +88,19 @@ def _records_arguments(r) -> None:
     records = r.add_argument_group("a release of person records (grouped by DuckDB, or Spark)")
     records.add_argument("--records", action=Once,
                          help="person records, one row per record: a CSV or Parquet file, a glob, or a folder of "
-                              "Parquet files (Hive partitions); grouped in place, no true-count table written")
+                              "Parquet files (Hive partitions); grouped in place, no true-count table written. A CSV "
+                              "column is text unless --type declares it; Parquet's own schema is taken as public")
     records.add_argument("--group-by", action=Once,
                          help="the public columns that make the groups, comma-separated (published, as are the "
                               "group sizes, in --size-column, default n)")
     records.add_argument("--count", action="append", metavar="NAME=PREDICATE",
                          help="a count column: the number of the group's records for which the SQL boolean "
                               "PREDICATE holds, e.g. --count young=\"age < 30\" (repeat for several)")
+    records.add_argument("--type", action="append", metavar="COLUMN=TYPE", dest="types",
+                         help="declare a column's type, one of BOOLEAN, INTEGER, BIGINT, DOUBLE, DATE, TIMESTAMP, "
+                              "VARCHAR (repeat for several), e.g. --type age=INTEGER: converted with TRY_CAST, a value "
+                              "that does not convert is NULL and no predicate holds on it; types never come from "
+                              "the records' values")
     records.add_argument("--person-id", action=Once, metavar="COLUMN",
                          help="the column naming each person: a person in several records is refused")
     records.add_argument("--one-record-per-person", choices=["random"], action=Once,
@@ -197,7 +203,8 @@ def _release_records(args: argparse.Namespace) -> int:
         raise UsageError(f"{', '.join(given)} go with a table release, not --records (name counts with --count)")
     if args.out is None and not args.dry_run:
         raise UsageError("a records release needs --out")
-    spec = build_spec(args.group_by, args.count, args.size_column, args.person_id, args.one_record_per_person, CLI)
+    spec = build_spec(args.group_by, args.count, args.size_column, args.person_id, args.one_record_per_person, CLI,
+                      args.types)
     options = _options(args)
     options.counts, options.size, options.mechanism_file = spec.count_names, spec.size, None
     outcome, _ = records_release(args.records, "path", spec, options, CLI, engine=args.engine,
@@ -213,7 +220,7 @@ def _release(args: argparse.Namespace) -> int:
             return _release_records(args)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    stray = [flag for flag, value in (("--group-by", args.group_by), ("--count", args.count),
+    stray = [flag for flag, value in (("--group-by", args.group_by), ("--count", args.count), ("--type", args.types),
                                       ("--person-id", args.person_id), ("--engine", args.engine),
                                       ("--one-record-per-person", args.one_record_per_person),
                                       ("--spark-master", args.spark_master)) if value]

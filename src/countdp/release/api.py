@@ -125,8 +125,8 @@ def release_table(source, counts, *, size: str | None = None, mechanism: str | N
     return _returned(outcome, source, kind, out)
 
 
-def release_records(source, group_by, counts: dict, *, size: str = "n", person_id: str | None = None,
-                    one_record_per_person: str | None = None, engine: str | None = None,
+def release_records(source, group_by, counts: dict, *, size: str = "n", types: dict | None = None,
+                    person_id: str | None = None, one_record_per_person: str | None = None, engine: str | None = None,
                     spark_master: str | None = None, settings: RecordsSettings | None = None,
                     mechanism: str | None = None, out=None, seed: int | None = None, dry_run: bool = False,
                     notes=None, **privacy) -> tuple[object, dict | str]:
@@ -136,11 +136,16 @@ def release_records(source, group_by, counts: dict, *, size: str = "n", person_i
     pandas or Polars DataFrame, an Arrow table, a DuckDB relation (grouped by DuckDB), or a Spark DataFrame
     (grouped by Spark).  ``group_by``: the public columns that make the groups; ``counts``: ``{name:
     predicate}``, each a SQL boolean expression over a record's columns, counted per group; ``size``: the
-    name of the group-size column (the number of the group's records, published exactly).  ``person_id``:
-    the column naming each person, whose records must be one per person, unless
-    ``one_record_per_person="random"`` keeps one of each person's records.  ``engine``: ``"duckdb"`` (the
-    default) or ``"spark"`` (``spark_master``, default ``local[*]``).  The rest is as :func:`release_table`
-    (``mechanism``, ``alpha`` / ``epsilon`` / ``total_epsilon`` / ``levels``..., ``keep``, ``budget``, ``out``).
+    name of the group-size column (the number of the group's records, published exactly).  ``types``:
+    ``{column: type}``, declared types (``BOOLEAN``, ``INTEGER``, ``BIGINT``, ``DOUBLE``, ``DATE``, ``TIMESTAMP``,
+    ``VARCHAR``), each converted with TRY_CAST (a value that does not convert is NULL, and no predicate holds on
+    it); a type never comes from the records' values: a CSV column, and a pandas column of Python objects, is
+    text unless declared, and a Parquet file's, Arrow table's or typed column's own schema is taken as part of
+    the public schema (the sidecar records the types declared).  ``person_id``: the column naming each person,
+    whose records must be one per person, unless ``one_record_per_person="random"`` keeps one of each person's
+    records.  ``engine``: ``"duckdb"`` (the default) or ``"spark"`` (``spark_master``, default ``local[*]``).
+    The rest is as :func:`release_table` (``mechanism``, ``alpha`` / ``epsilon`` / ``total_epsilon`` /
+    ``levels``..., ``keep``, ``budget``, ``out``).
 
         >>> import pandas as pd
         >>> people = pd.DataFrame({"county": ["a", "a", "b"], "age": [23, 61, 35]})
@@ -152,7 +157,7 @@ def release_records(source, group_by, counts: dict, *, size: str = "n", person_i
     from countdp.release.records_run import records_release  # lazy: the query engines load only here
 
     kind = _kind(source)
-    spec = build_spec(group_by, counts, size, person_id, one_record_per_person, PYTHON)
+    spec = build_spec(group_by, counts, size, person_id, one_record_per_person, PYTHON, types)
     options = Options(counts=spec.count_names, out=out, size=spec.size, mechanism=mechanism, seed=seed,
                       command=("countdp.release_records",), **privacy)
     outcome, table_kind = records_release(source, kind, spec, options, PYTHON, engine=engine,

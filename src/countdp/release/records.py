@@ -15,6 +15,14 @@ with ``person_id`` a person found in several records is refused (naming how many
 there are), or with ``one_record_per_person="random"`` one of their records is kept, chosen by a
 keyed SHA-256 of the record under a key of 256 bits from the OS's secure source: the contribution
 bounding of Tumult Analytics and PipelineDP.  docs/threat-model.md states it.
+
+**Column types never come from the records' values** (:data:`TYPING`): one person's value must not
+change how every other record is read.  A CSV column and a Hive partition column are text, and a
+pandas column of Python objects is pandas' string dtype (:func:`text_columns`); a Parquet file's,
+an Arrow table's or a typed DataFrame column's own schema is taken as part of the public schema.
+Other types are declared (``types``, ``--type age=INTEGER``, :data:`TYPES`) and converted with
+TRY_CAST, once, in a projection over the records that the predicates, the person id and the
+group-by columns all read: a value that does not convert is NULL, so no predicate holds on it.
 """
 
 from __future__ import annotations
@@ -45,6 +53,16 @@ ONE_RECORD = {
 }
 """What the sidecar says about each person's contribution, by ``one_record_per_person``."""
 
+TYPES = {"BOOLEAN": "BOOLEAN", "INTEGER": "INT", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "DATE": "DATE",
+         "TIMESTAMP": "TIMESTAMP", "VARCHAR": "STRING"}
+"""The types a column may be declared, by DuckDB's name, with Spark's."""
+
+TYPING = ("column types never come from the records' values: a CSV column, a Hive partition column and a pandas "
+          "column of Python objects are text unless declared in 'types'; a Parquet file's, an Arrow table's or a "
+          "typed DataFrame column's own schema is taken as public; a declared column is converted with TRY_CAST, "
+          "and a value that does not convert is NULL, on which no predicate holds")
+"""What the sidecar says about the records' column types."""
+
 SEEDED_KEY = "derived from the seed: a seeded release is an experiment, whose choice of records anyone can repeat"
 _NAME = re.compile(r"^[^\x00-\x1f\"]+$")
 
@@ -69,14 +87,16 @@ class RecordsSettings:
 @dataclass(frozen=True)
 class RecordsSpec:
     """How records become groups: the public ``group_by`` columns, the ``counts`` as ``(name, predicate)``
-    pairs, the group size's column name, and one record per person (``person_id``, and ``one_per_person``
-    ``"random"`` to keep one of several, else several are refused)."""
+    pairs, the group size's column name, one record per person (``person_id``, and ``one_per_person``
+    ``"random"`` to keep one of several, else several are refused), and the declared column ``types`` as
+    ``(column, type)`` pairs (a type of :data:`TYPES`)."""
 
     group_by: tuple[str, ...]
     counts: tuple[tuple[str, str], ...]
     size: str = "n"
     person_id: str | None = None
     one_per_person: str | None = None
+    types: tuple[tuple[str, str], ...] = ()
 
     @property
     def count_names(self) -> list[str]:
@@ -87,7 +107,8 @@ class RecordsSpec:
         mode = self.one_per_person if self.one_per_person else ("refuse" if self.person_id else None)
         record = {"source": source, "engine": engine, "group_by": list(self.group_by),
                   "counts": dict(self.counts), "size_column": self.size, "person_id": self.person_id,
-                  "one_record_per_person": ONE_RECORD[mode], "public": PUBLIC, **extra}
+                  "one_record_per_person": ONE_RECORD[mode], "public": PUBLIC, "types": dict(self.types),
+                  "column_types": TYPING, **extra}
         if key_note is not None:
             record["choice_key"] = key_note
         return record
@@ -121,8 +142,33 @@ def parse_counts(counts: object, spell: Spelling) -> tuple[tuple[str, str], ...]
     return tuple(pairs)
 
 
+def parse_types(types: object, spell: Spelling) -> tuple[tuple[str, str], ...]:
+    """``["age=INTEGER", ...]`` (the command line's ``--type``) or ``{"age": "INTEGER"}`` as checked pairs, the
+    type in upper case (one of :data:`TYPES`)."""
+    flag = spell("type") if spell.style == "cli" else spell("types")
+    if not types:
+        return ()
+    if isinstance(types, dict):
+        pairs = [(str(k), str(v)) for k, v in types.items()]
+    else:
+        pairs = []
+        for item in [types] if isinstance(types, str) else types:
+            name, sign, kind = str(item).partition("=")
+            if not sign or not name.strip() or not kind.strip():
+                raise ValueError(f"{flag} {item!r}: give COLUMN=TYPE, e.g. {flag} age=INTEGER")
+            pairs.append((name.strip(), kind.strip()))
+    checked = []
+    for name, kind in pairs:
+        if kind.strip().upper() not in TYPES:
+            raise ValueError(f"{flag} {name}={kind}: unknown type; the types are {', '.join(TYPES)}")
+        if name in [c for c, _ in checked]:
+            raise ValueError(f"{flag} declares the column {name!r} twice")
+        checked.append((name, kind.strip().upper()))
+    return tuple(checked)
+
+
 def build_spec(group_by: object, counts: object, size: str | None, person_id: str | None,
-               one_per_person: str | None, spell: Spelling) -> RecordsSpec:
+               one_per_person: str | None, spell: Spelling, types: object = None) -> RecordsSpec:
     """The checked spec: names that do not collide, a contribution rule that is understood."""
     keys = tuple(names(group_by, spell("group_by"))) if group_by is not None else ()
     if not keys:
@@ -145,7 +191,44 @@ def build_spec(group_by: object, counts: object, size: str | None, person_id: st
     if person_id is not None and person_id in keys:
         raise ValueError(f"{spell('person_id')} {person_id!r} is a {spell('group_by')} column: a group per person "
                          "would publish who is in the data")
-    return RecordsSpec(keys, pairs, size, person_id, one_per_person)
+    return RecordsSpec(keys, pairs, size, person_id, one_per_person, parse_types(types, spell))
+
+
+def missing_column(spec: RecordsSpec, columns, label: str, spell: Spelling) -> None:
+    """Every group-by, person-id and declared column exists in the records, or one line names the first that
+    does not."""
+    declared = spell("type") if spell.style == "cli" else spell("types")
+    named = ([(k, spell("group_by")) for k in spec.group_by] + [(spec.person_id, spell("person_id"))]
+             + [(c, declared) for c, _ in spec.types])
+    for name, flag in named:
+        if name is not None and name not in columns:
+            raise ValueError(f"{label}: {flag} names no column {name!r}; the records have "
+                             f"{', '.join(map(repr, columns))}")
+
+
+def text_columns(frame):
+    """A pandas DataFrame whose columns of Python objects are pandas' string dtype (a missing value stays
+    missing); its typed columns as they are.  Both engines read a pandas DataFrame through it: an engine
+    would otherwise pick an object column's type from its values (DuckDB samples them, Spark's Arrow
+    conversion tries each), and one person's value would change how every record is read."""
+    objects = {name: "string" for name, kind in frame.dtypes.items() if str(kind) == "object"}
+    return frame.astype(objects) if objects else frame
+
+
+def type_hint(line: str, spell: Spelling) -> str:
+    """An engine's refusal of a predicate, with the hint to declare a type where it compares text with a
+    number (DuckDB's binder: "Cannot compare values of type VARCHAR and type INTEGER_LITERAL")."""
+    if "VARCHAR" in line and ("explicit cast" in line or "No function matches" in line):
+        hint = "--type COLUMN=INTEGER" if spell.style == "cli" else 'types={"COLUMN": "INTEGER"}'
+        return (f"{line} (the column is text: declare its type, e.g. {hint}; a value that does not convert is "
+                "then NULL, and not counted)")
+    return line
+
+
+RUNTIME = ("the grouping failed on the records' values (a CAST, a division by zero or an overflow in a "
+           "predicate, say); the engine's message is withheld, as it may quote a record: declare column types "
+           "with {flag}, which converts with TRY_CAST")
+"""A grouping that failed while it ran, in one line that quotes nothing of the records."""
 
 
 def choice_key(seed: int | None) -> tuple[str, str | None]:
@@ -176,5 +259,11 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-__all__ = ["ONE_RECORD", "PUBLIC", "ROW_LOCAL", "SEEDED_KEY", "UNIT", "RecordsSettings", "RecordsSpec", "build_spec",
-           "choice_key", "first_line", "parse_counts", "quoted"]
+def runtime_error(label: str, spell: Spelling) -> ValueError:
+    """The refusal of a grouping that failed while it ran (:data:`RUNTIME`)."""
+    return ValueError(f"{label}: " + RUNTIME.format(flag=spell("type") if spell.style == "cli" else spell("types")))
+
+
+__all__ = ["ONE_RECORD", "PUBLIC", "ROW_LOCAL", "RUNTIME", "SEEDED_KEY", "TYPES", "TYPING", "UNIT", "RecordsSettings",
+           "RecordsSpec", "build_spec", "choice_key", "first_line", "missing_column", "parse_counts", "parse_types",
+           "quoted", "runtime_error", "text_columns", "type_hint"]

@@ -14,6 +14,14 @@ every pass streams that table in Arrow batches: the grouping is out of core, and
 are never written as a table.  A DuckDB relation is grouped on its own connection, again for each
 pass.  ``close()`` closes the database (which frees the table and removes its spill files) and the
 temporary folder.
+
+Column types never come from the values (:data:`countdp.release.records.TYPING`): a CSV is read with
+``all_varchar``, Hive partition values stay text (``hive_types_autocast = false``), and a pandas
+DataFrame's object columns are made text first (:func:`~countdp.release.records.text_columns`).  The
+records are registered as :data:`RAW`; :data:`VIEW`, which every check and the grouping read, is a
+projection of them with each declared column ``TRY_CAST`` to its type (:func:`typed_select`).  A grouping
+that fails while it runs (an explicit CAST of a bad value, say) is refused without the engine's message,
+which may quote a record.
 """
 
 from __future__ import annotations
@@ -28,10 +36,22 @@ from pathlib import Path
 import duckdb
 
 from countdp.release.partials import SPILL, create_partial
-from countdp.release.records import ROW_LOCAL, RecordsSettings, RecordsSpec, choice_key, first_line, quoted
+from countdp.release.records import (
+    ROW_LOCAL,
+    RecordsSettings,
+    RecordsSpec,
+    choice_key,
+    first_line,
+    missing_column,
+    quoted,
+    runtime_error,
+    text_columns,
+    type_hint,
+)
 from countdp.release.sources import ArrowSource
 
 VIEW = "countdp_records"
+RAW = "countdp_input"
 CHOSEN = "countdp_chosen"
 GROUPS = "countdp_groups"
 _GLOB = re.compile(r"[*?\[]")
@@ -59,8 +79,10 @@ def reader_sql(path: str) -> str:
 
 def _reader(pattern: str, csv: bool) -> str:
     if csv:
-        return f"read_csv({_literal(pattern)}, header = true, hive_partitioning = true, union_by_name = true)"
-    return f"read_parquet({_literal(pattern)}, hive_partitioning = true, union_by_name = true)"
+        return (f"read_csv({_literal(pattern)}, header = true, all_varchar = true, hive_partitioning = true, "
+                "hive_types_autocast = false, union_by_name = true)")
+    return (f"read_parquet({_literal(pattern)}, hive_partitioning = true, hive_types_autocast = false, "
+            "union_by_name = true)")
 
 
 class _Spill:
@@ -97,6 +119,10 @@ def _connect(spill: _Spill, settings: RecordsSettings):
         config["threads"] = settings.threads
     con = duckdb.connect(":memory:", config=config)
     con.execute("SET enable_progress_bar = false")  # the release draws its own progress, on stderr
+    # DuckDB's type_pushdown turns a TRY_CAST over read_csv into the reader's column type, which fails on a value
+    # that does not convert (quoting it) where TRY_CAST gives NULL: one person's value would stop the release
+    if con.execute("SELECT count(*) FROM duckdb_optimizers() WHERE name = 'type_pushdown'").fetchone()[0]:
+        con.execute("SET disabled_optimizers = 'type_pushdown'")
     return con
 
 
@@ -105,38 +131,56 @@ _KINDS = {"pandas": "pandas DataFrame", "pyarrow": "Arrow table", "polars": "Pol
 
 
 def _register(con, source: object) -> tuple[str, object]:
-    """Make the records readable as :data:`VIEW`: ``(label naming them in messages, run(sql) -> relation)``.
+    """Make the records readable as :data:`RAW`: ``(label naming them in messages, a DuckDB relation or None)``.
 
     A DuckDB relation is queried on its own connection (``relation.query``), which it is bound to: its
     memory limit and spill folder are that connection's."""
     kind = type(source).__module__.split(".")[0]
     if isinstance(source, str | os.PathLike):
-        con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM {reader_sql(os.fspath(source))}")
-        return os.fspath(source), con.sql
+        con.execute(f"CREATE VIEW {RAW} AS SELECT * FROM {reader_sql(os.fspath(source))}")
+        return os.fspath(source), None
     if kind == "duckdb" and hasattr(source, "query"):
-        return _KINDS[kind], lambda sql: source.query(VIEW, sql)
+        return _KINDS[kind], source
     if kind == "polars":
         source = source.to_arrow()
-    elif kind not in ("pandas", "pyarrow"):
+    elif kind == "pandas":
+        source = text_columns(source)
+    elif kind != "pyarrow":
         raise ValueError(f"records must be a path, a pandas or Polars DataFrame, an Arrow table or a DuckDB relation "
                          f"(or a Spark DataFrame with engine 'spark'), got {type(source).__name__}")
-    con.register(VIEW, source)
-    return _KINDS[kind], con.sql
+    con.register(RAW, source)
+    return _KINDS[kind], None
 
 
-def _columns(run, label: str) -> dict[str, str]:
+def typed_select(spec: RecordsSpec) -> str:
+    """The projection that gives each declared column its type, ``TRY_CAST`` (a value that does not convert is
+    NULL), every column in its place: ``* REPLACE (TRY_CAST("age" AS INTEGER) AS "age")``, or ``*``."""
+    if not spec.types:
+        return "*"
+    casts = ", ".join(f"TRY_CAST({quoted(c)} AS {kind}) AS {quoted(c)}" for c, kind in spec.types)
+    return f"* REPLACE ({casts})"
+
+
+def _typed(con, relation, spec: RecordsSpec):
+    """``run(sql)`` over :data:`VIEW`, the records with their declared types (:func:`typed_select`)."""
+    if relation is not None:
+        projected = relation.project(typed_select(spec))
+        return lambda sql: projected.query(VIEW, sql)
+    con.execute(f"CREATE VIEW {VIEW} AS SELECT {typed_select(spec)} FROM {RAW}")
+    return con.sql
+
+
+def _columns(con, relation, label: str) -> dict[str, str]:
     try:
-        return {row[0]: row[1] for row in run(f"DESCRIBE {VIEW}").fetchall()}
+        found = relation.query(RAW, f"DESCRIBE {RAW}") if relation is not None else con.sql(f"DESCRIBE {RAW}")
+        return {row[0]: row[1] for row in found.fetchall()}
     except duckdb.Error as exc:
         raise ValueError(f"{label}: cannot read the records ({first_line(exc)})") from None
 
 
 def check_names(spec: RecordsSpec, columns: dict[str, str], label: str, spell) -> None:
-    """Every group-by and person-id column exists in the records."""
-    for name, flag in [(k, spell("group_by")) for k in spec.group_by] + [(spec.person_id, spell("person_id"))]:
-        if name is not None and name not in columns:
-            raise ValueError(f"{label}: {flag} names no column {name!r}; the records have "
-                             f"{', '.join(map(repr, columns))}")
+    """Every group-by, person-id and declared column exists in the records."""
+    missing_column(spec, columns, label, spell)
 
 
 def check_predicates(run, spec: RecordsSpec, label: str, spell) -> None:
@@ -155,7 +199,7 @@ def check_predicates(run, spec: RecordsSpec, label: str, spell) -> None:
             kind = run(f"DESCRIBE SELECT ({predicate}) AS p FROM {VIEW}").fetchall()[0][1]
             run(f"DESCRIBE SELECT count(*) FILTER (WHERE ({predicate})) FROM {VIEW}").fetchall()
         except duckdb.Error as exc:
-            raise ValueError(f"{shown}: {first_line(exc)}") from None
+            raise ValueError(f"{shown}: {type_hint(first_line(exc), spell)}") from None
         if kind != "BOOLEAN":
             raise ValueError(f"{shown}: not a true-or-false expression over the records (it gives {kind})")
 
@@ -217,11 +261,12 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
     settings = settings or RecordsSettings()
     spill = _Spill(out)
     con = None
+    label = os.fspath(source) if isinstance(source, str | os.PathLike) else type(source).__name__  # never its repr
     try:
         con = _connect(spill, settings)
-        label, run = _register(con, source)
-        columns = _columns(run, label)
-        check_names(spec, columns, label, spell)
+        label, relation = _register(con, source)
+        check_names(spec, _columns(con, relation, label), label, spell)
+        run = _typed(con, relation, spec)
         check_predicates(run, spec, label, spell)
         table, note = VIEW, None
         if spec.person_id is not None:
@@ -231,12 +276,12 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
                 table = chosen_sql(spec, key)
         query = grouped_sql(spec, table)
         if run == con.sql:  # grouped once, held by DuckDB (in memory, or spilled to the release's folder)
-            con.execute(f"CREATE TEMP TABLE {GROUPS} AS {query}")
+            _group(con, query, label, spell)
             query = f"SELECT * FROM {GROUPS}"
         schema = run(f"SELECT * FROM ({query}) LIMIT 0").arrow().schema
     except duckdb.Error as exc:
         _close(con, spill)
-        raise ValueError(f"{source}: {first_line(exc)}") from None
+        raise ValueError(f"{label}: {first_line(exc)}") from None
     except BaseException:
         _close(con, spill)
         raise
@@ -246,11 +291,19 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
             relation = run(query)
             reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
             yield from reader(settings.batch_rows)
-        except duckdb.Error as exc:
-            raise ValueError(f"{label}: {first_line(exc)}") from None
+        except duckdb.Error:
+            raise runtime_error(label, spell) from None
 
     description = spec.describe(label, "duckdb", note)
     return ArrowSource(label, schema, batches, description, close=lambda: _close(con, spill))
+
+
+def _group(con, query: str, label: str, spell) -> None:
+    """Run the grouping into :data:`GROUPS`; a failure while it runs is refused without the engine's message."""
+    try:
+        con.execute(f"CREATE TEMP TABLE {GROUPS} AS {query}")
+    except duckdb.Error:
+        raise runtime_error(label, spell) from None
 
 
 def _close(con, spill: _Spill) -> None:
@@ -259,5 +312,5 @@ def _close(con, spill: _Spill) -> None:
     spill.remove()
 
 
-__all__ = ["CHOSEN", "GROUPS", "VIEW", "check_names", "check_people", "check_predicates", "chosen_sql",
-           "duckdb_records", "grouped_sql", "reader_sql"]
+__all__ = ["CHOSEN", "GROUPS", "RAW", "VIEW", "check_names", "check_people", "check_predicates", "chosen_sql",
+           "duckdb_records", "grouped_sql", "reader_sql", "typed_select"]

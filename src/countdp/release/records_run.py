@@ -69,7 +69,8 @@ def records_release(source: object, kind: str, spec: RecordsSpec, options, spell
     return outcome, kind
 
 
-def group_records(source: object, group_by, counts: dict, *, size: str = "n", engine: str | None = None,
+def group_records(source: object, group_by, counts: dict, *, size: str = "n", types: dict | None = None,
+                  engine: str | None = None,
                   spark_master: str | None = None, settings: RecordsSettings | None = None):
     """The grouped true counts of a records release, as an Arrow table: the same query, checks and order.
 
@@ -80,7 +81,7 @@ def group_records(source: object, group_by, counts: dict, *, size: str = "n", en
 
     from countdp.release.options import PYTHON  # lazy: likewise
 
-    spec = build_spec(group_by, counts, size, None, None, PYTHON)
+    spec = build_spec(group_by, counts, size, None, None, PYTHON, types)
     kind = "path" if isinstance(source, str | Path) else type(source).__module__.split(".")[0]
     grouped = grouped_source(source, kind, spec, None, PYTHON, _engine(kind, engine, PYTHON), spark_master, None,
                              settings)

@@ -13,6 +13,14 @@ SHA-256 of the key and the record's JSON text (DuckDB hashes its own text of the
 two engines choose differently).  The sidecar records the engine and the records' number of
 partitions of the group table (1: collected to the driver).  A large group table released into a
 folder is drawn in Spark's executors instead (:mod:`countdp.release.records_executors`).
+
+Column types never come from the values (:data:`countdp.release.records.TYPING`): a CSV is read as text
+(no ``inferSchema``), Hive partition values stay text, and a pandas DataFrame's object columns are made
+text (:func:`~countdp.release.records.text_columns`) before ``createDataFrame``, which runs with Python's
+warnings silenced (its Arrow fallback warning quotes a value).  Declared columns are ``try_cast`` in one
+projection (:func:`typed`).  The records are grouped under :data:`SQL_CONF`: ANSI mode off, so a value that
+does not convert is NULL for its own record, never a failure of the whole release that depends on one
+person's value (Spark 4 turns ANSI on by default); the session's own settings are restored afterwards.
 """
 
 from __future__ import annotations
@@ -20,15 +28,30 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
+from contextlib import contextmanager
 
 import pyarrow as pa
 
-from countdp.release.records import ROW_LOCAL, RecordsSettings, RecordsSpec, choice_key
+from countdp.release.records import (
+    ROW_LOCAL,
+    TYPES,
+    RecordsSettings,
+    RecordsSpec,
+    choice_key,
+    missing_column,
+    runtime_error,
+    text_columns,
+)
 from countdp.release.sources import ArrowSource
 
 VIEW = "countdp_records"
 MASTER = "local[*]"
 _QUIET = ("py4j", "pyspark", "SQLQueryContextLogger")
+SQL_CONF = {"spark.sql.sources.partitionColumnTypeInference.enabled": "false", "spark.sql.ansi.enabled": "false"}
+"""The SQL settings records are read and grouped under: Hive partition values stay text, and a value that
+does not convert (``CAST``, a comparison of text with a number) is NULL for its record instead of an error
+that stops the release (ANSI mode), whose message would quote the value."""
 
 
 def session(master: str | None):
@@ -46,9 +69,12 @@ def session(master: str | None):
     cores = os.cpu_count() or 2
     if (master or MASTER).startswith("local"):  # local tasks run this Python, which has countdp (else `python3`)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master(master or MASTER).appName("countdp")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(max(2, 2 * cores))).getOrCreate())
+    builder = (SparkSession.builder.master(master or MASTER).appName("countdp")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(max(2, 2 * cores))))
+    for key, value in SQL_CONF.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("OFF")
     return spark
 
@@ -59,8 +85,47 @@ def _error(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+@contextmanager
+def sql_conf(spark):
+    """:data:`SQL_CONF` set on ``spark`` for the block, the session's own values restored after it."""
+    saved = {key: spark.conf.get(key, None) for key in SQL_CONF}
+    for key, value in SQL_CONF.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _created(spark, table):
+    """``spark.createDataFrame(table)`` with every Python warning silenced: Spark's Arrow fallback warns with a
+    record's value ("Could not convert 'x10' ..."), and for some records only."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return spark.createDataFrame(table)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def typed(frame, spec: RecordsSpec):
+    """The records with each declared column ``try_cast`` to its Spark type (a value that does not convert is
+    NULL), every column in its place."""
+    if not spec.types:
+        return frame
+    kinds = {column: TYPES[kind] for column, kind in spec.types}
+    return frame.selectExpr(*[f"try_cast({_quoted(c)} AS {kinds[c]}) AS {_quoted(c)}" if c in kinds else _quoted(c)
+                              for c in frame.columns])
+
+
 def _frame(spark, source: object):
-    """The records as a Spark DataFrame: ``(label, DataFrame)``."""
+    """The records as a Spark DataFrame: ``(label, DataFrame)``; an Arrow or Polars table keeps its schema, and a
+    pandas DataFrame's object columns are text."""
     kind = type(source).__module__.split(".")[0]
     if isinstance(source, str | os.PathLike):
         path = os.fspath(source)
@@ -69,19 +134,19 @@ def _frame(spark, source: object):
         reader = spark.read.option("recursiveFileLookup", "false")
         where = os.path.abspath(path)  # Spark resolves a relative path against its JVM's start folder, not ours
         if path.lower().endswith((".csv", ".tsv", ".txt")) or (os.path.isdir(path) and not _has_parquet(path)):
-            return path, reader.option("header", True).option("inferSchema", True).csv(where)
+            return path, reader.option("header", True).csv(where)  # every column text: no inferSchema
         return path, reader.parquet(where)
     if kind == "pyspark":
         return "Spark DataFrame", source
     if kind == "polars":
-        source = source.to_pandas()
-    elif kind == "pyarrow":
-        source = source.to_pandas()
-    elif kind != "pandas":
+        source = source.to_arrow()
+    elif kind == "pandas":
+        source = text_columns(source)
+    elif kind != "pyarrow":
         raise ValueError(f"records for the Spark engine must be a path, a Spark DataFrame, or a pandas, Polars or "
                          f"Arrow table, got {type(source).__name__}")
     return {"pandas": "pandas DataFrame", "polars": "Polars DataFrame", "pyarrow": "Arrow table"}[kind], \
-        spark.createDataFrame(source)
+        _created(spark, source)
 
 
 def _has_parquet(folder: str) -> bool:
@@ -158,18 +223,30 @@ def spark_records(source: object, spec: RecordsSpec, spell, master: str | None =
     ``executors``: a release that may be drawn in Spark's executors, if the groups are many enough."""
     settings = settings or RecordsSettings()
     spark = session(master)
+    with sql_conf(spark):
+        return _grouped(spark, source, spec, spell, seed, settings, executors)
+
+
+def _read(spark, source: object, spec: RecordsSpec, spell):
+    """The records read, their names checked, typed (:func:`typed`) and registered as :data:`VIEW`:
+    ``(label, DataFrame)``."""
+    label = os.fspath(source) if isinstance(source, str | os.PathLike) else type(source).__name__  # never its repr
     try:
         label, frame = _frame(spark, source)
-        frame.createOrReplaceTempView(VIEW)
         columns = frame.columns
     except ValueError:
         raise
     except Exception as exc:
-        raise ValueError(f"{source}: cannot read the records ({_error(exc)})") from None
-    for name, flag in [(k, spell("group_by")) for k in spec.group_by] + [(spec.person_id, spell("person_id"))]:
-        if name is not None and name not in columns:
-            raise ValueError(f"{label}: {flag} names no column {name!r}; the records have "
-                             f"{', '.join(map(repr, columns))}")
+        raise ValueError(f"{label}: cannot read the records ({_error(exc)})") from None
+    missing_column(spec, columns, label, spell)
+    frame = typed(frame, spec)
+    frame.createOrReplaceTempView(VIEW)
+    return label, frame
+
+
+def _grouped(spark, source: object, spec: RecordsSpec, spell, seed, settings: RecordsSettings, executors: bool):
+    """:func:`spark_records` under :data:`SQL_CONF`."""
+    label, frame = _read(spark, source, spec, spell)
     check_predicates(spark, spec, spell)
     note = None
     if spec.person_id is not None:
@@ -189,11 +266,13 @@ def spark_records(source: object, spec: RecordsSpec, spell, master: str | None =
             grouped.unpersist()
     except ValueError:
         raise
-    except Exception as exc:
-        raise ValueError(f"{label}: {_error(exc)}") from None
+    except Exception:  # while it ran: the engine's message may quote a record
+        raise runtime_error(label, spell) from None
     groups = groups.cast(pa.schema([pa.field(f.name, f.type) for f in groups.schema]))  # nullable, as DuckDB's
     # DuckDB's order (ascending, nulls last), sorted here rather than by one more shuffle in Spark
-    groups = groups.sort_by([(key, "ascending") for key in spec.group_by], null_placement="at_end")
+    with warnings.catch_warnings():  # pyarrow 25's deprecation would print once per process: not on every run
+        warnings.simplefilter("ignore", FutureWarning)
+        groups = groups.sort_by([(key, "ascending") for key in spec.group_by], null_placement="at_end")
     description = spec.describe(label, "spark", note, partitions=1, master=spark.sparkContext.master,
                                 noise="drawn on the driver: the group table was collected there, in memory")
     spark.catalog.dropTempView(VIEW)
@@ -221,4 +300,5 @@ def _executor_groups(spark, grouped, rows: int, spec: RecordsSpec, label: str, n
     return SparkGroups(label, schema, arranged, list(spec.group_by), description)
 
 
-__all__ = ["MASTER", "VIEW", "check_people", "check_predicates", "grouped_sql", "session", "spark_records"]
+__all__ = ["MASTER", "SQL_CONF", "VIEW", "check_people", "check_predicates", "grouped_sql", "session", "spark_records",
+           "sql_conf", "typed"]
