@@ -115,6 +115,19 @@ def test_the_memory_bound_refuses_the_general_path_in_one_line():
     assert gm.status == "optimal" and gm.method == "GM"
 
 
+def test_a_bound_raised_past_the_machine_does_not_let_the_general_path_run():
+    """However high the bound is raised, an estimate above the memory this machine has available is
+    refused in one line, without the advice to raise the bound: n = 100,000 needs hundreds of TiB."""
+    from countdp.design.memory import memory_refusal
+    from countdp.validation import available_memory
+
+    n, boundless = 100_000, SolverSettings.of(memory_bound=2**62)
+    assert available_memory() is not None and general_path_bytes(n) > available_memory()
+    refused = memory_refusal(n, boundless)
+    assert refused is not None and "this machine has available" in refused and "\n" not in refused
+    assert memory_refusal(40, boundless) is None  # a size that fits is not refused
+
+
 def test_progress_lines_say_the_gap_and_the_solvers_iterations(caplog):
     w = np.linspace(1.0, 2.0, 61)
     with caplog.at_level(logging.INFO, logger="countdp"):

@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, DesignError, OSError) as exc:
         print(f"countdp: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("countdp: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 from countdp.design.settings import SolverSettings
+from countdp.validation import available_memory
 
 MIB = 2**20
 GIB = 2**30
@@ -49,9 +50,13 @@ def general_path_bytes(n: int) -> int:
 
 def memory_refusal(n: int, settings: SolverSettings) -> str | None:
     """Why the general path is not run at ``n`` under ``settings`` (its estimate above
-    :attr:`~countdp.design.settings.SolverTuning.memory_bound`), or ``None`` when it fits."""
-    need, bound = general_path_bytes(n), settings.solver.memory_bound
-    if need <= bound:
-        return None
-    return (f"the general LP at n = {n} needs about {need / GIB:,.2f} GiB, above the memory bound of "
-            f"{bound / GIB:,.2f} GiB (settings.solver.memory_bound)")
+    :attr:`~countdp.design.settings.SolverTuning.memory_bound`, or above the memory this machine has
+    available, however high the bound was raised), or ``None`` when it fits."""
+    need, bound, have = general_path_bytes(n), settings.solver.memory_bound, available_memory()
+    if need > bound:
+        return (f"the general LP at n = {n} needs about {need / GIB:,.2f} GiB, above the memory bound of "
+                f"{bound / GIB:,.2f} GiB (settings.solver.memory_bound)")
+    if have is not None and need > have:
+        return (f"the general LP at n = {n} needs about {need / GIB:,.2f} GiB, more than the {have / GIB:,.2f} GiB "
+                "this machine has available")
+    return None

@@ -221,6 +221,8 @@ def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
     try:
         proven, best, refused = _attempts(request, settings, attempts)
     except TimeLimitReached as stop:
+        if watch.interrupted:  # the user's interrupt stopped the solver: no design is made
+            raise KeyboardInterrupt from None
         earlier = next((a.answer for a in reversed(attempts) if a.answer is not None), None)
         answer = stopped_answer(request, earlier, stop, f"the time limit ({stop.what})", started)
         return _finish(answer, attempts, strategies)
@@ -230,9 +232,10 @@ def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
         earlier = None if best is None else best.answer
         return _finish(stopped_answer(request, earlier, None, refused, started), attempts, strategies)
     if best is None and refused is not None:
+        raise_it = "" if "this machine" in refused else ", or raise the bound (--memory-bound) to run it"
         raise MemoryBoundError(f"{request.label()}: no fast path answers, and {refused}; give a time limit "
-                               "(--time-limit, time_limit=) for the best design within the bound with its gap, "
-                               "or raise the bound (--memory-bound) to run it")
+                               f"(--time-limit, time_limit=) for the best design within the bound with its gap"
+                               f"{raise_it}")
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
         raise RuntimeError(failures[-1] if failures else "no strategy answered")

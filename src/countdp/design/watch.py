@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,17 +63,24 @@ class Watch:
     clarabel_every: int = DEFAULT_SETTINGS.solver.progress_clarabel_iterations
     start: float = field(default_factory=time.perf_counter)
     upper: float | None = None  # the best design's objective known so far (for the gap in progress lines)
+    interruptible: bool = False  # SIGINT sets ``interrupted`` (:func:`watching`, in the main thread)
+    interrupted: bool = False
 
     def expired(self) -> bool:
-        """Whether the time limit has passed (never, without one)."""
-        return self.time_limit is not None and time.perf_counter() - self.start >= self.time_limit
+        """Whether the solvers must stop: the time limit has passed (never, without one), or the user
+        interrupted the request."""
+        return self.interrupted or (self.time_limit is not None
+                                    and time.perf_counter() - self.start >= self.time_limit)
 
     def remaining(self) -> float:
         """Seconds left (infinite without a limit)."""
         return math.inf if self.time_limit is None else max(0.0, self.time_limit - (time.perf_counter() - self.start))
 
     def check(self, what: str) -> None:
-        """Raise :class:`TimeLimitReached` if the limit has passed, before ``what`` starts."""
+        """Raise ``KeyboardInterrupt`` if the request was interrupted, :class:`TimeLimitReached` if the
+        limit has passed, before ``what`` starts."""
+        if self.interrupted:
+            raise KeyboardInterrupt
         if self.expired():
             raise TimeLimitReached(what)
 
@@ -97,24 +107,27 @@ class Watch:
         then logs to this callback alone (to the console too when ``verbose``)."""
         h.setOptionValue("output_flag", True)
         h.setOptionValue("log_to_console", bool(verbose))
-        h.cbLogging.subscribe(lambda event: self.highs_line(what, event.message))
-        if self.time_limit is not None:
-            def interrupt(event) -> None:
+        def log_line(event) -> None:
+            self.highs_line(what, event.message)
+
+        h.cbLogging.subscribe(log_line)
+        if self.time_limit is not None or self.interruptible:
+            def stop_highs(event) -> None:
                 if self.expired():
                     event.interrupt()
-            h.cbSimplexInterrupt.subscribe(interrupt)
-            h.cbIpmInterrupt.subscribe(interrupt)
+            h.cbSimplexInterrupt.subscribe(stop_highs)
+            h.cbIpmInterrupt.subscribe(stop_highs)
 
     def clarabel_callback(self, what: str, cost_scale: float = 1.0) -> Callable[[object], bool]:
         """Clarabel's termination callback: progress every ``clarabel_every`` iterations (its
         objectives times ``cost_scale``, in the model's units), and ``True`` (stop) once the limit
         has passed."""
-        def callback(info) -> bool:
+        def clarabel_progress(info) -> bool:
             if info.iterations and info.iterations % self.clarabel_every == 0:
                 LOG.info("%s: iteration %d, primal %.10g, dual %.10g, relative gap %.2g", what, info.iterations,
                          info.cost_primal * cost_scale, info.cost_dual * cost_scale, info.gap_rel)
             return self.expired()
-        return callback
+        return clarabel_progress
 
 
 WATCH: ContextVar[Watch | None] = ContextVar("countdp_design_watch", default=None)
@@ -135,7 +148,48 @@ def watching(time_limit: float | None, clarabel_every: int) -> Iterator[Watch]:
     :attr:`~countdp.design.settings.SolverTuning.progress_clarabel_iterations` of its settings)."""
     watch = Watch(time_limit, clarabel_every)
     token = WATCH.set(watch)
+    previous = _interrupts(watch)
     try:
         yield watch
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
         WATCH.reset(token)
+
+
+SOLVER_CALLBACKS = frozenset({"log_line", "highs_line", "stop_highs", "clarabel_progress"})
+"""This module's functions that a solver calls back: an interrupt found in one only marks the watch (the
+solver would swallow the exception, and Clarabel print it), and the solver stops at its next callback."""
+
+
+HIGHSPY = f"{os.sep}highspy{os.sep}"
+
+
+def _in_solver(frame) -> bool:
+    """Whether ``frame`` (where a signal found Python) is inside a solver's callback of this module."""
+    while frame is not None:
+        code = frame.f_code
+        if (code.co_filename == __file__ and code.co_name in SOLVER_CALLBACKS) or HIGHSPY in code.co_filename:
+            return True  # highspy calls its subscribers through Python of its own
+        frame = frame.f_back
+    return False
+
+
+def _interrupts(watch: Watch):
+    """Make SIGINT (Ctrl-C) mark ``watch`` interrupted as well as raise ``KeyboardInterrupt``; the handler
+    it replaces, or ``None`` where nothing changed (off the main thread, or a handler of the caller's own).
+    Inside a solver's callback it only marks the watch (:func:`_in_solver`): raised there, the solver
+    would swallow it and end as a failure, and the next strategy would run.  The mark makes every solver
+    stop at its next callback and the planner's next check raise it, so a design asked to stop writes
+    nothing."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+
+    def interrupt(signum, frame) -> None:
+        watch.interrupted = True
+        if not _in_solver(frame):
+            raise KeyboardInterrupt
+
+    watch.interruptible = True
+    return signal.signal(signal.SIGINT, interrupt)
