@@ -69,18 +69,48 @@ def _annotations(P: np.ndarray, digits: int) -> np.ndarray:
     return text
 
 
+SMALLEST_ANNOTATION = 3.5
+"""Cell text smaller than this (points) is left out: the cells are too small to read it."""
+TICK_LABELS = 13
+"""At most this many tick labels per heatmap axis (fewer where wide labels would run together)."""
+
+
+def _tick_step(n: int, side: float) -> int:
+    """The step between labelled indices 0..n on an axis ``side`` points long: 1 while they fit
+    (up to n = 12 on a wide panel), else the smallest of 2, 5, 10, 20, 50, ... that fits."""
+    label = 0.6 * PAPER_RC["xtick.labelsize"] * len(str(n)) + 6.0  # a label's digits, and a gap
+    fits = max(2, min(TICK_LABELS, int(side / label)))
+    step = 1
+    while n // step + 1 > fits:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2
+    return step
+
+
+def _cell_points(ax: object, n: int) -> float:
+    """The side (points) of one cell of a square (n+1) x (n+1) heatmap filling ``ax``."""
+    box = ax.get_position()
+    width, height = ax.figure.get_size_inches()
+    return 72.0 * min(box.width * width, box.height * height) / (n + 1)
+
+
 def _heatmap(ax: object, P: np.ndarray, title: str, digits: int = 2, cbar: bool = False,
              cbar_ax: object | None = None, vmax: float = 1.0, fontsize: float = 6.5) -> None:
+    """``P`` as an annotated heatmap; as n grows the cell text shrinks to fit, then goes, and the tick
+    labels thin out (a small n is drawn with ``fontsize`` and every index labelled)."""
     n = P.shape[0] - 1
+    cell = _cell_points(ax, n)
+    fontsize = min(fontsize, cell / (0.7 * (digits + 1)))  # ".23" is about 0.6 em a character, plus a margin
+    annotate = fontsize >= SMALLEST_ANNOTATION
     sns.heatmap(P, ax=ax, vmin=0.0, vmax=vmax, cmap=HEATMAP_CMAP, square=True, cbar=cbar, cbar_ax=cbar_ax,
-                annot=_annotations(P, digits), fmt="", annot_kws={"fontsize": fontsize},
-                linewidths=0.4, linecolor="white",
+                annot=_annotations(P, digits) if annotate else False, fmt="", annot_kws={"fontsize": fontsize},
+                linewidths=0.4 if cell >= 4.0 else 0.0, linecolor="white",
                 cbar_kws={"label": "Pr[output i | input j]"} if cbar else None)
     ax.set_title(title)
     ax.set_xlabel("input j (true count)")
     ax.set_ylabel("output i (reported)")
-    ax.set_xticks(np.arange(n + 1) + 0.5, [str(k) for k in range(n + 1)], rotation=0)
-    ax.set_yticks(np.arange(n + 1) + 0.5, [str(k) for k in range(n + 1)], rotation=0)
+    ticks = np.arange(0, n + 1, _tick_step(n, cell * (n + 1)))
+    ax.set_xticks(ticks + 0.5, [str(k) for k in ticks], rotation=0)
+    ax.set_yticks(ticks + 0.5, [str(k) for k in ticks], rotation=0)
 
 
 def _heatmap_row(k: int, height: float, wspace: float):
@@ -102,8 +132,20 @@ def heatmap_panels(records: Sequence[dict], title: str):
         if idx:
             ax.set_ylabel("")
     alpha = records[0]["alpha"] if records else float("nan")
-    fig.suptitle(f"{title}, α = {alpha_label(alpha)}", y=1.0)
+    solved = solved_with(records)
+    fig.suptitle(f"{title}, α = {alpha_label(alpha)}" + (f"; solved with {solved}" if solved else ""), y=1.0)
     return fig
+
+
+SOLVER_LABELS = {"HIGHS": "HiGHS", "CLARABEL": "Clarabel"}
+METHOD_LABELS = {"ipm": "interior point"}
+
+
+def solved_with(records: Sequence[dict]) -> str:
+    """The solvers and methods the records say designed them (``HiGHS simplex``, ...), each once, in order."""
+    said = [f"{SOLVER_LABELS.get(r['solver'], r['solver'])} {METHOD_LABELS.get(r.get('method'), r.get('method') or '')}"
+            for r in records if r.get("solver")]
+    return ", ".join(dict.fromkeys(s.strip() for s in said))
 
 
 def _power_tex(coefficient: str, exponent: int) -> str:

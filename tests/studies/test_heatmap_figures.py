@@ -1,0 +1,48 @@
+"""Figures 1 and 2's heatmaps: the title says which solver designed them, and cell text and tick
+labels adapt to n (a small n as the paper draws it; a large n without run-together labels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from countdp.mechanisms.closed_forms import geometric
+from countdp.plots import intrinsic
+from countdp.plots.canvas import drawing
+
+
+def _drawn_axes(ns: list[int]) -> list:
+    """Heatmaps of GM at each n, side by side as Figures 1 and 2 draw them."""
+    with drawing(intrinsic.paper_theme()):
+        fig, axes, cax = intrinsic._heatmap_row(len(ns), 3.6, 0.35)
+        for idx, (ax, n) in enumerate(zip(axes, ns, strict=True)):
+            intrinsic._heatmap(ax, geometric(n, 2 / 3), f"n = {n}", cbar=idx == len(ns) - 1, cbar_ax=cax, fontsize=5.0)
+        fig.canvas.draw()
+    return axes
+
+
+def test_small_n_keeps_every_label_and_cell_text():
+    ax = _drawn_axes([4, 4, 4, 7])[3]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [str(k) for k in range(8)]
+    cell_text = [t for t in ax.texts if t.get_text()]
+    assert len(cell_text) == 64 and {t.get_fontsize() for t in cell_text} == {5.0}
+
+
+@pytest.mark.parametrize("n", [30, 200, 1024])
+def test_large_n_thins_ticks_and_drops_cell_text(n):
+    ax = _drawn_axes([n, 20])[0]
+    labels = [int(t.get_text()) for t in ax.get_xticklabels()]
+    assert labels[0] == 0 and len(labels) <= intrinsic.TICK_LABELS
+    step = labels[1] - labels[0]
+    assert step in (2, 5, 10, 20, 50, 100, 200) and np.all(np.diff(labels) == step)
+    assert not [t for t in ax.texts if t.get_text()]
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels()]
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:], strict=False)), "tick labels overlap"
+
+
+def test_title_names_the_recorded_solver_and_method():
+    records = [{"solver": "CLARABEL", "method": "ipm"}, {"solver": "HIGHS", "method": "simplex"},
+               {"solver": "CLARABEL", "method": "ipm"}]
+    assert intrinsic.solved_with(records) == "Clarabel interior point, HiGHS simplex"
+    assert intrinsic.solved_with([{"solver": "HIGHS", "method": "simplex"}]) == "HiGHS simplex"
+    assert intrinsic.solved_with([{}]) == ""
