@@ -50,10 +50,13 @@ class StageLog(logging.Handler):
     elapsed time, shown only once the work has taken more than :data:`STAGE_DELAY` seconds: then
     the stage under way is shown, and every later one as it starts.  Quick work prints nothing.
 
-    ``with StageLog("countdp"): ...`` attaches it to that logger for the block."""
+    ``with StageLog("countdp"): ...`` attaches it to that logger for the block.  A ``label`` (say,
+    which design of a sweep the stages are of) goes in front of every line."""
 
-    def __init__(self, logger: str, stream: TextIO | None = None, delay: float | None = None) -> None:
+    def __init__(self, logger: str, stream: TextIO | None = None, delay: float | None = None,
+                 label: str = "") -> None:
         super().__init__(logging.INFO)
+        self.prefix = f"countdp: {label}: " if label else "countdp: "
         self.logger = logging.getLogger(logger)
         self.stream = stream if stream is not None else sys.stderr
         self.delay = STAGE_DELAY if delay is None else delay
@@ -62,7 +65,7 @@ class StageLog(logging.Handler):
         self.timer.daemon = True
 
     def _line(self, message: str, at: float) -> None:
-        self.stream.write(f"countdp: [{at:6.1f} s] {message}\n")
+        self.stream.write(f"{self.prefix}[{at:6.1f} s] {message}\n")
         self.stream.flush()
 
     def _go_live(self) -> None:

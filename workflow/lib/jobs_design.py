@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from countdp.progress import StageLog
 from countdp.services.arrays import arrays_path
 from countdp.services.atomic import write_text_atomic
 from countdp.studies.sweeps import design_sweep
@@ -23,9 +24,11 @@ def sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], solver:
           log: str, alpha_exact: str, manifest: str, code_version: str) -> None:
     """Design and save every n of one sweep (:func:`countdp.studies.sweeps.design_sweep`: one
     certified artifact per n, each design's line in ``log`` and on stderr as it is saved; a design
-    saved by the same ``code_version`` and solver setting is reused), then write its ``manifest``."""
+    saved by the same ``code_version`` and solver setting is reused), then write its ``manifest``.
+    A design past a second also shows its stages on stderr, each line labelled with the design
+    (:class:`countdp.progress.StageLog`, as ``countdp design`` shows them); a quicker one nothing."""
     design_sweep(mechanism, objective, alpha, ns, solver, artifacts, log, alpha_exact, code_version=code_version,
-                 progress=sys.stderr)
+                 progress=sys.stderr, stages=lambda label: StageLog("countdp", sys.stderr, label=label))
     write_sweep_manifest(manifest, mechanism, objective, alpha, alpha_exact, solver, ns, artifacts)
 
 

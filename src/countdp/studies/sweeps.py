@@ -17,8 +17,9 @@ forms, the template strategies, a template design's spread), and ``NAME`` (HIGHS
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import TextIO
@@ -132,13 +133,17 @@ def reuse_refused(path: str | Path, mechanism: str, objective: str, n: int, exac
 
 def design_sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], solver: str,
                  paths: Sequence[str | Path], log: str | Path, alpha_exact: str | None = None,
-                 code_version: str | None = None, progress: TextIO | None = None) -> None:
+                 code_version: str | None = None, progress: TextIO | None = None,
+                 stages: Callable[[str], contextlib.AbstractContextManager] | None = None) -> None:
     """Design one mechanism per ``n`` in ``ns`` (same mechanism, objective and alpha), each saved to
     the matching entry of ``paths`` exactly as :func:`design_artifact` saves it (``alpha_exact``:
     the exact value the config gave), in the order of ``ns``.
 
     Each design's one-line summary goes to ``log`` (and to ``progress``, e.g. ``sys.stderr``) as
-    soon as the design is saved, then a last line with the sweep's totals.  With a
+    soon as the design is saved, then a last line with the sweep's totals.  ``stages(label)``, if
+    given, is entered around each design made (not one reused), ``label`` naming it (``"WM L2 n=1024
+    alpha=0.95"``): the design job attaches :class:`countdp.progress.StageLog` with it, so a design
+    past a second shows its stages and solver progress on stderr, a quicker one nothing.  With a
     ``code_version``, a design already saved by one with the same stamp is reused (module
     docstring), so a sweep stopped part-way, or given one more ``n``, designs only what is missing.
     """
@@ -163,7 +168,8 @@ def design_sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], 
                 say(f"{path}: reused (same code version, solver and alpha; verified) "
                     f"time={time.perf_counter() - start:.3f}s")
                 continue
-            line = design_artifact(mechanism, objective, n, alpha, solver, path, alpha_exact, code_version)
+            with stages(f"{mechanism} {objective} n={n} alpha={alpha}") if stages else contextlib.nullcontext():
+                line = design_artifact(mechanism, objective, n, alpha, solver, path, alpha_exact, code_version)
             say(line if why in ("no file", "no stamp asked for") else f"{line} (designed again: {why})")
         say(f"sweep {mechanism} {objective} alpha={alpha}: {len(ns)} designs, {len(ns) - reused} designed, "
             f"{reused} reused, time={time.perf_counter() - began:.3f}s")
