@@ -12,20 +12,22 @@ from countdp.plots.canvas import drawing
 
 
 def _drawn_axes(ns: list[int]) -> list:
-    """Heatmaps of GM at each n, side by side as Figures 1 and 2 draw them."""
+    """Figures 1 and 2's heatmaps (:func:`countdp.plots.intrinsic.heatmap_panels`, drawn, not saved)
+    of GM at each n, side by side."""
+    records = [{"matrix": geometric(n, 2 / 3), "objective": "L1", "n": n, "objective_value": 1.0, "alpha": 2 / 3,
+                "solver": "HIGHS", "method": "simplex"} for n in ns]
     with drawing(intrinsic.paper_theme()):
-        fig, axes, cax = intrinsic._heatmap_row(len(ns), 3.6, 0.35)
-        for idx, (ax, n) in enumerate(zip(axes, ns, strict=True)):
-            intrinsic._heatmap(ax, geometric(n, 2 / 3), f"n = {n}", cbar=idx == len(ns) - 1, cbar_ax=cax, fontsize=5.0)
+        fig = intrinsic.heatmap_panels.__wrapped__(records, "Test")  # the drawing, before it is saved
         fig.canvas.draw()
-    return axes
+    assert fig.texts[0].get_text() == "Test, α = 2/3; solved with HiGHS simplex"
+    return fig.axes[:len(ns)]
 
 
 def test_small_n_keeps_every_label_and_cell_text():
     ax = _drawn_axes([4, 4, 4, 7])[3]
     assert [t.get_text() for t in ax.get_xticklabels()] == [str(k) for k in range(8)]
     cell_text = [t for t in ax.texts if t.get_text()]
-    assert len(cell_text) == 64 and {t.get_fontsize() for t in cell_text} == {5.0}
+    assert len(cell_text) == 64 and {t.get_fontsize() for t in cell_text} == {5.0}  # as drawn before
 
 
 @pytest.mark.parametrize("n", [30, 200, 1024])
