@@ -93,6 +93,15 @@ def test_fast_and_bounded():
     assert estimate_named("LP", 20000, "1/2", "L0", ("CM",), **SWEEP).required_bytes > 700 * 2**30
 
 
+@pytest.mark.parametrize("mechanism, props", [("WM", ()), ("WH", ()), ("LP", ("WH", "S", "RH"))])
+def test_a_huge_n_is_estimated_from_numbers(mechanism, props):
+    """At n = 10^12 the planner's predicates are not asked (they built (n+1)-sized arrays: MemoryError,
+    "Unable to allocate 7.28 TiB"): the general path, needing far more than any machine has."""
+    found = estimate_named(mechanism, 10**12, "91/100", "L0", props, **SWEEP)
+    assert found.path == "reduced LP" and found.required_bytes > 2**70
+    assert named_path(mechanism, 10**12, "1/2", "L1", props, **SWEEP) == "reduced LP"
+
+
 MEASURE = """
 import json, sys
 import countdp.design.planner, cvxpy, clarabel, highspy  # the LP stack before the baseline

@@ -122,9 +122,9 @@ REFUSALS = {
                          "(alpha = exp(-epsilon) must satisfy 0 < alpha < 1); allowed: a number strictly between 0 "
                          'and 1, or a fraction string "p/q" with 0 < p/q < 1'),
     "n = 0": ({"fig07": {"n": 0}}, "config key 'fig07.n': 0 is not allowed (0 is less than the minimum of 1); "
-              "allowed: an integer >= 1"),
+              "allowed: an integer between 1 and 1000000"),
     "n = 4.0": ({"fig07": {"n": 4.0}}, "config key 'fig07.n': 4.0 is not allowed (4.0 is not of type 'integer'); "
-                "allowed: an integer >= 1"),
+                "allowed: an integer between 1 and 1000000"),
     "wrong type": ({"fig11": {"repetitions": "30"}}, "config key 'fig11.repetitions': '30' is not allowed ('30' is "
                    "not of type 'integer'); allowed: an integer >= 1"),
     "misspelt key": ({"fig11": {"reps": 3}}, "config key 'fig11.reps' is unknown; allowed keys of 'fig11': alpha, n, "
@@ -144,6 +144,21 @@ REFUSALS = {
                     "allowed: from <= to (both integers >= 1)"),
     "n above 10000": ({"fig09": {"n": [2, 10001]}}, "config key 'fig09.n[1]': 10001 is not allowed (10001 is greater "
                       "than the maximum of 10000); allowed: an integer between 1 and 10000"),
+    "alpha beyond a float": ({"fig07": {"alpha": "1e400"}}, "config key 'fig07.alpha': '1e400' is not allowed ('1e400' "
+                             "does not match '^\\\\s*[0-9]+\\\\s*/\\\\s*[1-9][0-9]*\\\\s*$'); allowed: a number strictly "
+                             'between 0 and 1, or a fraction string "p/q" with 0 < p/q < 1'),
+    # before the fit check's estimate (which built n-sized arrays) and before n_values expands a range
+    "n above 10^6": ({"fig07": {"n": 10**12}}, "config key 'fig07.n': 1000000000000 is not allowed (1000000000000 "
+                     "is greater than the maximum of 1000000); allowed: an integer between 1 and 1000000"),
+    "n range above 10^6": ({"fig06": {"n": {"from": 2, "to": 10**12}}}, "config key 'fig06.n.to': 1000000000000 is not "
+                           "allowed (1000000000000 is greater than the maximum of 1000000); allowed: an integer "
+                           "between 1 and 1000000"),
+    "claims grid above 2048": ({"claims": {"n_grid": {"from": 1, "to": 10**12}}}, "config key 'claims.n_grid.to': "
+                               "1000000000000 is not allowed (1000000000000 is greater than the maximum of 2048); "
+                               "allowed: an integer between 1 and 2048"),
+    "population above 10^7": ({"data": {"population": 10**15}}, "config key 'data.population': 1000000000000000 is "
+                              "not allowed (1000000000000000 is greater than the maximum of 10000000); allowed: an "
+                              "integer in [1, 10000000]"),
     "WH outside L0": ({"fig13": {"n": [2, 4000], "mechanisms": ["GM", "WH"]}}, "config key 'fig13.n': n = 4000 is not "
                       "allowed for WH (WH has no structural form beyond n = 2048; it is evaluated as GM only under "
                       "L0, in Figures 9 and 10); allowed: n <= 2048 for WH, or WH left out of the study"),

@@ -90,18 +90,22 @@ def _resolve(schema: Mapping, root: Mapping) -> Mapping:
     return schema
 
 
+def _bound(value) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}"  # 10000000, not 1e+07
+
+
 def _interval(schema: Mapping) -> str | None:
     lo = schema.get("minimum", schema.get("exclusiveMinimum"))
     hi = schema.get("maximum", schema.get("exclusiveMaximum"))
     if lo is None and hi is None:
         return None
     if hi is None:
-        return (">= " if "minimum" in schema else "> ") + f"{lo:g}"
+        return (">= " if "minimum" in schema else "> ") + _bound(lo)
     if lo is None:
-        return ("<= " if "maximum" in schema else "< ") + f"{hi:g}"
+        return ("<= " if "maximum" in schema else "< ") + _bound(hi)
     left = "[" if "minimum" in schema else "("
     right = "]" if "maximum" in schema else ")"
-    return f"in {left}{lo:g}, {hi:g}{right}"
+    return f"in {left}{_bound(lo)}, {_bound(hi)}{right}"
 
 
 def describe(schema: Mapping, root: Mapping | None = None, depth: int = 0) -> str:
@@ -242,7 +246,7 @@ def _semantic_errors(config: Mapping) -> list[str]:
                 try:
                     a = number_or_fraction(item)
                     ok = math.isfinite(a) and 0 < a < 1
-                except (ValueError, TypeError, ZeroDivisionError):
+                except (ValueError, TypeError, ZeroDivisionError, OverflowError):
                     ok = False
                 if not ok:
                     errors.append(f"config key '{_key(where)}': {item!r} is not allowed (alpha = exp(-epsilon) "

@@ -54,8 +54,9 @@ Each of these stops Snakemake, dry runs included, before any job: exit status 2,
 error one line per bad key (all of them at once), naming the key and what it allows. Each line
 begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake -n` on each):
 
-- an alpha outside (0, 1), as a number or a fraction:
-  `config key 'fig07.alpha': 1.2 is not allowed`, `config key 'fig11.alpha[1]': '3/2' is not allowed`;
+- an alpha outside (0, 1), as a number or a fraction, or beyond a float (YAML reads `1e400` as a string):
+  `config key 'fig07.alpha': 1.2 is not allowed`, `config key 'fig11.alpha[1]': '3/2' is not allowed`,
+  `config key 'fig07.alpha': '1e400' is not allowed`;
 - a count below 1, or not an integer literal (4.0 and true are not counts):
   `config key 'fig07.n': 0 is not allowed`, `config key 'fig07.n': 4.0 is not allowed`;
 - a value of the wrong type: `config key 'fig11.repetitions': '30' is not allowed`;
@@ -66,6 +67,13 @@ begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake 
   `config key 'fig01.panels[0].objective': 'L3' is not allowed`;
 - an empty range: `config key 'fig09.n': the range from 9 to 3 is empty`;
 - a group size of Figures 9-13 above 10,000: `config key 'fig09.n[1]': 10001 is not allowed`;
+- any other group size above 1,000,000 (checked before a range is expanded, and before any design
+  is estimated), or above 2,048 in `claims.n_grid` (its checks build matrices):
+  `config key 'fig07.n': 1000000000000 is not allowed`,
+  `config key 'fig06.n.to': 1000000000000 is not allowed`,
+  `config key 'claims.n_grid.to': 1000000000000 is not allowed`;
+- a synthetic population above 10,000,000 (about 24 bytes a member in each draw, and each repetition
+  keeps its groups): `config key 'data.population': 1000000000000000 is not allowed`;
 - a mechanism of Figures 9-13 at an n it cannot be evaluated at (see the next section):
   `config key 'fig13.n': n = 4000 is not allowed for WH`,
   `config key 'fig09.n': n = 4096 is not allowed for WM` (at α = 0.995),

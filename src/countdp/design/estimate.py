@@ -63,6 +63,11 @@ CLOSED_FORM_PROXY_N = 64
 """Beyond this ``n`` whether GM (or GM remapped) holds the requested properties is read off its
 matrix at this size (properties other than WH do not change with ``n``); WH is Lemma 2's bound for
 GM, and for GM remapped taken as broken (the LP path then predicted: an over-estimate, never under)."""
+PLANNED_MAX_N = 2**20
+"""Beyond this ``n`` the planner's strategies are not asked (their predicates build the request's
+``(n + 1)``-sized arrays: at n = 10^12, terabytes): the path is the general one, ``"reduced LP"``,
+whose matrix alone (:data:`~countdp.design.memory.LP_BYTES_PER_ENTRY`) needs petabytes there, and
+which :func:`~countdp.design.designer.design_lp` refuses before any strategy runs."""
 TIME_CLASSES = ((0.1, "milliseconds"), (60.0, "seconds"), (3600.0, "minutes"))
 """Expected seconds below each bound name the time class; beyond the last, ``"hours"``."""
 
@@ -263,6 +268,8 @@ def named_path(mechanism: str, n: int, alpha: object, objective: object = "L0", 
     if name in SPREADS and spread_serves(name, n, alpha_q, objective, {**lp_options, "settings": settings}, settings):
         return SPREAD
     props = NAMED_DESIGNS[name] if name in NAMED_DESIGNS else parse_properties(properties)
+    if n > PLANNED_MAX_N:
+        return "reduced LP"
     request = _lp_request(n, float(alpha_q), props, parse_objective(objective), lp_options, settings)
     return planner_path(request, settings)
 
@@ -301,5 +308,5 @@ def bound_refusal(path: str, n: int, settings: SolverSettings = DEFAULT_SETTINGS
     return refused if path in {strategy.name for strategy in GENERAL_PATH} else None
 
 
-__all__ = ["CLOSED_MATRIX", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "bound_refusal", "estimate_named",
+__all__ = ["CLOSED_MATRIX", "PLANNED_MAX_N", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "bound_refusal", "estimate_named",
            "named_path", "path_cost", "planner_path", "reduced_nnz", "time_class"]

@@ -16,8 +16,12 @@ PROPERTIES = ("RH", "RM", "CH", "CM", "F", "WH", "S")
 
 
 def number_or_fraction(value: object) -> float:
-    """A number, or a ``"p/q"`` fraction string such as ``"10/11"``, as a float (no range check)."""
-    return float(Fraction(value.replace(" ", ""))) if isinstance(value, str) else float(value)
+    """A number, or a ``"p/q"`` fraction string such as ``"10/11"``, as a float (no range check);
+    ``ValueError`` for one beyond the floats (YAML reads ``1e400`` as the string ``'1e400'``)."""
+    try:
+        return float(Fraction(value.replace(" ", ""))) if isinstance(value, str) else float(value)
+    except OverflowError:
+        raise ValueError(f"{value!r} is beyond the range of a float") from None
 
 
 def parse_alpha(alpha: object) -> float:
