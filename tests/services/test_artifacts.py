@@ -193,7 +193,42 @@ EDITS = {  # name: (edit(record, matrix, weights) -> write_file keywords, a word
                                                          "finite entries"),
     "npz with a third array, digests re-recorded": (lambda r, P, W: _npz_bytes(r, _three_arrays(P, W)),
                                                     "holds arrays ['extra', 'matrix', 'weights']"),
+    "npz header claiming 10^6 x 10^6, digests re-recorded": (lambda r, P, W: _npz_bytes(r, _huge_header(P, W)),
+                                                             "n = 5, but the arrays are 1000000x1000000"),
+    "npz header and n both 10^6, digests re-recorded": (lambda r, P, W: _npz_bytes(r, _huge_header(P, W)) or
+                                                        r.update(n=999_999) or {},
+                                                        "n = 999999 is beyond this machine: reading and verifying"),
+    "npz member a zip bomb, digests re-recorded": (lambda r, P, W: _npz_bytes(r, _bomb(P, W)),
+                                                   "its weights holds more bytes than its header declares"),
+    "npz with pickled objects, digests re-recorded": (lambda r, P, W: {"weights": W.astype(object)},
+                                                      "weights has dtype object"),
 }
+
+
+def _npy(array: np.ndarray, header: dict | None = None, tail: bytes = b"") -> bytes:
+    """A .npy member: ``array``'s bytes after ``header`` (default: its own), then ``tail``."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, header or np.lib.format.header_data_from_array_1_0(array))
+    return buffer.getvalue() + array.tobytes() + tail
+
+
+def _huge_header(P, W) -> bytes:
+    """The matrix's header says (10^6, 10^6) over the 6x6 matrix's bytes (np.load: MemoryError, 7.3 TiB)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        huge = {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)}
+        archive.writestr("matrix.npy", _npy(P, huge))
+        archive.writestr("weights.npy", _npy(W, {**huge, "descr": "<i8"}))
+    return buffer.getvalue()
+
+
+def _bomb(P, W) -> bytes:
+    """The weights' member declares 6x6 and holds 256 MiB of zeros more (a quarter of a MiB compressed)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("matrix.npy", _npy(P))
+        archive.writestr("weights.npy", _npy(W, tail=bytes(256 * 2**20)))
+    return buffer.getvalue()
 
 
 def _npz_bytes(record: dict, data: bytes) -> dict:

@@ -138,7 +138,7 @@ def _compact_arrays(record: dict, path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{path}: its arrays file {name} is not the one this JSON records "
                          "(SHA-256 differs: a stale or foreign file)")
     try:
-        arrays = read_npz(data)
+        arrays = read_npz(data, record["n"])
     except ValueError as exc:
         raise ValueError(f"{path}: its arrays file {name}: {exc}") from None
     if weights_digest(arrays["weights"]) != weights_sha:
