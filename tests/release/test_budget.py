@@ -57,6 +57,29 @@ def test_a_release_debits_the_ledger_and_an_overspend_is_refused_with_nothing_dr
     assert not (tmp_path / "b.csv").exists() and not (tmp_path / "b.csv.release.json").exists()
 
 
+UNREADABLE_LEDGERS = {"deep.json": ("[" * 100_000 + "]" * 100_000, "not JSON: nested too deeply"),
+                      "long.json": ('{"total_epsilon": ' + "9" * 5000 + "}", "not JSON: an integer of more than 4300")}
+"""Valid-looking JSON that ``json.loads`` refuses with RecursionError, or a ValueError advising
+``sys.set_int_max_str_digits``: each is one line naming the ledger."""
+
+
+@pytest.mark.parametrize("name", UNREADABLE_LEDGERS)
+def test_a_ledger_json_cannot_read_is_one_line_naming_it_and_nothing_is_written(tmp_path, groups, capsys, name):
+    text, problem = UNREADABLE_LEDGERS[name]
+    ledger = tmp_path / name
+    ledger.write_text(text)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for argv in (["budget", "show", str(ledger)],
+                 _argv(groups, tmp_path / "a.csv", tmp_path / "cache", "--epsilon", "1/10", "--budget", str(ledger))):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == f"countdp: error: {ledger}: not a countdp budget ledger ({problem}" + err.split(problem, 1)[1]
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert ledger.read_text() == text
+
+
 def test_dry_run_shows_exact_errors_and_the_budget_left_and_writes_nothing(tmp_path, groups, capsys):
     ledger = tmp_path / "budget.json"
     assert main(["budget", "init", str(ledger), "--epsilon", "2"]) == 0

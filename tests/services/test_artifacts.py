@@ -324,7 +324,11 @@ def test_inline_files_get_the_same_verdicts(name, tmp_path, monkeypatch, gm, cap
 
 
 @pytest.mark.parametrize("content, reason", [("not json", "not a readable mechanism JSON"), ("[1, 2]", "an object"),
-                                             ('{"n": 3}', "field 'mechanism' is missing")])
+                                             ('{"n": 3}', "field 'mechanism' is missing"),
+                                             ("[" * 100_000 + "]" * 100_000,
+                                              "not a readable mechanism JSON (nested too deeply)"),
+                                             ('{"n": ' + "9" * 5000 + "}",
+                                              "not a readable mechanism JSON (an integer of more than 4300 digits)")])
 def test_unreadable_files_get_one_line(content, reason, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     Path("bad.json").write_text(content)

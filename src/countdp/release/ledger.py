@@ -89,6 +89,7 @@ from countdp.release.ledger_format import (
     upgraded,
 )
 from countdp.release.signals import HeldSignals
+from countdp.services.json_limits import json_problem
 
 
 @contextmanager
@@ -139,8 +140,10 @@ class Ledger:
 
     def _refusal(self, exc: BaseException) -> BaseException:
         """``exc``, from opening or parsing the ledger, as the one-line :class:`LedgerError` naming it as given."""
-        if isinstance(exc, LedgerError) or not isinstance(exc, OSError | ValueError):
+        if isinstance(exc, LedgerError) or not isinstance(exc, OSError | ValueError | RecursionError):
             return exc
+        if isinstance(exc, RecursionError) or "integer string conversion" in str(exc):  # json.loads' other refusals
+            return LedgerError(f"{self.path}: not a countdp budget ledger (not JSON: {json_problem(exc)})")
         if isinstance(exc, FileNotFoundError):
             return LedgerError(f"{self.path}: no such budget ledger")
         if isinstance(exc, OSError):

@@ -39,6 +39,7 @@ from countdp.mechanisms.properties import check_all
 from countdp.privacy.certify import Certificate, is_alpha_dp
 from countdp.privacy.exact import IntegerMechanism
 from countdp.services.arrays import read_npz, sha256_hex, weights_digest
+from countdp.services.json_limits import json_problem
 from countdp.services.record_alpha import recorded_alpha
 from countdp.services.structural_file import FORMAT, load_structural, structural_design
 from countdp.validation import check_matrix
@@ -110,8 +111,8 @@ def _read_json(path: Path) -> dict:
         raise ValueError(f"{path}: not a readable mechanism JSON ({getattr(exc, 'strerror', None) or exc})") from None
     try:
         record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not a readable mechanism JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, too deep, or an integer Python will not read
+        raise ValueError(f"{path}: not a readable mechanism JSON ({json_problem(exc)})") from None
     if not isinstance(record, dict):
         raise ValueError(f"{path}: a mechanism JSON must be an object with a 'matrix' or an 'arrays' entry")
     return record
