@@ -63,6 +63,9 @@ def test_check_certifies_and_release_draws_from_the_file(gm_file):
     (lambda r: r.update(alpha=0.91, alpha_exact="91/100"), "is not the one this countdp builds"),
     (lambda r: r.pop("structure"), "field 'structure' is missing"),
     (lambda r: r.update(n="many"), "field 'n' has the wrong type"),
+    # the bounds design applies (check_release_alpha, the tables' length): once OverflowError tracebacks
+    (lambda r: r.update(alpha=1e-30, alpha_exact="1/" + "1" + "0" * 30), r"alpha = 1e-30 is below 2\^-62"),
+    (lambda r: r.update(alpha=1.0, alpha_exact=f"{2**62 - 1}/{2**62}"), "alpha = 1 - 2.17e-19 is too close to 1"),
 ])
 def test_an_edited_structural_file_is_refused_in_one_line(gm_file, tmp_path, edit, expected):
     record = json.loads(gm_file.read_text())
@@ -74,6 +77,18 @@ def test_an_edited_structural_file_is_refused_in_one_line(gm_file, tmp_path, edi
     assert str(error.value).startswith(f"{edited}: ") and "\n" not in str(error.value)
     done = _countdp("check", str(edited))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and str(edited) in done.stderr
+
+
+@pytest.mark.parametrize("name", ["GM", "EM", "WM"])
+@pytest.mark.parametrize("alpha", [f"{2**62 - 1}/{2**62}", "0.9999999999999999999"])
+def test_an_alpha_within_a_float_of_1_is_refused_in_one_line_at_any_n(name, alpha, tmp_path):
+    """Its float is 1.0: the tables' length was ln(...)/ln(1/1.0), an OverflowError traceback at n = 10^12
+    (at n = 5 the designer refused it already)."""
+    for n in ("5", str(10**12)):
+        done = _countdp("design", name, "--n", n, "--alpha", alpha, "--out", str(tmp_path / "s.json"))
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("countdp: error: ") and "Traceback" not in done.stderr
+        assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("name, n, alpha", [("GM", 9, "2/3"), ("EM", 12, "3/5"), ("UM", 5, "1/2"),

@@ -308,5 +308,5 @@ def bound_refusal(path: str, n: int, settings: SolverSettings = DEFAULT_SETTINGS
     return refused if path in {strategy.name for strategy in GENERAL_PATH} else None
 
 
-__all__ = ["CLOSED_MATRIX", "PLANNED_MAX_N", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "bound_refusal", "estimate_named",
-           "named_path", "path_cost", "planner_path", "reduced_nnz", "time_class"]
+__all__ = ["CLOSED_MATRIX", "PLANNED_MAX_N", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "bound_refusal",
+           "estimate_named", "named_path", "path_cost", "planner_path", "reduced_nnz", "time_class"]

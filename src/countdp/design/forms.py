@@ -44,6 +44,7 @@ from countdp.structural.catalogue import (
     GroupMechanism,
     certified_form,
 )
+from countdp.structural.chain import log_inverse
 from countdp.structural.corners import StructuralCorners
 from countdp.structural.corners_build import corner_mechanism
 from countdp.structural.form import NARROW_MAX_N, StructuralMechanism
@@ -117,7 +118,7 @@ def corner_source_size(alpha: Fraction, settings: SolverSettings) -> int:
     """``n_s``: the size whose proven design gives the corner square, ``2 W + 2 + SOURCE_TAIL_BITS ln 2 /
     ln(1/alpha)`` or :data:`NARROW_MAX_N`, whichever is smaller, and at least the template's ``4 (W + 1)``."""
     W = corner_width(alpha, settings)
-    apart = int(np.ceil(SOURCE_TAIL_BITS * np.log(2) / np.log(1 / float(alpha))))
+    apart = int(np.ceil(SOURCE_TAIL_BITS * np.log(2) / log_inverse(alpha)))
     return max(4 * (W + 1), min(NARROW_MAX_N, 2 * W + 2 + apart))
 
 
@@ -132,7 +133,7 @@ def template_problem(alpha: Fraction, K: int = 62, settings: SolverSettings | No
     if canonical_size_for(a, K, settings=settings) <= NARROW_MAX_N:
         return None
     W = corner_width(a, settings)
-    apart = int(np.ceil(SOURCE_MIN_BITS * np.log(2) / np.log(1 / float(a))))
+    apart = int(np.ceil(SOURCE_MIN_BITS * np.log(2) / log_inverse(a)))
     if 2 * W + 2 + apart > NARROW_MAX_N:
         return (f"WM at alpha = {float(a):.6g} has no structure: its corners ({W} wide) and their tails do not fit "
                 f"twice in n = {NARROW_MAX_N}")

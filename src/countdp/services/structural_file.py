@@ -23,6 +23,7 @@ from pathlib import Path
 
 from countdp.design.designer import Design
 from countdp.design.forms import structural_form
+from countdp.privacy.rounding import check_release_alpha
 from countdp.services.record_alpha import recorded_alpha
 from countdp.values.alpha import alpha_text
 
@@ -61,6 +62,7 @@ def load_structural(record: dict, path: Path) -> dict:
     _checked_fields(record, path)
     alpha = recorded_alpha(record, path)
     try:
+        check_release_alpha(alpha)  # the bound design applies: below 2^-62 the tables' ratios overflow
         form = structural_form(record["mechanism"], record["n"], alpha)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None

@@ -17,6 +17,7 @@ about ``K ln 2 / ln(1/alpha)`` steps whatever ``n``.  Tables over ``2^62`` are i
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -27,10 +28,16 @@ MAX_CHAIN = 1 << 24
 """Longest table a structural mechanism may hold (128 MiB of int64): alpha closer to 1 is refused."""
 
 
+def log_inverse(alpha: Fraction) -> float:
+    """``ln(1/alpha)`` for ``0 < alpha < 1`` without rounding alpha to a float first: within ``2^-53`` of 1
+    that is 1.0 (a log of 0, and an infinite length where it divides), below the floats it is 0.0."""
+    p, q = Fraction(alpha).numerator, Fraction(alpha).denominator
+    return math.log(q) - math.log(p) if 2 * p < q else math.log1p((q - p) / p)
+
+
 def chain_length(start: int, alpha: Fraction) -> int:
     """An upper bound on the length of :func:`floor_chain` from ``start``: about ``log(start) / log(1/alpha)``."""
-    p, q = alpha.numerator, alpha.denominator
-    return int(start.bit_length() * 0.6931471805599453 / -np.log(p / q)) + 2 if start > 0 else 0
+    return int(start.bit_length() * 0.6931471805599453 / log_inverse(alpha)) + 2 if start > 0 else 0
 
 
 def floor_chain(start: int, alpha: Fraction, stop: int | None = None) -> np.ndarray:
@@ -45,7 +52,8 @@ def floor_chain(start: int, alpha: Fraction, stop: int | None = None) -> np.ndar
     p, q = alpha.numerator, alpha.denominator
     limit = chain_length(start, alpha) if stop is None else min(stop, chain_length(start, alpha))
     if limit > MAX_CHAIN:
-        raise ValueError(f"alpha = {float(alpha):.10g} is too close to 1 for a structural mechanism: its geometric "
+        shown = f"{float(alpha):.10g}" if float(alpha) < 1 else f"1 - {float(1 - alpha):.3g}"
+        raise ValueError(f"alpha = {shown} is too close to 1 for a structural mechanism: its geometric "
                          f"table needs {limit:,} entries (at most {MAX_CHAIN:,})")
     out, value = [], start
     while value > 0 and len(out) < limit:
@@ -114,5 +122,5 @@ def exact_sums(table: np.ndarray, axis: int) -> list[int]:
     return [(int(h) << 31) + int(lo) for h, lo in zip(high.ravel(), low.ravel(), strict=True)]
 
 
-__all__ = ["MAX_CHAIN", "chain_length", "exact_sum", "exact_sums", "floor_chain", "integer_table", "neighbours_hold",
-           "ratio_holds"]
+__all__ = ["MAX_CHAIN", "chain_length", "exact_sum", "exact_sums", "floor_chain", "integer_table", "log_inverse",
+           "neighbours_hold", "ratio_holds"]

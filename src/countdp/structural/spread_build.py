@@ -25,6 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from countdp.structural.chain import log_inverse
 from countdp.structural.spread import StructuralSpread, worst_floor_term
 
 MAX_DENOMINATOR = 3_000_000_000
@@ -52,7 +53,7 @@ DEFAULT_SPREAD_SETTINGS = SpreadSettings()
 def canonical_size(width: int, alpha: Fraction, K: int, settings: SpreadSettings = DEFAULT_SPREAD_SETTINGS) -> int:
     """``m = 2c + 1`` with ``c`` past the corners (``2 width``), the longest tail (``K ln 2 / ln(1/alpha)``
     columns until an entry is below one unit) and the closure's margin."""
-    tail = int(np.ceil(K * np.log(2) / np.log(1 / float(alpha))))
+    tail = int(np.ceil(K * np.log(2) / log_inverse(alpha)))
     return 2 * (2 * width + tail + settings.closure_margin) + 1
 
 
