@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numbers
 import os
+import stat
+from pathlib import Path
 
 import numpy as np
 
@@ -115,3 +117,40 @@ def check_probability(p: object, name: str = "p") -> float:
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not (0.0 <= float(p) <= 1.0):
         raise ValueError(f"{name} must be a number in [0, 1], got {p!r}")
     return float(p)
+
+
+def _kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words (for a refusal)."""
+    kinds = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+             (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+    return next((word for test, word in kinds if test(mode)), "not a regular file")
+
+
+def file_problem(path: str | os.PathLike, what: str) -> str | None:
+    """Why ``path`` cannot be read as ``what`` (``"no such file"``, ``"a directory, not a mechanism file"``,
+    a FIFO or a device, which a read would block on or never finish), or ``None`` for a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "no such file"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    return None if stat.S_ISREG(mode) else f"{_kind(mode)}, not {what}"
+
+
+def folder_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be (or be made) a folder: it, or the nearest of its parents that exists, is not
+    one (``"a device, not a folder"``, ``"its parent /dev/null is a device, not a folder"``); else ``None``."""
+    path = Path(path)
+    for candidate in (path, *path.parents):
+        try:
+            mode = os.stat(candidate).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            return f"cannot be reached ({exc.strerror})"
+        if stat.S_ISDIR(mode):
+            return None
+        where = "" if candidate == path else f"its parent {candidate} is "
+        return f"{where}{_kind(mode)}, not a folder"
+    return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -114,6 +115,32 @@ def test_bad_arguments_exit_2_with_one_line(argv, word, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("countdp: error:") and word in err
+
+
+def _special_files(tmp_path) -> dict:
+    """Paths that are not regular files: a read of a FIFO blocks, of /dev/zero never ends."""
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    return {"folder": (str(tmp_path / "folder"), "a directory, not a mechanism file"),
+            "fifo": (str(tmp_path / "fifo"), "a named pipe (FIFO), not a mechanism file"),
+            "device": ("/dev/zero", "a device, not a mechanism file")}
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "device"])
+@pytest.mark.parametrize("command", [["check"], ["interpret", "--loss", "L1"], ["release", "1"]])
+def test_a_file_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path, capsys, kind, command):
+    path, what = _special_files(tmp_path)[kind]
+    argv = [command[0], path, *command[1:]]
+    assert main(argv) == 2  # once "no such file" (check, release), or a read that blocked (interpret on a FIFO)
+    assert capsys.readouterr().err == f"countdp: error: {path}: {what}\n"
+
+
+def test_an_empty_csv_is_one_line_without_numpys_warning(tmp_path):
+    (tmp_path / "empty.csv").write_text("")
+    done = subprocess.run([sys.executable, "-m", "countdp.cli", "check", "empty.csv", "--alpha", "0.5"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("countdp: error: empty.csv: not a readable CSV matrix") and done.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("content", ["not json", '{"n": 3}', '{"matrix": [[1, 0], [0]]}', '{"matrix": "x"}'])

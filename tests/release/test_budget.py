@@ -80,6 +80,19 @@ def test_a_ledger_json_cannot_read_is_one_line_naming_it_and_nothing_is_written(
     assert ledger.read_text() == text
 
 
+@pytest.mark.parametrize("cache, problem", [("/dev/null", "--cache /dev/null: a device, not a folder"),
+                                            ("/dev/null/GM", "--cache /dev/null/GM: its parent /dev/null is a device"),
+                                            ("{d}/groups.csv", "--cache {d}/groups.csv: a file, not a folder")])
+def test_a_cache_that_is_not_a_folder_is_one_line_naming_the_option(tmp_path, groups, capsys, cache, problem):
+    """Once a raw "[Errno 20] Not a directory: '/dev/null/GM/...'" after the table was read."""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    capsys.readouterr()
+    assert main(_argv(groups, tmp_path / "a.csv", cache.format(d=tmp_path), "--epsilon", "1/10")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"countdp: error: {problem.format(d=tmp_path)}") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_dry_run_shows_exact_errors_and_the_budget_left_and_writes_nothing(tmp_path, groups, capsys):
     ledger = tmp_path / "budget.json"
     assert main(["budget", "init", str(ledger), "--epsilon", "2"]) == 0

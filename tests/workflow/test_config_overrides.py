@@ -145,8 +145,8 @@ REFUSALS = {
     "n above 10000": ({"fig09": {"n": [2, 10001]}}, "config key 'fig09.n[1]': 10001 is not allowed (10001 is greater "
                       "than the maximum of 10000); allowed: an integer between 1 and 10000"),
     "alpha beyond a float": ({"fig07": {"alpha": "1e400"}}, "config key 'fig07.alpha': '1e400' is not allowed ('1e400' "
-                             "does not match '^\\\\s*[0-9]+\\\\s*/\\\\s*[1-9][0-9]*\\\\s*$'); allowed: a number strictly "
-                             'between 0 and 1, or a fraction string "p/q" with 0 < p/q < 1'),
+                             "does not match '^\\\\s*[0-9]+\\\\s*/\\\\s*[1-9][0-9]*\\\\s*$'); allowed: a number "
+                             'strictly between 0 and 1, or a fraction string "p/q" with 0 < p/q < 1'),
     # before the fit check's estimate (which built n-sized arrays) and before n_values expands a range
     "n above 10^6": ({"fig07": {"n": 10**12}}, "config key 'fig07.n': 1000000000000 is not allowed (1000000000000 "
                      "is greater than the maximum of 1000000); allowed: an integer between 1 and 1000000"),

@@ -31,6 +31,7 @@ from countdp.services.artifact import (
     save_matrix_csv,
     to_json,
 )
+from countdp.validation import file_problem
 from countdp.values.alpha import alpha_from_epsilon, alpha_text, epsilon_of
 from countdp.values.catalogue import MECHANISMS
 from countdp.values.objectives import objective_value
@@ -160,8 +161,8 @@ def _report(path: Path, P: np.ndarray, tol: float) -> None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    if not args.file.is_file():
-        raise UsageError(f"{args.file}: no such file")
+    if (problem := file_problem(args.file, "a mechanism file")) is not None:
+        raise UsageError(f"{args.file}: {problem}")
     if args.file.suffix.lower() == ".csv":
         return _check_csv(args)
     try:  # the loader `countdp release` uses: a file it refuses is refused here, in the same words

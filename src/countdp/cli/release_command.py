@@ -27,6 +27,7 @@ from countdp.cli.arguments import Once, UsageError
 from countdp.privacy.sampling import mechanism_of, release
 from countdp.release.draws import EXPERIMENT_ONLY
 from countdp.services.artifact import load_design
+from countdp.validation import file_problem
 from countdp.values.alpha import alpha_text
 from countdp.values.catalogue import MECHANISMS
 
@@ -119,8 +120,8 @@ def _randomness_note(seed: int | None) -> None:
 
 
 def _load(path: Path):
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file")
+    if (problem := file_problem(path, "a mechanism file")) is not None:
+        raise UsageError(f"{path}: {problem}")
     try:
         return load_design(path)
     except ValueError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from countdp.release.request import ColumnPrivacy, ReleaseRequest
 from countdp.services.artifact import load_design
+from countdp.validation import file_problem, folder_problem
 from countdp.values.alpha import alpha_from_epsilon, exact_alpha
 from countdp.values.catalogue import CHAIN_MECHANISMS, MECHANISMS
 
@@ -175,8 +176,8 @@ def _privacy(options: Options, columns: int, spell: Spelling) -> list[tuple[Frac
 
 def load_mechanism(path: Path):
     """A mechanism file written by ``countdp design``, or ``ValueError`` naming it."""
-    if not Path(path).is_file():
-        raise ValueError(f"{path}: no such file")
+    if (problem := file_problem(path, "a mechanism file")) is not None:
+        raise ValueError(f"{path}: {problem}")
     return load_design(Path(path))
 
 
@@ -229,6 +230,8 @@ def build_request(options: Options, input_path: Path, spell: Spelling = CLI, **e
     columns = tuple(ColumnPrivacy(c, a, e, name, levels)
                     for c, (a, e), name in zip(counts, privacy, noisy, strict=True))
     cache = None if options.cache is None else Path(options.cache)
+    if cache is not None and (problem := folder_problem(cache)) is not None:
+        raise ValueError(f"{spell('cache')} {cache}: {problem}; give a folder of designed mechanisms")
     return ReleaseRequest(columns=columns, size_column=options.size, mechanism=mechanism or "GM",
                           objective=options.objective, cache=cache, **common,
                           **_invariant(options, levels, spell)), None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -151,7 +152,10 @@ def load_matrix(path: str | os.PathLike) -> np.ndarray:
     path = Path(path)
     if path.suffix.lower() == ".csv":
         try:
-            return check_matrix(np.loadtxt(path, delimiter=",", ndmin=2))
+            with warnings.catch_warnings():  # an empty file: numpy's warning, then the shape's refusal below
+                warnings.simplefilter("ignore", UserWarning)
+                matrix = np.loadtxt(path, delimiter=",", ndmin=2)
+            return check_matrix(matrix)
         except (OSError, ValueError) as exc:
             raise ValueError(f"{path}: not a readable CSV matrix ({exc})") from None
     return load_certified(path)["matrix"]

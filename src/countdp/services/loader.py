@@ -42,7 +42,7 @@ from countdp.services.arrays import read_npz, sha256_hex, weights_digest
 from countdp.services.json_limits import json_problem
 from countdp.services.record_alpha import recorded_alpha
 from countdp.services.structural_file import FORMAT, load_structural, structural_design
-from countdp.validation import check_matrix
+from countdp.validation import check_matrix, file_problem
 from countdp.values.alpha import exact_alpha
 from countdp.values.properties import PROPERTIES
 
@@ -103,6 +103,8 @@ def _check_fields(record: dict, path: Path) -> None:
 
 
 def _read_json(path: Path) -> dict:
+    if (problem := file_problem(path, "a mechanism file")) is not None:  # a FIFO or /dev/zero is never read
+        raise ValueError(f"{path}: {problem}")
     try:
         text = path.read_text()
     except FileNotFoundError:
