@@ -140,7 +140,8 @@ def test_an_empty_csv_is_one_line_without_numpys_warning(tmp_path):
     done = subprocess.run([sys.executable, "-m", "countdp.cli", "check", "empty.csv", "--alpha", "0.5"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("countdp: error: empty.csv: not a readable CSV matrix") and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("countdp: error: empty.csv: not a readable CSV matrix")
+    assert done.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("content", ["not json", '{"n": 3}', '{"matrix": [[1, 0], [0]]}', '{"matrix": "x"}'])
