@@ -527,6 +527,17 @@ def pid_namespace(last_pid: int | None = None) -> list[str] | None:
     return prefix if probe.returncode == 0 and probe.stdout.strip() == expected else None
 
 
+def traceable_strace() -> str:
+    """strace's path, installed from Debian's package if need be; ``pytest.skip`` where it is missing or
+    cannot trace here (no root, a container without ptrace)."""
+    import pytest  # lazy: the helpers load without pytest (as held_lock does)
+
+    path = debian_tool("strace", "strace")
+    if path is None or subprocess.run([path, "-o", "/dev/null", "true"], capture_output=True).returncode != 0:
+        pytest.skip("strace is needed and must be able to trace here")
+    return path
+
+
 def debian_tool(binary: str, package: str) -> str | None:
     """The path of ``binary``, installing Debian's ``package`` with apt-get when it is missing (root only).
 

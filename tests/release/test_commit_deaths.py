@@ -24,7 +24,15 @@ from pathlib import Path
 import pytest
 
 from countdp.release.atomic import MARK, repair
-from tests.helpers.release_checks import alive, children, debian_tool, mentioning, sha256_file, sidecar_of, wait_until
+from tests.helpers.release_checks import (
+    alive,
+    children,
+    mentioning,
+    sha256_file,
+    sidecar_of,
+    traceable_strace,
+    wait_until,
+)
 
 HOLD = 2_000_000
 """Microseconds strace holds the release at the step (long enough to kill from here, short enough to wait out)."""
@@ -75,10 +83,7 @@ def judge(folder: Path, out: Path) -> tuple[str, list[str]]:
 
 @pytest.fixture(scope="session")
 def strace() -> str:
-    path = debian_tool("strace", "strace")
-    if path is None or subprocess.run([path, "-o", "/dev/null", "true"], capture_output=True).returncode != 0:
-        pytest.skip("strace is needed and must be able to trace here")
-    return path
+    return traceable_strace()
 
 
 def _folder_locked_by(pid: int, folder: Path) -> bool:

@@ -20,17 +20,14 @@ import pytest
 
 from countdp.release.ledger import Ledger
 from countdp.release.ledger_format import SUPERSEDED, superseded
-from tests.helpers.release_checks import debian_tool
+from tests.helpers.release_checks import traceable_strace
 
 COMMAND = [sys.executable, "-m", "countdp.cli"]
 
 
 @pytest.fixture(scope="module")
 def strace() -> str:
-    path = debian_tool("strace", "strace")
-    if path is None or subprocess.run([path, "-o", "/dev/null", "true"], capture_output=True).returncode != 0:
-        pytest.skip("strace is needed and must be able to trace here")
-    return path
+    return traceable_strace()
 
 
 def _env() -> dict:
