@@ -37,6 +37,11 @@ class Spelling:
             return f"{key}="
         return CLI_FLAGS.get(key, "--" + key.replace("_", "-"))
 
+    def repeated(self, flag: str, key: str) -> str:
+        """A repeatable option, singular on the command line (``--count``, each a pair) and plural as one
+        Python argument (``counts=``, a dict): ``flag``'s spelling in ``cli``, ``key``'s in ``python``."""
+        return self(flag) if self.style == "cli" else self(key)
+
     def many(self, *keys: str) -> str:
         """``--a, --b and --c``."""
         names = [self(k) for k in keys]

@@ -116,7 +116,7 @@ class RecordsSpec:
 
 def parse_counts(counts: object, spell: Spelling) -> tuple[tuple[str, str], ...]:
     """``["young=age < 30", ...]`` (the command line's ``--count``) or ``{"young": "age < 30"}`` as pairs."""
-    flag = spell("count") if spell.style == "cli" else spell("counts")
+    flag = spell.repeated("count", "counts")
     if isinstance(counts, dict):
         pairs = [(str(k), str(v)) for k, v in counts.items()]
     elif counts:
@@ -145,7 +145,7 @@ def parse_counts(counts: object, spell: Spelling) -> tuple[tuple[str, str], ...]
 def parse_types(types: object, spell: Spelling) -> tuple[tuple[str, str], ...]:
     """``["age=INTEGER", ...]`` (the command line's ``--type``) or ``{"age": "INTEGER"}`` as checked pairs, the
     type in upper case (one of :data:`TYPES`)."""
-    flag = spell("type") if spell.style == "cli" else spell("types")
+    flag = spell.repeated("type", "types")
     if not types:
         return ()
     if isinstance(types, dict):
@@ -178,7 +178,7 @@ def build_spec(group_by: object, counts: object, size: str | None, person_id: st
     pairs = parse_counts(counts, spell)
     size = size or "n"
     taken = {key: spell("group_by") for key in keys}
-    for name, why in [(size, spell("size"))] + [(n, spell("count") if spell.style == "cli" else spell("counts"))
+    for name, why in [(size, spell("size"))] + [(n, spell.repeated("count", "counts"))
                                                  for n in [p[0] for p in pairs]]:
         if name in taken:
             raise ValueError(f"the output would have two columns named {name!r} ({taken[name]} and {why}); "
@@ -197,7 +197,7 @@ def build_spec(group_by: object, counts: object, size: str | None, person_id: st
 def missing_column(spec: RecordsSpec, columns, label: str, spell: Spelling) -> None:
     """Every group-by, person-id and declared column exists in the records, or one line names the first that
     does not."""
-    declared = spell("type") if spell.style == "cli" else spell("types")
+    declared = spell.repeated("type", "types")
     named = ([(k, spell("group_by")) for k in spec.group_by] + [(spec.person_id, spell("person_id"))]
              + [(c, declared) for c, _ in spec.types])
     for name, flag in named:
@@ -261,7 +261,7 @@ def first_line(exc: BaseException) -> str:
 
 def runtime_error(label: str, spell: Spelling) -> ValueError:
     """The refusal of a grouping that failed while it ran (:data:`RUNTIME`)."""
-    return ValueError(f"{label}: " + RUNTIME.format(flag=spell("type") if spell.style == "cli" else spell("types")))
+    return ValueError(f"{label}: " + RUNTIME.format(flag=spell.repeated("type", "types")))
 
 
 __all__ = ["ONE_RECORD", "PUBLIC", "ROW_LOCAL", "RUNTIME", "SEEDED_KEY", "TYPES", "TYPING", "UNIT", "RecordsSettings",

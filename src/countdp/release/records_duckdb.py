@@ -189,7 +189,7 @@ def check_predicates(run, spec: RecordsSpec, label: str, spell) -> None:
     record's own columns, or refused.  A subquery is refused (:func:`has_subquery`): it can read other
     people's records (``age < (SELECT max(age) FROM ...)``), and then one person changes others'
     counts, which the guarantee (one person's bit in one group's count) does not cover."""
-    flag = spell("count") if spell.style == "cli" else spell("counts")
+    flag = spell.repeated("count", "counts")
     for name, predicate in spec.counts:
         shown = f"{flag} {name}={predicate!r}"
         try:

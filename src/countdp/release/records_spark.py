@@ -158,7 +158,7 @@ def check_predicates(spark, spec: RecordsSpec, spell) -> None:
     without a subquery (:func:`has_subquery`; as the DuckDB engine refuses one)."""
     from pyspark.sql.types import BooleanType  # lazy: likewise
 
-    flag = spell("count") if spell.style == "cli" else spell("counts")
+    flag = spell.repeated("count", "counts")
     for name, predicate in spec.counts:
         shown = f"{flag} {name}={predicate!r}"
         if ";" in predicate:
