@@ -138,9 +138,13 @@ def file_problem(path: str | os.PathLike, what: str) -> str | None:
     return None if stat.S_ISREG(mode) else f"{_kind(mode)}, not {what}"
 
 
-def folder_problem(path: str | os.PathLike) -> str | None:
+def folder_problem(path: str | os.PathLike, writable: bool = False) -> str | None:
     """Why ``path`` cannot be (or be made) a folder: it, or the nearest of its parents that exists, is not
-    one (``"a device, not a folder"``, ``"its parent /dev/null is a device, not a folder"``); else ``None``."""
+    one (``"a device, not a folder"``, ``"its parent /dev/null is a device, not a folder"``), or, with
+    ``writable``, this process cannot write there (``"a folder on a read-only file system"``); else ``None``.
+
+    Writing is asked of the kernel (``access``), which refuses root too on a read-only mount or an
+    immutable folder, where permission bits alone would not."""
     path = Path(path)
     for candidate in (path, *path.parents):
         try:
@@ -149,8 +153,20 @@ def folder_problem(path: str | os.PathLike) -> str | None:
             continue
         except OSError as exc:
             return f"cannot be reached ({exc.strerror})"
-        if stat.S_ISDIR(mode):
-            return None
         where = "" if candidate == path else f"its parent {candidate} is "
-        return f"{where}{_kind(mode)}, not a folder"
+        if not stat.S_ISDIR(mode):
+            return f"{where}{_kind(mode)}, not a folder"
+        if writable and not os.access(candidate, os.W_OK | os.X_OK):
+            return f"{where}a folder {_unwritable(candidate)}"
+        return None
     return None
+
+
+def _unwritable(folder: Path) -> str:
+    """Why a folder ``access`` says cannot be written: its file system is mounted read-only, or this process
+    may not (its permissions, an immutable folder)."""
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return "on a read-only file system" if read_only else "this process may not write to"

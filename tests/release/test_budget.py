@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -91,6 +92,38 @@ def test_a_cache_that_is_not_a_folder_is_one_line_naming_the_option(tmp_path, gr
     err = capsys.readouterr().err
     assert err.startswith(f"countdp: error: {problem.format(d=tmp_path)}") and err.count("\n") == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("inside", ["", "mechanisms"])
+def test_a_cache_on_a_read_only_mount_is_one_line_naming_the_option(tmp_path, groups, mount, capsys, inside):
+    """A read-only mount refuses root too (permission bits would not): once a raw "[Errno 30] Read-only
+    file system: '.../EM'" that named neither the option nor the folder given."""
+    read_only = mount("size=1m,ro")
+    cache = read_only / inside if inside else read_only
+    where = f"its parent {read_only} is " if inside else ""
+    before = sorted(p.name for p in tmp_path.iterdir())
+    capsys.readouterr()
+    assert main(_argv(groups, tmp_path / "a.csv", cache, "--epsilon", "1/10")) == 2
+    err = capsys.readouterr().err
+    assert err == (f"countdp: error: --cache {cache}: {where}a folder on a read-only file system; give a folder of "
+                   "designed mechanisms this release can write to\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and not any(read_only.iterdir())
+
+
+def test_an_immutable_cache_folder_is_one_line_naming_the_option(tmp_path, groups, capsys):
+    """``chattr +i`` stops root writing into a folder on a file system mounted read-write."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(cache)], capture_output=True).returncode:
+        pytest.skip("chattr +i is needed (root, a file system with the immutable attribute)")
+    try:
+        capsys.readouterr()
+        assert main(_argv(groups, tmp_path / "a.csv", cache, "--epsilon", "1/10")) == 2
+        assert capsys.readouterr().err == (f"countdp: error: --cache {cache}: a folder this process may not write to; "
+                                           "give a folder of designed mechanisms this release can write to\n")
+        assert not any(cache.iterdir()) and not (tmp_path / "a.csv").exists()
+    finally:
+        subprocess.run(["chattr", "-i", str(cache)], check=True)
 
 
 def test_dry_run_shows_exact_errors_and_the_budget_left_and_writes_nothing(tmp_path, groups, capsys):
