@@ -117,6 +117,26 @@ def test_bad_arguments_exit_2_with_one_line(argv, word, capsys):
     assert err.count("\n") == 1 and err.startswith("countdp: error:") and word in err
 
 
+@pytest.mark.parametrize("seed", ["-1", "1.5", "x", "", "²"])
+@pytest.mark.parametrize("form", ["counts", "table"])
+def test_a_bad_seed_is_one_line_naming_the_option(tmp_path, capsys, form, seed):
+    """Each form of ``countdp release`` (the only command with ``--seed``) names the option, before any
+    line about the noise: ``--seed -1`` once printed numpy's "expected non-negative integer" alone."""
+    design = tmp_path / "em.json"
+    assert main(["design", "EM", "--n", "3", "--alpha", "1/2", "--out", str(design)]) == 0
+    (tmp_path / "t.csv").write_text("n,c\n3,1\n")
+    argv = {"counts": ["release", str(design), "1", "2"],
+            "table": ["release", "--input", str(tmp_path / "t.csv"), "--count-column", "c", "--size-column", "n",
+                      "--mechanism", "EM", "--epsilon", "1", "--cache", str(tmp_path / "cache"),
+                      "--out", str(tmp_path / "o.csv")]}[form]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    capsys.readouterr()
+    assert main([*argv, "--seed", seed]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == f"countdp: error: argument --seed: must be an integer >= 0, got {seed!r}\n"
+    assert captured.out == "" and sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def _special_files(tmp_path) -> dict:
     """Paths that are not regular files: a read of a FIFO blocks, of /dev/zero never ends."""
     (tmp_path / "folder").mkdir()

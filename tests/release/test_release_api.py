@@ -118,6 +118,9 @@ def test_a_budget_is_debited_and_a_dry_run_draws_nothing(tmp_path, frame, cache)
     ({"mechanism": None}, "size= needs mechanism="),
     ({"levels": "2/3,1/2", "total_epsilon": None}, "levels= must increase strictly"),
     ({"invariant_by": "region"}, "invariant_by= goes with invariant= total"),
+    ({"seed": -1}, "seed= must be an integer >= 0, got -1"),  # once numpy's "expected non-negative integer"
+    ({"seed": 1.5}, "seed= must be an integer >= 0, got 1.5"),
+    ({"seed": True}, "seed= must be an integer >= 0, got True"),
 ])
 def test_refusals_are_one_line_naming_the_keyword(tmp_path, frame, cache, change, message):
     with pytest.raises(ValueError) as refused:

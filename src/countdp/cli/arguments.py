@@ -74,6 +74,20 @@ def tolerance_argument(text: str) -> float:
     return checked(parse, text)
 
 
+def seed_argument(text: str) -> int:
+    """A seed for an experiment: an integer >= 0 (``--seed``), as numpy's ``SeedSequence`` takes."""
+    def parse(value: str) -> int:
+        try:
+            seed = int(value)
+        except ValueError:
+            seed = -1
+        if seed < 0:
+            raise ValueError(f"must be an integer >= 0, got {value!r}")
+        return seed
+
+    return checked(parse, text)
+
+
 def _positive(value: str, unit: str) -> float:
     """``value`` as a positive, finite number of ``unit``; ``ValueError`` naming it otherwise."""
     try:
@@ -96,4 +110,4 @@ def gib_argument(text: str) -> float:
 
 
 __all__ = ["Once", "Parser", "UsageError", "alpha_argument", "checked", "gib_argument", "positive_int",
-           "seconds_argument", "tolerance_argument"]
+           "seconds_argument", "seed_argument", "tolerance_argument"]

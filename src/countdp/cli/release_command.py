@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from countdp.cli.arguments import Once, UsageError
+from countdp.cli.arguments import Once, UsageError, seed_argument
 from countdp.privacy.sampling import mechanism_of, release
 from countdp.release.draws import EXPERIMENT_ONLY
 from countdp.services.artifact import load_design
@@ -79,7 +79,7 @@ def register(sub) -> None:
                    help="a privacy budget ledger (countdp budget init) debited before any noise is drawn")
     r.add_argument("--dry-run", action="store_true",
                    help="show each mechanism, its exact expected error and the budget left; draw and write nothing")
-    r.add_argument("--seed", type=int, action=Once,
+    r.add_argument("--seed", type=seed_argument, action=Once,
                    help="a seeded generator, for experiments only (the sidecar then claims no guarantee; refused "
                         "with --budget); without it the OS's secure source is used")
 

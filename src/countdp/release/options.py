@@ -10,6 +10,7 @@ in Python (:class:`Spelling`).  Values may be text as typed (``"1/5"``, ``"a,b"`
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -192,6 +193,9 @@ def _common(options: Options, spell: Spelling, counts: list[str], input_path: Pa
         keep = tuple(names(keep, spell("keep"))) if keep.strip() else ()
     elif keep is not None:
         keep = tuple(names(keep, spell("keep"))) if len(keep) else ()
+    seed = options.seed
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0):
+        raise ValueError(f"{spell('seed')} must be an integer >= 0, got {seed!r}")
     if options.seed is not None and options.budget is not None:
         raise ValueError(f"{spell('seed')} makes the noise reproducible from the sidecar, so a seeded release protects "
                          f"nobody and cannot spend a privacy budget: drop {spell('seed')} (or {spell('budget')}, for "
@@ -200,7 +204,8 @@ def _common(options: Options, spell: Spelling, counts: list[str], input_path: Pa
     # a trailing "/" (which Path drops) asks for a release folder
     return {"input": input_path, "out": None if out_text is None else Path(out_text),
             "out_folder": out_text is not None and out_text.endswith("/"), "out_typed": out_text, "keep": keep,
-            "seed": options.seed, "budget": None if options.budget is None else Path(options.budget),
+            "seed": None if seed is None else int(seed),
+            "budget": None if options.budget is None else Path(options.budget),
             "overwrite": bool(options.overwrite), "command": tuple(options.command)}
 
 
