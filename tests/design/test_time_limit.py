@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from countdp.design.highs_model import DesignModel
 from countdp.design.memory import MemoryBoundError, general_path_bytes
 from countdp.design.request import DesignRequest
 from countdp.design.settings import SolverSettings
-from countdp.design.watch import Watch
+from countdp.design.watch import ProgressLines, Watch
 from countdp.mechanisms.closed_forms import geometric
 from countdp.privacy.exact import exact_dp_check
 from countdp.values.objectives import objective_value
@@ -155,6 +156,82 @@ def test_highs_log_lines_become_progress_with_the_gap(caplog):
                     "best design so far 12.5, gap 1.04",
                     "HiGHS simplex: iteration 6,771, objective 8.683549369",  # dual infeasible: no bound
                     "HiGHS simplex: iteration 10,097, objective 11.92385775"]
+
+
+class Clock:
+    """A clock the test moves: ``clock.now`` seconds."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+IPX_LINES = ["   0   -4.05318902e+00  -3.97639711e+00   1.52e+00   7.77e-01  1.53e-02       0.0",
+             "   1    8.90362942e+01  -8.12830056e+01   2.95e-01   1.82e+00  3.49e+01       0.0",
+             "   2    1.43228034e+02  -3.32367419e+01   3.12e-02   2.66e-01  3.15e+00       0.0",
+             "   3    7.09420885e+01  -2.21560875e+01   9.42e-03   8.54e-02  3.67e+00       0.1",
+             "   4    3.80713089e+01  -1.74335743e+01   3.37e-03   4.02e-02  4.90e+00       0.1"]
+
+
+def test_an_interior_points_lines_are_paced_and_its_last_is_said_at_the_end(caplog):
+    """HiGHS's interior point logs every iteration: at most one line a second is said, and the last
+    iteration, held back, is said when the solve ends (and only once)."""
+    clock = Clock()
+    watch = Watch(progress_seconds=1.0, clock=clock)
+    with caplog.at_level(logging.INFO, logger="countdp.design.watch"):
+        with watch.progress_lines() as lines:
+            for at, line in zip((0.0, 0.3, 0.9, 1.2, 1.5), IPX_LINES, strict=True):
+                clock.now = at
+                watch.highs_line("HiGHS ipm", line, lines)
+            said_during = [record.getMessage() for record in caplog.records]
+    said = [record.getMessage() for record in caplog.records]
+    assert said_during == ["HiGHS ipm: iteration 0, objective -4.05318902",
+                           "HiGHS ipm: iteration 3, objective 70.9420885"]
+    assert said == [*said_during, "HiGHS ipm: iteration 4, objective 38.0713089"]
+    caplog.clear()
+    lines.close()  # nothing held: nothing said twice
+    assert caplog.records == []
+
+
+def test_clarabels_lines_are_paced_by_the_clock_not_by_its_iterations(caplog):
+    clock = Clock()
+    lines = ProgressLines(2.0, clock)
+    progress = Watch().clarabel_callback("Clarabel (9 rows)", lines, cost_scale=2.0)
+    with caplog.at_level(logging.INFO, logger="countdp.design.watch"), lines:
+        for k, at in enumerate((0.0, 0.5, 1.0, 2.5, 3.0, 3.5, 4.4), start=1):
+            clock.now = at
+            assert progress(SimpleNamespace(iterations=k, cost_primal=k, cost_dual=-k, gap_rel=1 / k)) is False
+    assert [record.getMessage() for record in caplog.records] == [
+        "Clarabel (9 rows): iteration 1, primal 2, dual -2, relative gap 1",
+        "Clarabel (9 rows): iteration 4, primal 8, dual -8, relative gap 0.25",
+        "Clarabel (9 rows): iteration 7, primal 14, dual -14, relative gap 0.14"]  # 4.4 - 2.5 < 2: held, then said
+
+
+def _solves(caplog, settings, **options) -> list[list[str]]:
+    """The progress lines of each solver run of a design, split where the iterations start again."""
+    w = np.linspace(1.0, 2.0, 61)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="countdp.design.watch"):
+        design_lp(60, "0.9", PROPS, "L1", weights=w / w.sum(), settings=settings, **options)
+    runs: list[list[str]] = []
+    for line in (record.getMessage() for record in caplog.records):
+        what, rest = line.split(": iteration ", 1)
+        iteration = int(rest.split(",", 1)[0].replace(",", ""))
+        if not runs or runs[-1][0] != what or iteration <= runs[-1][-1][0]:
+            runs.append([what])
+        runs[-1].append((iteration, line))
+    return [[line for _, line in run[1:]] for run in runs]
+
+
+@pytest.mark.parametrize("options", [{"method": "ipm"}, {"solver": "CLARABEL"}])
+def test_the_pace_is_the_settings_and_each_solve_still_says_its_first_and_last_iteration(caplog, options):
+    """With no pace every iteration is said; with an hour's, the same solves say their first and last lines."""
+    every = _solves(caplog, SolverSettings.of(progress_seconds=0.0), **options)
+    paced = _solves(caplog, SolverSettings.of(progress_seconds=3600.0), **options)
+    assert every and max(len(run) for run in every) > 2
+    assert paced == [run[:1] + run[1:][-1:] for run in every]
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "inf", "nan", ""])

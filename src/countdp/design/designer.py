@@ -227,7 +227,7 @@ def design_lp(n: int, alpha: object, properties: object = (), objective: object 
         asked = method_given or solver != "HIGHS"
         request = replace(request, method=REDUCED_METHODS[solver, method] if asked else "auto")
     try:
-        with watching(time_limit, settings.solver.progress_clarabel_iterations):
+        with watching(time_limit, settings.solver.progress_seconds):
             answer = solve(request, settings)
     except RuntimeError as exc:
         raise DesignError(f"design failed for {_label(n, a, props, obj)}: {exc}") from exc

@@ -13,7 +13,8 @@ taken, the design and its certificate are the same on any machine and under any 
 seconds recorded in a design's ``extra`` are for the record and decide nothing.  The one
 wall-clock limit is the caller's own, at the top (``design_lp(..., time_limit=...)``,
 ``countdp design --time-limit``, :mod:`countdp.design.watch`): it is not a setting, and without
-it nothing stops on time.  :attr:`SolverTuning.memory_bound` bounds the general path's memory
+it nothing stops on time.  :attr:`SolverTuning.progress_seconds`, in seconds, paces the progress
+lines and decides nothing else.  :attr:`SolverTuning.memory_bound` bounds the general path's memory
 by its estimate (:mod:`countdp.design.memory`).  Why each
 value is what it is, with the measurements behind it, is in ``docs/performance.md`` and
 ``docs/tuning.md``.
@@ -85,10 +86,11 @@ class SolverTuning:
     design within the bound applies (:mod:`countdp.design.strategies.square_bound`), the fraction of
     the limit the fast paths before it may use; the rest is left for that design, which a fast path
     still running at the limit would otherwise leave to the closed-form fallback."""
-    progress_clarabel_iterations: int = 5
-    """Clarabel says its progress (its primal and dual objectives and their gap) every this many
-    iterations; HiGHS says its own (the simplex's objective, a dual bound while rows are broken)
-    as often as its log does."""
+    progress_seconds: float = 1.0
+    """Shortest time between two progress lines of one solve: Clarabel's (its primal and dual objectives
+    and their gap, each iteration) and HiGHS's (an iteration and objective of its log, a dual bound while
+    rows are broken; its interior point logs every iteration).  A line due sooner is held back, and the
+    last one held is said when the solve ends.  It changes what is printed only, never the path."""
     verbose: bool = False
     """Let the solvers print their own output: HiGHS's once-per-process banner (on standard error,
     if the process's first HiGHS model is made under these settings) and HiGHS's, Clarabel's and

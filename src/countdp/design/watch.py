@@ -8,13 +8,15 @@ Without it nothing here stops on time, so the path and the answer do not depend 
 The request's :class:`Watch` is found by the solvers through :func:`current` (a context variable:
 each thread, and so each design of the pipeline's threads, has its own).  Every HiGHS model
 (:func:`Watch.attach_highs`) says its progress from its own log (the simplex's iteration and
-objective, which for the dual simplex is a lower bound on the optimum while rows are still
-broken) and is interrupted once the limit has passed; Clarabel (:meth:`Watch.clarabel_callback`)
-says its primal and dual objectives and their gap every
-:attr:`~countdp.design.settings.SolverTuning.progress_clarabel_iterations` iterations and stops at the
-limit too.  Between solves the planner and the general path check :meth:`Watch.check`.  A stopped
-solve raises :class:`TimeLimitReached`, carrying the point (with its duals) it had reached, from
-which :mod:`countdp.design.anytime` makes the best design it can prove feasible, with its gap.
+objective, which for the dual simplex is a lower bound on the optimum while rows are still broken)
+and is interrupted once the limit has passed; Clarabel (:meth:`Watch.clarabel_callback`) says its
+primal and dual objectives and their gap, and stops at the limit too.  A solve's lines go through its
+:class:`ProgressLines`: at most one every
+:attr:`~countdp.design.settings.SolverTuning.progress_seconds` (an interior point may log many
+iterations a second), and the last one held back said when the solve ends, so its final state shows.
+Between solves the planner and the general path check :meth:`Watch.check`.  A stopped solve raises
+:class:`TimeLimitReached`, carrying the point (with its duals) it had reached, from which
+:mod:`countdp.design.anytime` makes the best design it can prove feasible, with its gap.
 """
 
 from __future__ import annotations
@@ -40,6 +42,41 @@ HIGHS_ITERATION = re.compile(r"^\s*(\d+)\s+([-+0-9.eE]+|[-+]?inf)\s*(Pr:\s*(\d+)
 infeasibilities when there are any."""
 
 
+@dataclass
+class ProgressLines:
+    """One solve's progress lines (INFO on this module's logger), at most one every ``interval`` seconds
+    of ``clock``: a line due sooner is held back in place of the one held before, and :meth:`close` (or
+    the end of a ``with`` block) says the one held at the end, the solve's final state.  Which lines are
+    said depends on the clock; what the solver does never does."""
+
+    interval: float
+    clock: Callable[[], float] = time.perf_counter
+    said_at: float = -math.inf
+    held: tuple | None = None
+
+    def say(self, message: str, *args) -> None:
+        """Say ``message % args`` now if ``interval`` has passed since the last line said, else hold it."""
+        now = self.clock()
+        if now - self.said_at >= self.interval:
+            self.said_at, self.held = now, None
+            LOG.info(message, *args)
+        else:
+            self.held = (message, *args)
+
+    def close(self) -> None:
+        """Say the line held back, if any (the latest state the solver reported)."""
+        if self.held is not None:
+            held, self.held = self.held, None
+            self.said_at = self.clock()
+            LOG.info(*held)
+
+    def __enter__(self) -> ProgressLines:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class TimeLimitReached(Exception):
     """The caller's time limit passed during ``what``.  ``lp``, ``run``: the reduced model solved
     and the point it had reached (a :class:`countdp.design.solvers.solved.Solved`, its duals with
@@ -60,7 +97,8 @@ class Watch:
     """One request's time limit (``None``: none) and progress reporting (module docstring)."""
 
     time_limit: float | None = None
-    clarabel_every: int = DEFAULT_SETTINGS.solver.progress_clarabel_iterations
+    progress_seconds: float = DEFAULT_SETTINGS.solver.progress_seconds
+    clock: Callable[[], float] = time.perf_counter  # of the progress lines only (tests give their own)
     start: float = field(default_factory=time.perf_counter)
     upper: float | None = None  # the best design's objective known so far (for the gap in progress lines)
     interruptible: bool = False  # SIGINT sets ``interrupted`` (:func:`watching`, in the main thread)
@@ -90,8 +128,13 @@ class Watch:
             return ""
         return f"; best design so far {self.upper:.10g}, gap {self.upper - lower:.3g}"
 
-    def highs_line(self, what: str, message: str) -> None:
-        """Say a line of HiGHS's simplex log as progress (other log lines are not said)."""
+    def progress_lines(self) -> ProgressLines:
+        """A new solve's :class:`ProgressLines`, one every :attr:`progress_seconds` at most."""
+        return ProgressLines(self.progress_seconds, self.clock)
+
+    def highs_line(self, what: str, message: str, lines: ProgressLines | None = None) -> None:
+        """Say a line of HiGHS's simplex log as progress, through ``lines`` (now, without them); other log
+        lines are not said."""
         found = HIGHS_ITERATION.match(message)
         if found is None or not message.strip()[0].isdigit():
             return
@@ -99,16 +142,17 @@ class Watch:
         broken = found.group(3) is not None
         dual_feasible = found.group(6) is None or int(found.group(7)) == 0
         bound = " (a lower bound: rows still broken)" if broken and dual_feasible else ""
-        LOG.info("%s: iteration %s, objective %.10g%s%s", what, f"{iteration:,}", objective, bound,
-                 self.gap_text(objective) if bound else "")
+        say = LOG.info if lines is None else lines.say
+        say("%s: iteration %s, objective %.10g%s%s", what, f"{iteration:,}", objective, bound,
+            self.gap_text(objective) if bound else "")
 
-    def attach_highs(self, h, what: str, verbose: bool) -> None:
-        """Progress lines from ``h``'s log, and its interruption once the limit has passed.  HiGHS
-        then logs to this callback alone (to the console too when ``verbose``)."""
+    def attach_highs(self, h, what: str, verbose: bool, lines: ProgressLines) -> None:
+        """Progress lines from ``h``'s log, through ``lines``, and its interruption once the limit has
+        passed.  HiGHS then logs to this callback alone (to the console too when ``verbose``)."""
         h.setOptionValue("output_flag", True)
         h.setOptionValue("log_to_console", bool(verbose))
         def log_line(event) -> None:
-            self.highs_line(what, event.message)
+            self.highs_line(what, event.message, lines)
 
         h.cbLogging.subscribe(log_line)
         if self.time_limit is not None or self.interruptible:
@@ -118,14 +162,14 @@ class Watch:
             h.cbSimplexInterrupt.subscribe(stop_highs)
             h.cbIpmInterrupt.subscribe(stop_highs)
 
-    def clarabel_callback(self, what: str, cost_scale: float = 1.0) -> Callable[[object], bool]:
-        """Clarabel's termination callback: progress every ``clarabel_every`` iterations (its
-        objectives times ``cost_scale``, in the model's units), and ``True`` (stop) once the limit
-        has passed."""
+    def clarabel_callback(self, what: str, lines: ProgressLines,
+                          cost_scale: float = 1.0) -> Callable[[object], bool]:
+        """Clarabel's termination callback: each iteration's progress through ``lines`` (its objectives
+        times ``cost_scale``, in the model's units), and ``True`` (stop) once the limit has passed."""
         def clarabel_progress(info) -> bool:
-            if info.iterations and info.iterations % self.clarabel_every == 0:
-                LOG.info("%s: iteration %d, primal %.10g, dual %.10g, relative gap %.2g", what, info.iterations,
-                         info.cost_primal * cost_scale, info.cost_dual * cost_scale, info.gap_rel)
+            if info.iterations:
+                lines.say("%s: iteration %d, primal %.10g, dual %.10g, relative gap %.2g", what, info.iterations,
+                          info.cost_primal * cost_scale, info.cost_dual * cost_scale, info.gap_rel)
             return self.expired()
         return clarabel_progress
 
@@ -143,10 +187,10 @@ def current() -> Watch:
 
 
 @contextmanager
-def watching(time_limit: float | None, clarabel_every: int) -> Iterator[Watch]:
-    """The request's :class:`Watch` for the block, its clock started now (``clarabel_every``:
-    :attr:`~countdp.design.settings.SolverTuning.progress_clarabel_iterations` of its settings)."""
-    watch = Watch(time_limit, clarabel_every)
+def watching(time_limit: float | None, progress_seconds: float) -> Iterator[Watch]:
+    """The request's :class:`Watch` for the block, its clock started now (``progress_seconds``:
+    :attr:`~countdp.design.settings.SolverTuning.progress_seconds` of its settings)."""
+    watch = Watch(time_limit, progress_seconds)
     token = WATCH.set(watch)
     previous = _interrupts(watch)
     try:

@@ -80,7 +80,7 @@ def test_without_a_time_limit_an_unproven_design_is_not_returned():
 ])
 def test_accepts_only_under_a_time_limit_beyond_the_bound(n, settings, limit, reason):
     request = DesignRequest.of(n, 0.9, WM, "L2")
-    with watching(limit, DEFAULT_SETTINGS.solver.progress_clarabel_iterations):
+    with watching(limit, DEFAULT_SETTINGS.solver.progress_seconds):
         got = STRATEGY.accepts(request, settings)
     assert (got is None) if reason is None else (reason in got), got
 

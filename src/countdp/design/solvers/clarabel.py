@@ -75,8 +75,10 @@ def clarabel_lp(A: sp.spmatrix, cost: np.ndarray, col_lo: np.ndarray, col_hi: np
     start, watch = time.perf_counter(), current()
     solver = clarabel.DefaultSolver(sp.csc_matrix((k, k)), np.asarray(cost, float) / cost_scale, M,
                                     np.concatenate(rhs), cones, options)
-    solver.set_termination_callback(watch.clarabel_callback(f"Clarabel ({A.shape[0]:,} rows)", cost_scale))
-    solution = solver.solve()
+    lines = watch.progress_lines()
+    solver.set_termination_callback(watch.clarabel_callback(f"Clarabel ({A.shape[0]:,} rows)", lines, cost_scale))
+    with lines:  # the solve's last progress line, held back by the pace, said as it ends
+        solution = solver.solve()
     elapsed = time.perf_counter() - start
     z = np.asarray(solution.z, float) * cost_scale
     sizes = np.cumsum([eq.sum(), has_lo.sum(), has_hi.sum(), fin_lo.sum()])

@@ -27,7 +27,7 @@ from countdp.design.reduce import ReducedLP
 from countdp.design.settings import SolverSettings, running
 from countdp.design.solvers.scaling import scaled_model, scales
 from countdp.design.solvers.solved import Solved
-from countdp.design.watch import TimeLimitReached, current
+from countdp.design.watch import ProgressLines, TimeLimitReached, current
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
@@ -63,11 +63,12 @@ def work_limits(work: tuple[float, ...], lp: ReducedLP) -> tuple[int, ...]:
 
 
 def _configured(highspy, chosen: str, warm_start: bool, warm, primal: bool,
-                iterations: int | None, settings: SolverSettings):
+                iterations: int | None, settings: SolverSettings, lines: ProgressLines):
     """A ``Highs`` with :func:`run_highs`'s options set (its docstring): simplex when ``warm_start``
-    (a starting basis was asked for), priced for a warm start when there is a basis ``warm``."""
+    (a starting basis was asked for), priced for a warm start when there is a basis ``warm``; its
+    progress said through ``lines``."""
     h = highspy.Highs()
-    current().attach_highs(h, "HiGHS " + ("simplex" if warm_start else chosen), settings.solver.verbose)
+    current().attach_highs(h, "HiGHS " + ("simplex" if warm_start else chosen), settings.solver.verbose, lines)
     h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("solver", "simplex" if warm_start else chosen)
@@ -109,8 +110,9 @@ def run_highs(lp: ReducedLP, chosen: str, tight_from: Solved | None = None, row_
     running(settings, "HiGHS")
     highspy = load_highspy(settings.solver.verbose)
     warm = start if tight_from is None else tight_from.highs_basis
+    lines = current().progress_lines()
     h = _configured(highspy, chosen, tight_from is not None or start is not None, warm, primal,
-                    iterations, settings)
+                    iterations, settings, lines)
     LOG.info("HiGHS %s: %s rows, %s columns%s", "simplex" if warm is not None else chosen, f"{lp.A.shape[0]:,}",
              f"{lp.A.shape[1]:,}", ", from a guessed basis" if warm is not None else "")
     col, row = scales(lp, settings=settings)
@@ -121,7 +123,8 @@ def run_highs(lp: ReducedLP, chosen: str, tight_from: Solved | None = None, row_
     if warm is not None:
         h.setBasis(warm)
     began = time.perf_counter()
-    h.run()
+    with lines:  # the solve's last progress line, held back by the pace, said as it ends
+        h.run()
     elapsed = time.perf_counter() - began
     status = h.getModelStatus()
     text = h.modelStatusToString(status)

@@ -198,13 +198,15 @@ def highs_vertex(A, cost, col_lo, col_hi, row_lo, row_hi, options: dict, what: s
 
     h = highspy.Highs()
     watch = current()
-    watch.attach_highs(h, what, settings.solver.verbose)
+    lines = watch.progress_lines()
+    watch.attach_highs(h, what, settings.solver.verbose, lines)
     h.setOptionValue("primal_feasibility_tolerance", settings.solver.highs_tol)
     h.setOptionValue("dual_feasibility_tolerance", settings.solver.highs_tol)
     for key, value in options.items():
         h.setOptionValue(key, value)
     h.passModel(highs_lp(A, cost, col_lo, col_hi, row_lo, row_hi))
-    h.run()
+    with lines:  # the solve's last progress line, held back by the pace, said as it ends
+        h.run()
     watch.check(what)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
