@@ -79,8 +79,14 @@ def available_memory() -> int | None:
         return None
 
 
+class BeyondMemory(ValueError):
+    """A size whose arrays would need more memory than this machine has available (one line): a
+    ``ValueError``, which a caller can tell from the others to say what else would serve that size."""
+
+
 def check_fits_in_memory(n: int, bytes_per_entry: int, what: str, power: int = 2) -> None:
-    """Raise ``ValueError`` (one line) if ``what`` for groups of size n would need more memory than is available.
+    """Raise :class:`BeyondMemory` (one line) if ``what`` for groups of size n would need more memory than is
+    available.
 
     ``bytes_per_entry`` is the measured peak per entry of the (n+1)x(n+1) matrix (of ``(n+1)^power``
     entries, for an array with ``power`` axes of ``n + 1``).
@@ -88,7 +94,7 @@ def check_fits_in_memory(n: int, bytes_per_entry: int, what: str, power: int = 2
     need = (n + 1) ** power * bytes_per_entry
     have = available_memory()
     if have is not None and need > have:
-        raise ValueError(f"n = {n} is beyond this machine: {what} needs about {need / 2**30:,.1f} GiB of memory, "
+        raise BeyondMemory(f"n = {n} is beyond this machine: {what} needs about {need / 2**30:,.1f} GiB of memory, "
                          f"and {have / 2**30:,.1f} GiB is available")
 
 

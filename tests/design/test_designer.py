@@ -11,6 +11,7 @@ from countdp.design.designer import DesignError, design_lp, design_named
 from countdp.mechanisms.closed_forms import explicit_fair, geometric
 from countdp.mechanisms.properties import check_all, check_dp, gupte_sundararajan_violation, is_gm_derivable
 from countdp.privacy.certify import is_alpha_dp
+from countdp.validation import BeyondMemory
 from countdp.values.objectives import loss_matrix, objective_value
 
 
@@ -143,3 +144,12 @@ def test_bad_design_arguments(kwargs, word):
 def test_unknown_named_mechanism():
     with pytest.raises(ValueError, match="unknown mechanism"):
         design_named("XM", 3, 0.5)
+
+
+@pytest.mark.parametrize("mechanism, serves", [("WM", "under L0 beyond n = "), ("GM", "for groups of any size")])
+def test_a_size_beyond_the_machine_is_told_apart_by_its_type_and_names_what_serves_it(mechanism, serves):
+    """The advice on what draws the mechanism without its matrix follows the refusal's type
+    (:class:`~countdp.validation.BeyondMemory`), not words matched in its text."""
+    with pytest.raises(BeyondMemory, match=f"n = 100000 is beyond this machine: .*; countdp release draws {mechanism} "
+                                           f"{serves}"):
+        design_named(mechanism, 100_000, "9/10", representation="matrix")

@@ -20,12 +20,14 @@ from countdp.design.anytime import best_feasible
 from countdp.design.constraints import property_rows
 from countdp.design.designer import design_lp
 from countdp.design.highs_model import DesignModel
-from countdp.design.memory import MemoryBoundError, general_path_bytes
+from countdp.design.memory import MemoryBoundError, general_path_bytes, memory_refusal
+from countdp.design.planner import bound_error
 from countdp.design.request import DesignRequest
-from countdp.design.settings import SolverSettings
+from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
 from countdp.design.watch import ProgressLines, Watch
 from countdp.mechanisms.closed_forms import geometric
 from countdp.privacy.exact import exact_dp_check
+from countdp.validation import available_memory
 from countdp.values.objectives import objective_value
 
 PROPS = ("WH", "RM", "CM", "S")
@@ -119,14 +121,28 @@ def test_the_memory_bound_refuses_the_general_path_in_one_line():
 def test_a_bound_raised_past_the_machine_does_not_let_the_general_path_run():
     """However high the bound is raised, an estimate above the memory this machine has available is
     refused in one line, without the advice to raise the bound: n = 100,000 needs hundreds of TiB."""
-    from countdp.design.memory import memory_refusal
-    from countdp.validation import available_memory
-
     n, boundless = 100_000, SolverSettings.of(memory_bound=2**62)
     assert available_memory() is not None and general_path_bytes(n) > available_memory()
     refused = memory_refusal(n, boundless)
-    assert refused is not None and "this machine has available" in refused and "\n" not in refused
+    assert refused is not None and refused.past_machine
+    assert "this machine has available" in refused.reason and "\n" not in refused.reason
+    assert "--memory-bound" not in str(bound_error(DesignRequest.of(n, 0.9, PROPS, "L1"), refused))
     assert memory_refusal(40, boundless) is None  # a size that fits is not refused
+
+
+def test_the_advice_to_raise_the_bound_follows_the_refusals_flag_not_its_words():
+    """Past the machine's memory the bound's own refusal (its words name the bound, not the machine)
+    gives no advice to raise it; below the machine's memory it does."""
+    n = 100_000
+    refused = memory_refusal(n, DEFAULT_SETTINGS)  # above the 2 GiB bound, and above the machine
+    assert refused.past_machine and "memory bound of 2.00 GiB" in refused.reason and "machine" not in refused.reason
+    request = DesignRequest.of(n, 0.9, PROPS, "L1")
+    past = str(bound_error(request, refused))
+    assert past.endswith("with its gap") and "--memory-bound" not in past
+    within = memory_refusal(40, SolverSettings.of(memory_bound=general_path_bytes(40) - 1))
+    assert within is not None and not within.past_machine
+    assert str(bound_error(DesignRequest.of(40, 0.9, PROPS, "L1"), within)).endswith(
+        "or raise the bound (--memory-bound) to run it")
 
 
 def test_progress_lines_say_the_gap_and_the_solvers_iterations(caplog):

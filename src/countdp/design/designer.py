@@ -30,7 +30,7 @@ from countdp.privacy.exact import RELEASE_K
 from countdp.privacy.rounding import check_release_alpha, round_to_release
 from countdp.structural.catalogue import NARROW_MAX_N, SPREADS, released_weights, served_as_structure
 from countdp.structural.errors import structural_errors
-from countdp.validation import check_distribution, check_fits_in_memory, check_n
+from countdp.validation import BeyondMemory, check_distribution, check_fits_in_memory, check_n
 from countdp.values.catalogue import MECHANISMS, NAMED_DESIGNS
 from countdp.values.mechanism import Mechanism
 from countdp.values.objectives import objective_value, parse_objective
@@ -309,9 +309,9 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
         n, alpha_q = check_n(n), check_release_alpha(alpha)
         try:
             check_fits_in_memory(n, CLOSED_FORM_BYTES_PER_ENTRY, f"{name}'s matrix with its release weights")
-        except ValueError as exc:
-            raise ValueError(f"{exc}; countdp release draws {name} for groups of any size from its structure "
-                             "(countdp.structural), without the matrix") from None
+        except BeyondMemory as exc:
+            raise BeyondMemory(f"{exc}; countdp release draws {name} for groups of any size from its structure "
+                               "(countdp.structural), without the matrix") from None
         obj = parse_objective(objective)
         bound = lp_options.get("max_repair_lambda", MAX_REPAIR_LAMBDA)
         return finish_design(CLOSED_FORMS[name](n, float(alpha_q)), name, n, alpha_q, obj, (),
@@ -324,8 +324,8 @@ def design_named(mechanism: str, n: int, alpha: object, objective: object = "L0"
             return spread
     try:
         return design_lp(n, alpha, props, objective, mechanism=name, **lp_options)
-    except ValueError as exc:
-        if name in SPREADS and "beyond this machine" in str(exc) and str(parse_objective(objective)) == "L0":
-            raise ValueError(f"{exc}; countdp release draws {name} under L0 beyond n = {NARROW_MAX_N} from its "
-                             "template structure (countdp.design.forms), without the matrix") from None
+    except BeyondMemory as exc:
+        if name in SPREADS and str(parse_objective(objective)) == "L0":
+            raise BeyondMemory(f"{exc}; countdp release draws {name} under L0 beyond n = {NARROW_MAX_N} from its "
+                               "template structure (countdp.design.forms), without the matrix") from None
         raise

@@ -305,7 +305,7 @@ def bound_refusal(path: str, n: int, settings: SolverSettings = DEFAULT_SETTINGS
         return None
     from countdp.design.planner import GENERAL_PATH  # lazy: the LP stack (module docstring of designer)
 
-    return refused if path in {strategy.name for strategy in GENERAL_PATH} else None
+    return refused.reason if path in {strategy.name for strategy in GENERAL_PATH} else None
 
 
 __all__ = ["CLOSED_MATRIX", "PLANNED_MAX_N", "SPREAD", "STRUCTURAL", "DesignEstimate", "bound_bytes", "bound_refusal",

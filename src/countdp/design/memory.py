@@ -17,6 +17,7 @@ default: the general path up to about n = 840) is not run (:func:`memory_refusal
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from countdp.design.settings import SolverSettings
 from countdp.validation import available_memory
@@ -37,6 +38,19 @@ class MemoryBoundError(ValueError):
     """A design whose general path would need more memory than the settings' bound allows (one line)."""
 
 
+@dataclass(frozen=True)
+class MemoryRefusal:
+    """Why the general path is not run (:func:`memory_refusal`): ``reason``, one line, and whether the
+    estimate is above the memory this machine has available (``past_machine``), where raising the
+    bound would not let it run; else it is above the settings' bound alone, which may be raised."""
+
+    reason: str
+    past_machine: bool = False
+
+    def __str__(self) -> str:
+        return self.reason
+
+
 def lp_bytes(n: int) -> int:
     """The general path's peak resident growth at ``n`` (module docstring), without the process."""
     entries = (n + 1) ** 2
@@ -48,15 +62,16 @@ def general_path_bytes(n: int) -> int:
     return PROCESS_BYTES + lp_bytes(n)
 
 
-def memory_refusal(n: int, settings: SolverSettings) -> str | None:
+def memory_refusal(n: int, settings: SolverSettings) -> MemoryRefusal | None:
     """Why the general path is not run at ``n`` under ``settings`` (its estimate above
     :attr:`~countdp.design.settings.SolverTuning.memory_bound`, or above the memory this machine has
-    available, however high the bound was raised), or ``None`` when it fits."""
+    available, however high the bound was raised: ``past_machine``), or ``None`` when it fits."""
     need, bound, have = general_path_bytes(n), settings.solver.memory_bound, available_memory()
+    past_machine = have is not None and need > have
     if need > bound:
-        return (f"the general LP at n = {n} needs about {need / GIB:,.2f} GiB, above the memory bound of "
-                f"{bound / GIB:,.2f} GiB (settings.solver.memory_bound)")
-    if have is not None and need > have:
-        return (f"the general LP at n = {n} needs about {need / GIB:,.2f} GiB, more than the {have / GIB:,.2f} GiB "
-                "this machine has available")
+        return MemoryRefusal(f"the general LP at n = {n} needs about {need / GIB:,.2f} GiB, above the memory bound "
+                             f"of {bound / GIB:,.2f} GiB (settings.solver.memory_bound)", past_machine)
+    if past_machine:
+        return MemoryRefusal(f"the general LP at n = {n} needs about {need / GIB:,.2f} GiB, more than the "
+                             f"{have / GIB:,.2f} GiB this machine has available", past_machine)
     return None

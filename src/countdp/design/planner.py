@@ -35,7 +35,7 @@ import numpy as np
 
 from countdp.design import lp_solve
 from countdp.design.anytime import stopped_answer
-from countdp.design.memory import MemoryBoundError, memory_refusal
+from countdp.design.memory import MemoryBoundError, MemoryRefusal, memory_refusal
 from countdp.design.model import DesignProblem
 from countdp.design.policy import choose_method
 from countdp.design.reduce import ReducedLP
@@ -140,7 +140,16 @@ def _finish(answer: Answer, attempts: list[Attempt], strategies: dict[str, Strat
     return answer
 
 
-def _general_start(request: DesignRequest, settings: SolverSettings, watch) -> str | None:
+def bound_error(request: DesignRequest, refused: MemoryRefusal) -> MemoryBoundError:
+    """The one-line refusal of a request only the general path could answer, which ``refused`` keeps
+    from running: give a time limit, or raise the bound, unless the estimate is past the machine's
+    memory (:attr:`~countdp.design.memory.MemoryRefusal.past_machine`), where no bound would help."""
+    raise_it = "" if refused.past_machine else ", or raise the bound (--memory-bound) to run it"
+    return MemoryBoundError(f"{request.label()}: no fast path answers, and {refused.reason}; give a time limit "
+                            f"(--time-limit, time_limit=) for the best design within the bound with its gap{raise_it}")
+
+
+def _general_start(request: DesignRequest, settings: SolverSettings, watch) -> MemoryRefusal | None:
     """Before the first general strategy: why it is not run (its memory estimate above the bound),
     or ``None``, after saying, under a time limit, the best closed-form design and lower bound so
     far (the gap the general path starts from; the request's watch keeps the design's objective
@@ -174,7 +183,7 @@ def _attempts(request: DesignRequest, settings: SolverSettings, attempts: list[A
                 if strategy in GENERAL_PATH and not general:
                     general, refused = True, _general_start(request, settings, watch)
                 if strategy in GENERAL_PATH and refused is not None:
-                    attempts.append(Attempt(strategy.name, "skipped", refused))
+                    attempts.append(Attempt(strategy.name, "skipped", refused.reason))
                     continue
                 context = replace(context, earlier=tuple(attempts))
                 attempt = skipped_unless_accepted(strategy, request, context) or strategy.attempt(request, context)
@@ -230,12 +239,9 @@ def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
         return _finish(proven.answer, attempts, strategies)
     if refused is not None and watch.time_limit is not None:  # the best unproven answer, repaired, with its gap
         earlier = None if best is None else best.answer
-        return _finish(stopped_answer(request, earlier, None, refused, started), attempts, strategies)
+        return _finish(stopped_answer(request, earlier, None, refused.reason, started), attempts, strategies)
     if best is None and refused is not None:
-        raise_it = "" if "this machine" in refused else ", or raise the bound (--memory-bound) to run it"
-        raise MemoryBoundError(f"{request.label()}: no fast path answers, and {refused}; give a time limit "
-                               f"(--time-limit, time_limit=) for the best design within the bound with its gap"
-                               f"{raise_it}")
+        raise bound_error(request, refused)
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
         raise RuntimeError(failures[-1] if failures else "no strategy answered")
