@@ -125,8 +125,9 @@ def check_probability(p: object, name: str = "p") -> float:
     return float(p)
 
 
-def _kind(mode: int) -> str:
-    """What a file of ``st_mode`` ``mode`` is, in words (for a refusal)."""
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words, for a refusal that names it: ``"a file"``,
+    ``"a directory"``, ``"a named pipe (FIFO)"``, ``"a device"``, ``"a socket"``."""
     kinds = ((stat.S_ISREG, "a file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
              (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
     return next((word for test, word in kinds if test(mode)), "not a regular file")
@@ -141,7 +142,7 @@ def file_problem(path: str | os.PathLike, what: str) -> str | None:
         return "no such file"
     except OSError as exc:
         return f"cannot be read ({exc.strerror})"
-    return None if stat.S_ISREG(mode) else f"{_kind(mode)}, not {what}"
+    return None if stat.S_ISREG(mode) else f"{file_kind(mode)}, not {what}"
 
 
 def folder_problem(path: str | os.PathLike, writable: bool = False) -> str | None:
@@ -161,7 +162,7 @@ def folder_problem(path: str | os.PathLike, writable: bool = False) -> str | Non
             return f"cannot be reached ({exc.strerror})"
         where = "" if candidate == path else f"its parent {candidate} is "
         if not stat.S_ISDIR(mode):
-            return f"{where}{_kind(mode)}, not a folder"
+            return f"{where}{file_kind(mode)}, not a folder"
         if writable and not os.access(candidate, os.W_OK | os.X_OK):
             return f"{where}a folder {_unwritable(candidate)}"
         return None

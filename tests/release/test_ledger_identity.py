@@ -13,6 +13,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -179,14 +180,23 @@ def test_a_ledger_that_is_not_a_regular_file_is_refused(tmp_path, capsys):
     (tmp_path / "folder").mkdir()
     (tmp_path / "to-folder.json").symlink_to(tmp_path / "folder")
     os.mkfifo(tmp_path / "pipe.json")
-    for name, kind in [("folder", "a directory"), ("to-folder.json", "a directory"), ("pipe.json", "a FIFO")]:
-        for action in (lambda ledger: ledger.state(), lambda ledger: ledger.debit(TENTH, {})):
-            with pytest.raises(LedgerError) as refused:
-                action(Ledger(tmp_path / name))
-            assert str(refused.value) == f"{tmp_path / name}: not a regular file ({kind}); a budget ledger is one file"
+    (tmp_path / "to-device.json").symlink_to("/dev/null")
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(str(tmp_path / "socket.json"))
+        # each named as every refusal of countdp names it (countdp.validation.file_kind): once "a FIFO" here,
+        # "a named pipe (FIFO)" for a mechanism file, and "special" for a device or a socket
+        for name, kind in [("folder", "a directory"), ("to-folder.json", "a directory"),
+                           ("pipe.json", "a named pipe (FIFO)"), ("to-device.json", "a device"),
+                           ("socket.json", "a socket")]:
+            for action in (lambda ledger: ledger.state(), lambda ledger: ledger.debit(TENTH, {})):
+                with pytest.raises(LedgerError) as refused:
+                    action(Ledger(tmp_path / name))
+                assert str(refused.value) == \
+                    f"{tmp_path / name}: not a regular file ({kind}); a budget ledger is one file"
     assert main(["budget", "show", str(tmp_path / "to-folder.json")]) == 2
     assert "to-folder.json: not a regular file" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe.json", "to-folder.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "pipe.json", "socket.json", "to-device.json",
+                                                          "to-folder.json"]
 
 
 def test_budget_show_names_the_link_it_was_given(tmp_path, capsys):

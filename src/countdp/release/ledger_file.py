@@ -20,6 +20,7 @@ from pathlib import Path
 
 from countdp.release.atomic import fsync_folder
 from countdp.release.ledger_format import LedgerError, require
+from countdp.validation import file_kind
 
 ATTEMPTS = 5
 """How many times an operation reads the ledger again after it, or its lock file, was replaced meanwhile."""
@@ -80,8 +81,8 @@ def locked(path: Path, exclusive: bool, given: Path):
 
 def refuse_odd(status: os.stat_result) -> None:
     """``ValueError`` for a file that is not regular, or has several names (a rename over one forks the budget)."""
-    kind = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO"}.get(stat.S_IFMT(status.st_mode), "special")
-    require(stat.S_ISREG(status.st_mode), f"not a regular file ({kind}); a budget ledger is one file")
+    mode = status.st_mode
+    require(stat.S_ISREG(mode), f"not a regular file ({file_kind(mode)}); a budget ledger is one file")
     require(status.st_nlink == 1, f"the budget ledger has {status.st_nlink} hard links; one budget is reached "
                                   "through one file (remove the other links, or use a symlink)")
 
