@@ -66,6 +66,37 @@ def test_captions_render(configfile):
         assert f"{config[key]['repetitions']} repetitions" in text and "standard deviation" in text, key
 
 
+SOLVERS = {  # solver block -> what Figures 1 and 2's captions must say, and must not
+    "planner, HiGHS": ({"name": "HIGHS"}, "the general LP, whose backend is set to HIGHS;", ("simplex", "vertex")),
+    "planner, Clarabel": ({"name": "CLARABEL"}, "backend is set to CLARABEL;", ("HIGHS", "simplex", "ipm")),
+    "planner, HiGHS ipm": ({"name": "HIGHS", "method": "ipm"}, "backend is set to HIGHS ipm;", ("simplex",)),
+    "plain HiGHS": ({"name": "HIGHS", "plain": True}, "solved with HIGHS (simplex) alone, a vertex solution",
+                    ("planner",)),
+    "plain Clarabel": ({"name": "CLARABEL", "plain": True}, "solved with CLARABEL (ipm) alone", ("HIGHS", "vertex")),
+}
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+@pytest.mark.parametrize("setting", SOLVERS)
+def test_the_lp_captions_state_no_solver_the_run_may_not_use(setting):
+    """Only ``solver.plain`` fixes every LP's solver; otherwise the planner chooses each design's path
+    and the caption names only the general LP's configured backend.  Once Figure 2 said "HIGHS simplex"
+    whatever the planner ran, and the objectives study "HiGHS simplex vertices" whatever
+    ``extensions.solver`` was."""
+    solver, says, never = SOLVERS[setting]
+    config = yaml.safe_load((REPO / "config" / "quick.yaml").read_text())
+    config["solver"] = solver
+    config["extensions"]["solver"] = solver
+    for name in ("fig01.rst", "fig02.rst"):
+        text = " ".join(_render(REPORT_DIR / name, config, CATEGORIES).split())
+        assert says in text and "the figure's title names the solver and method the designs record" in text, name
+        how = text.split("How it was made.", 1)[1].split("the figure's title", 1)[0]
+        assert not any(word in how for word in never), (name, how)
+    objectives = " ".join(_render(REPORT_DIR / "ext_objectives_rmse.rst", config, CATEGORIES).split())
+    assert "HiGHS" not in objectives and "simplex" not in objectives
+    assert "recorded in the table's <tt class=\"docutils literal\">solver</tt> column" in objectives
+
+
 def test_claims_html_is_a_standalone_table():
     table = pd.DataFrame([
         {"id": "a-1", "source": "Lemma 2", "statement": "x < y & z", "paper_value": "1", "our_value": "1",
