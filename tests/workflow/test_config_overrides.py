@@ -198,6 +198,16 @@ REFUSALS = {
                                                 "above the memory bound of 2.00 GiB (settings.solver.memory_bound)); "
                                                 "allowed: group sizes or alphas a fast path answers (docs/design.md), "
                                                 "or the key's largest n lowered"),
+    # a study that solves the whole LP outside the engine (countdp.design.full_model: 10,000 bytes an entry)
+    "a study beyond the paper past the memory bound": ({"extensions": {"minimax": {"n": [2, 1000]}}},
+                                                       "config key 'extensions.minimax.n': n = 1000 does not fit in "
+                                                       "memory for the minimax study's lexicographic designs (the "
+                                                       "whole design LP, solved outside the design engine, up to "
+                                                       "1,002,002 columns, 7,513,004 rows, 16,023,004 non-zeros: needs "
+                                                       "about 9.64 GiB, above the memory bound of 2.00 GiB the design "
+                                                       "engine keeps for a whole LP (settings.solver.memory_bound)); "
+                                                       "allowed: group sizes whose LPs fit, or the key's largest n "
+                                                       "lowered"),
 }
 
 

@@ -6,9 +6,10 @@ import, the schema walk, the semantic checks) and filling in the schema's defaul
 a tenth of a second on every ``snakemake`` start.  Once a config has passed, the filled-in
 result is kept in a small JSON file under the fingerprint of everything the verdict depends on:
 the config as Snakemake merged it, the schema file, and the sources of the checking modules
-(with the routing of Figures 9-13 and the catalogue of structural forms it reads, and the memory
-estimate of the designs with its fit check).  The fit check's limit, when the config does not give
-``design_memory_mb``, is the memory available when the config was first checked.
+(with the routing of Figures 9-13 and the catalogue of structural forms it reads, the memory
+estimate of the designs with its fit check, and that of the extension studies).  The fit check's
+limit, when the config does not give ``design_memory_mb``, is the memory available when the config
+was first checked.
 Any change to one of them (or a missing, unreadable or foreign cache file) checks afresh, so a
 bad config is always reported.  Configs that JSON cannot carry exactly are never cached.
 """
@@ -35,7 +36,7 @@ def fingerprint(config: dict, schema_path: Path) -> str | None:
         return None
     digest = hashlib.sha256(text.encode())
     checkers = (config_check.__file__, sys.modules[config_check.number_or_fraction.__module__].__file__, __file__,
-                *config_check.ROUTING_SOURCES, *config_check.FIT_SOURCES)
+                *config_check.ROUTING_SOURCES, *config_check.FIT_SOURCES, *config_check.EXTENSION_SOURCES)
     for path in (schema_path, *checkers):
         digest.update(b"\0" + Path(path).read_bytes())
     return digest.hexdigest()

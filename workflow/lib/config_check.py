@@ -13,7 +13,9 @@ Two layers:
    L2 on the matrix path, ``fig09.n_by_mechanism`` only for mechanisms it plots);
 3. every design the sweeps would make fits in memory (:mod:`config_fit`: each design's path and
    peak memory predicted by :func:`countdp.design.estimate.estimate_named`, nothing solved, against
-   ``design_memory_mb`` or this machine's available memory).
+   ``design_memory_mb`` or this machine's available memory), and so do the studies beyond the paper
+   (:mod:`config_extensions`: the minimax, prior and subsets studies solve the whole design LP
+   outside the engine, :func:`countdp.design.full_model.full_model_bytes`).
 
 Each problem becomes one line ``config key 'fig11.p[2]': 1.5 is not allowed (...); allowed:
 a number in [0, 1]``; all lines are raised together as one :class:`ConfigError`.
@@ -29,13 +31,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import yaml
+from config_extensions import EXTENSION_SOURCES, extension_errors
 from config_fit import FIT_SOURCES, fit_errors
 from config_routing import FIGURE_MECHANISMS, L0_ONLY, ROUTING_SOURCES, routing_errors
 
 from countdp.studies.naming import number_or_fraction
 
-__all__ = ["FIGURE_MECHANISMS", "FIT_SOURCES", "L0_ONLY", "ROUTING_SOURCES", "ConfigError", "check_config",
-           "config_errors", "describe", "fill_defaults", "load_schema"]
+__all__ = ["EXTENSION_SOURCES", "FIGURE_MECHANISMS", "FIT_SOURCES", "L0_ONLY", "ROUTING_SOURCES", "ConfigError",
+           "check_config", "config_errors", "describe", "fill_defaults", "load_schema"]
 
 
 
@@ -274,7 +277,7 @@ def config_errors(config: Mapping, schema: Mapping) -> list[str]:
     semantic = [line for line in _semantic_errors(config) if not reported(line.split("'")[1])]
     if lines or semantic:
         return lines + semantic  # the fit is estimated only for a config otherwise valid
-    return fit_errors(config)
+    return fit_errors(config) + extension_errors(config)
 
 
 def check_config(config: Mapping, schema: str | os.PathLike | Mapping) -> None:

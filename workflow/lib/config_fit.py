@@ -38,7 +38,8 @@ from countdp.validation import available_memory
 from countdp.values.alpha import alpha_text, exact_alpha
 from countdp.values.catalogue import CLOSED_FORM_MECHANISMS
 
-__all__ = ["FIT_SOURCES", "design_groups", "fit_errors"]
+__all__ = ["FIT_SOURCES", "candidate_ns", "design_groups", "fit_errors", "fit_line", "memory_limit", "refused_line",
+           "solver_options"]
 
 FIT_SOURCES = (__file__, estimate.__file__, sys.modules[lp_options.__module__].__file__,
                sys.modules[memory_refusal.__module__].__file__, sys.modules[type(DEFAULT_SETTINGS).__module__].__file__)
@@ -116,15 +117,16 @@ def design_groups(config: Mapping) -> Iterator[tuple[str, str, tuple, str, objec
                 yield key, m, tuple(props), objective, alpha, n
 
 
-def _options(config: Mapping) -> dict:
-    """The ``design_named`` options of the config's solver setting, as the sweeps pass them."""
-    solver = config.get("solver") or {}
+def solver_options(solver: Mapping | None) -> dict:
+    """The ``design_named`` options of a solver block (the config's ``solver``, or ``extensions.solver``),
+    as the sweeps pass them."""
+    solver = solver or {}
     name = solver.get("name", "HIGHS")
     method = solver.get("method") or (SOLVER_FIRST.get(name, "simplex") if solver.get("plain") else "auto")
     return lp_options(f"{name}/{method}" + ("/plain" if solver.get("plain") else ""))
 
 
-def _limit(config: Mapping) -> tuple[int | None, str]:
+def memory_limit(config: Mapping) -> tuple[int | None, str]:
     """The memory limit in bytes (``None``: unknown, no check) and how it is named in a message."""
     mb = config.get("design_memory_mb")
     if isinstance(mb, int) and not isinstance(mb, bool) and mb > 0:
@@ -133,7 +135,7 @@ def _limit(config: Mapping) -> tuple[int | None, str]:
     return have, "available" if have is None else f"{have / 2**30:,.1f} GiB available"
 
 
-def _line(key: str, found: estimate.DesignEstimate, alpha, what: str) -> str:
+def fit_line(key: str, found: estimate.DesignEstimate, alpha, what: str) -> str:
     name = found.mechanism if found.mechanism != "LP" else "LP-" + ("+".join(found.properties) or "none")
     return (f"config key '{key}': n = {found.n} does not fit in memory for {name} under {found.objective} at "
             f"alpha = {alpha} ({found.path}: needs about {found.required_bytes / 2**30:,.2f} GiB, {what}); "
@@ -141,7 +143,7 @@ def _line(key: str, found: estimate.DesignEstimate, alpha, what: str) -> str:
             f"largest n lowered")
 
 
-def _refused_line(key: str, found: estimate.DesignEstimate, alpha) -> str:
+def refused_line(key: str, found: estimate.DesignEstimate, alpha) -> str:
     name = found.mechanism if found.mechanism != "LP" else "LP-" + ("+".join(found.properties) or "none")
     return (f"config key '{key}': n = {found.n} is refused by the design engine for {name} under {found.objective} "
             f"at alpha = {alpha} (no fast path answers, and {found.refusal}); allowed: group sizes or alphas a fast "
@@ -152,9 +154,9 @@ def fit_errors(config: Mapping) -> list[str]:
     """A design of the config predicted not to fit the memory limit, or to be refused by the design
     engine's own memory bound (the general path above ``settings.solver.memory_bound``, which the sweeps
     do not raise): one line per key, its largest need or its refusal."""
-    limit, what = _limit(config)
+    limit, what = memory_limit(config)
     try:
-        options, groups = _options(config), list(design_groups(config))
+        options, groups = solver_options(config.get("solver")), list(design_groups(config))
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError):
         return []  # a malformed block or solver: the schema's messages say so
     worst, refused = {}, {}
@@ -171,5 +173,5 @@ def fit_errors(config: Mapping) -> list[str]:
             worst[key] = (found, alpha)
         elif found.refusal is not None:
             refused.setdefault(key, (found, alpha))
-    return [_line(key, found, alpha, what) for key, (found, alpha) in worst.items()] + \
-        [_refused_line(key, found, alpha) for key, (found, alpha) in refused.items() if key not in worst]
+    return [fit_line(key, found, alpha, what) for key, (found, alpha) in worst.items()] + \
+        [refused_line(key, found, alpha) for key, (found, alpha) in refused.items() if key not in worst]

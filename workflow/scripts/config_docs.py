@@ -95,6 +95,14 @@ begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake 
   3.08 GiB, above the memory bound of 2.00 GiB).
   Which requests have a fast path is in [docs/design.md](../docs/design.md) (at n = 1024 and
   α = 0.99 on WM only L0 has one).
+- a study beyond the paper predicted not to fit: the minimax, prior and subsets studies solve the
+  whole design LP outside the design engine (`countdp.design.full_model`: 10,000 bytes an entry of
+  the (n+1)^2 matrix for the minimax and prior studies, 60,000 for the subsets study's 128 models),
+  checked against the same limit and at most the engine's memory bound for a whole LP (2 GiB):
+  `config key 'extensions.minimax.n': n = 1000 does not fit in memory for the minimax study's lexicographic designs`
+  (the largest n of each of those keys: minimax and prior up to about n = 420, subsets up to about
+  n = 170); the objectives and derivability studies design through the engine and are checked as
+  the sweeps' designs are.
 
 ## Large group sizes (`config/large_n.yaml`)
 
