@@ -33,13 +33,14 @@ from countdp.design.memory import memory_refusal
 from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.evaluate.routing import ROUTING
 from countdp.structural.catalogue import NARROW_MAX_N
+from countdp.studies.naming import alpha_spelling, lp_name, objective_slug, parse_alpha
 from countdp.studies.sweeps import lp_options
 from countdp.validation import available_memory
 from countdp.values.alpha import alpha_text, exact_alpha
 from countdp.values.catalogue import CLOSED_FORM_MECHANISMS
 
-__all__ = ["FIT_SOURCES", "candidate_ns", "design_groups", "fit_errors", "fit_line", "memory_limit", "refused_line",
-           "solver_options"]
+__all__ = ["FIT_SOURCES", "asks_for", "candidate_ns", "design_groups", "fit_errors", "fit_line", "memory_limit",
+           "refused_line", "solver_options", "sweep_keys"]
 
 FIT_SOURCES = (__file__, estimate.__file__, sys.modules[lp_options.__module__].__file__,
                sys.modules[memory_refusal.__module__].__file__, sys.modules[type(DEFAULT_SETTINGS).__module__].__file__)
@@ -115,6 +116,27 @@ def design_groups(config: Mapping) -> Iterator[tuple[str, str, tuple, str, objec
                 if routed is not None and ROUTING.structural(m, n, alpha_text(exact_alpha(str(alpha))), routed):
                     continue
                 yield key, m, tuple(props), objective, alpha, n
+
+
+def sweep_keys(config: Mapping, mechanism: str, objective: str, alpha: str) -> list[tuple[str, object]]:
+    """``(key, n spec)`` of every config key whose designs include the sweep of ``mechanism`` (as an
+    artifact path names it: ``WM``, ``LP-WH+S``) under ``objective`` (its slug) at ``alpha`` (its
+    spelling): the keys a design job names when the engine refuses one of its designs."""
+    found = []
+    for key, m, props, goal, alphas, spec, _ in (*_intrinsic(config), *_figures(config)):
+        if (lp_name(props) if m == "LP" else m) != mechanism or objective_slug(goal) != objective:
+            continue
+        if any(alpha_spelling(parse_alpha(a)) == alpha for a in alphas):
+            found.append((key, spec))
+    return found
+
+
+def asks_for(spec, n: int) -> bool:
+    """Whether an n spec ({from, to, step}, a list or one n) holds ``n``."""
+    if isinstance(spec, Mapping):
+        start, step = int(spec["from"]), int(spec.get("step", 1))
+        return start <= n <= int(spec["to"]) and (n - start) % step == 0
+    return n in {int(m) for m in _as_list(spec)}
 
 
 def solver_options(solver: Mapping | None) -> dict:

@@ -14,21 +14,49 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from config_fit import asks_for
+
+from countdp.design.memory import MemoryBoundError
 from countdp.progress import StageLog
 from countdp.services.arrays import arrays_path
 from countdp.services.atomic import write_text_atomic
 from countdp.studies.sweeps import design_sweep
 
 
+class SweepRefused(RuntimeError):
+    """A design of the sweep the engine refused, in the config's words (module docstring)."""
+
+
+def refusal(refused: MemoryBoundError, mechanism: str, objective: str, alpha: str,
+            keys: Sequence[tuple[str, object]]) -> str:
+    """The one line of a design the engine refused: the design, why, the keys asking for it (``keys``:
+    ``(key, n spec)`` pairs, :func:`config_fit.sweep_keys`) and what they allow."""
+    n = refused.n
+    named = [f"'{key}'" for key, spec in keys if asks_for(spec, n)]
+    tried = f"its fast paths did not answer ({'; '.join(refused.failed)})" if refused.failed else "no fast path answers"
+    asked = (f"config key {', '.join(named)} asks for it" if named
+             else "no study key of the config names this n for it (the claims' designs?)")
+    return (f"design {mechanism} {objective} n={n} alpha={alpha} is refused by the design engine: {tried}, and "
+            f"{refused.reason}; {asked}; allowed: that key's largest n lowered, or an alpha or objective a fast "
+            f"path answers (docs/design.md); the workflow gives the engine no time limit and keeps its memory bound "
+            f"(each design it saves is a proven optimum)")
+
+
 def sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], solver: str, artifacts: Sequence[str],
-          log: str, alpha_exact: str, manifest: str, code_version: str) -> None:
+          log: str, alpha_exact: str, manifest: str, code_version: str,
+          keys: Sequence[tuple[str, object]] = ()) -> None:
     """Design and save every n of one sweep (:func:`countdp.studies.sweeps.design_sweep`: one
     certified artifact per n, each design's line in ``log`` and on stderr as it is saved; a design
     saved by the same ``code_version`` and solver setting is reused), then write its ``manifest``.
     A design past a second also shows its stages on stderr, each line labelled with the design
-    (:class:`countdp.progress.StageLog`, as ``countdp design`` shows them); a quicker one nothing."""
-    design_sweep(mechanism, objective, alpha, ns, solver, artifacts, log, alpha_exact, code_version=code_version,
-                 progress=sys.stderr, stages=lambda label: StageLog("countdp", sys.stderr, label=label))
+    (:class:`countdp.progress.StageLog`, as ``countdp design`` shows them); a quicker one nothing.
+    ``keys``: the config keys asking for the sweep's designs, named if the engine refuses one
+    (:class:`SweepRefused`)."""
+    try:
+        design_sweep(mechanism, objective, alpha, ns, solver, artifacts, log, alpha_exact, code_version=code_version,
+                     progress=sys.stderr, stages=lambda label: StageLog("countdp", sys.stderr, label=label))
+    except MemoryBoundError as refused:
+        raise SweepRefused(refusal(refused, mechanism, objective, alpha, keys)) from None
     write_sweep_manifest(manifest, mechanism, objective, alpha, alpha_exact, solver, ns, artifacts)
 
 

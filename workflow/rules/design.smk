@@ -25,7 +25,9 @@
 # a design whose file carries the same stamp (and exact alpha) and passes the loader's checks is
 # reused.  So a sweep killed part-way (SIGTERM stops it at once: worker_pool.stop_on_signals, in
 # onstart), given one more n, or whose manifest was removed for a deleted artifact, redoes only
-# the missing designs; a changed design code or solver setting redoes them all.
+# the missing designs; a changed design code or solver setting redoes them all.  A design the engine
+# refuses (no fast path answered, its general LP above the engine's memory bound) fails the job in one
+# line naming the config keys that ask for it (jobs_design.refusal), not the engine's own options.
 
 INCOMPLETE_SWEEPS = remove_incomplete_manifests()
 
@@ -55,4 +57,5 @@ rule design_sweep:
         from jobs_design import sweep
 
         in_worker(sweep, wildcards.mechanism, wildcards.objective, wildcards.alpha, params.ns, params.solver,
-                         params.artifacts, log[0], params.alpha_exact, output[0], params.code)
+                         params.artifacts, log[0], params.alpha_exact, output[0], params.code,
+                         config_fit.sweep_keys(config, wildcards.mechanism, wildcards.objective, wildcards.alpha))

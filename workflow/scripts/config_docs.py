@@ -94,7 +94,12 @@ begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake 
   (at α = 0.99, with the reason: no fast path answers, and the general LP at n = 1024 needs about
   3.08 GiB, above the memory bound of 2.00 GiB).
   Which requests have a fast path is in [docs/design.md](../docs/design.md) (at n = 1024 and
-  α = 0.99 on WM only L0 has one).
+  α = 0.99 on WM only L0 has one). Where a fast path is predicted but its certificate does not close
+  when the job runs, the engine refuses the design then: the job fails with one line naming the
+  config keys that ask for it (`design LP-RM+CM+WH+S L1 n=1024 alpha=0.99 is refused by the design
+  engine: ...; config key 'fig02.panels[1].n' asks for it; allowed: ...`). The workflow gives the
+  engine no time limit and keeps its memory bound: there is no config key for either, since each
+  design it saves is a proven optimum.
 - a study beyond the paper predicted not to fit: the minimax, prior and subsets studies solve the
   whole design LP outside the design engine (`countdp.design.full_model`: 10,000 bytes an entry of
   the (n+1)^2 matrix for the minimax and prior studies, 60,000 for the subsets study's 128 models),

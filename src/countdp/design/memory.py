@@ -35,7 +35,20 @@ GROWTH_FROM_N = 512
 
 
 class MemoryBoundError(ValueError):
-    """A design whose general path would need more memory than the settings' bound allows (one line)."""
+    """A design whose general path would need more memory than the settings' bound allows (one line).
+
+    ``label``: the request's parameters, ``n`` its group size; ``reason``: why the general path was not run
+    (:func:`memory_refusal`'s line); ``failed``: the fast paths that were tried and did not answer,
+    each ``"name: why"``.  The message adds what a caller of the library can do about it (its options);
+    a caller that sets the engine's options some other way (a workflow's config) words its own from
+    these parts."""
+
+    def __init__(self, message: str, label: str = "", reason: str = "", failed: tuple[str, ...] = (), n: int = 0):
+        super().__init__(message)
+        self.label, self.reason, self.failed, self.n = label, reason, tuple(failed), n
+
+    def __reduce__(self):  # the parts survive a process pool
+        return type(self), (str(self), self.label, self.reason, self.failed, self.n)
 
 
 @dataclass(frozen=True)

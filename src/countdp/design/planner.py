@@ -140,13 +140,16 @@ def _finish(answer: Answer, attempts: list[Attempt], strategies: dict[str, Strat
     return answer
 
 
-def bound_error(request: DesignRequest, refused: MemoryRefusal) -> MemoryBoundError:
+def bound_error(request: DesignRequest, refused: MemoryRefusal, attempts: list = ()) -> MemoryBoundError:
     """The one-line refusal of a request only the general path could answer, which ``refused`` keeps
     from running: give a time limit, or raise the bound, unless the estimate is past the machine's
-    memory (:attr:`~countdp.design.memory.MemoryRefusal.past_machine`), where no bound would help."""
+    memory (:attr:`~countdp.design.memory.MemoryRefusal.past_machine`), where no bound would help; its
+    parts (the fast paths of ``attempts`` that failed) kept for a caller that words its own."""
     raise_it = "" if refused.past_machine else ", or raise the bound (--memory-bound) to run it"
     return MemoryBoundError(f"{request.label()}: no fast path answers, and {refused.reason}; give a time limit "
-                            f"(--time-limit, time_limit=) for the best design within the bound with its gap{raise_it}")
+                            f"(--time-limit, time_limit=) for the best design within the bound with its gap{raise_it}",
+                            request.label(), refused.reason,
+                            tuple(f"{a.strategy}: {a.reason}" for a in attempts if a.outcome == "failed"), request.n)
 
 
 def _general_start(request: DesignRequest, settings: SolverSettings, watch) -> MemoryRefusal | None:
@@ -241,7 +244,7 @@ def solve(request: DesignRequest, settings: SolverSettings) -> Answer:
         earlier = None if best is None else best.answer
         return _finish(stopped_answer(request, earlier, None, refused.reason, started), attempts, strategies)
     if best is None and refused is not None:
-        raise bound_error(request, refused)
+        raise bound_error(request, refused, attempts)
     if best is None:
         failures = [a.reason for a in attempts if a.outcome == "failed"]
         raise RuntimeError(failures[-1] if failures else "no strategy answered")
