@@ -240,9 +240,8 @@ def build_request(options: Options, input_path: Path, spell: Spelling = CLI, **e
     columns = tuple(ColumnPrivacy(c, a, e, name, levels)
                     for c, (a, e), name in zip(counts, privacy, noisy, strict=True))
     cache = None if options.cache is None else Path(options.cache)
-    if cache is not None and (problem := folder_problem(cache, writable=True)) is not None:
-        raise ValueError(f"{spell('cache')} {cache}: {problem}; give a folder of designed mechanisms this "
-                         "release can write to")
+    if cache is not None and (problem := folder_problem(cache)) is not None:
+        raise ValueError(f"{spell('cache')} {cache}: {problem}; give a folder of designed mechanisms")
     return ReleaseRequest(columns=columns, size_column=options.size, mechanism=mechanism or "GM",
                           objective=options.objective, cache=cache, **common,
                           **_invariant(options, levels, spell)), None

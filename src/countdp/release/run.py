@@ -13,6 +13,7 @@ Every refusal is one ``ValueError`` line; ``notes(line)`` receives the lines a r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from countdp.release.ledger import BudgetExceeded, Ledger
 from countdp.release.partials import SIDECAR_SUFFIX
 from countdp.release.preview import preview
 from countdp.services.mechanism_cache import MechanismCache
+from countdp.validation import folder_problem
 from countdp.version import __version__
 
 
@@ -62,8 +64,9 @@ class CachedMechanisms:
         return self.cache.matrix_sizes(request.mechanism, sizes, request.columns[k].alpha, request.objective)
 
 
-def mechanisms(request, design, dry_run: bool):
-    """``mechanism_for(k, n)``: the file's design, or the cache's (a dry run designs without storing)."""
+def mechanisms(request, design, dry_run: bool, notes=None):
+    """``mechanism_for(k, n)``: the file's design, or the cache's (a dry run designs without storing, and
+    so does a release whose cache cannot be written: :func:`keeps_designs`)."""
     if design is not None:
         return FileMechanism(design)
     if request.columns[0].levels:
@@ -71,7 +74,22 @@ def mechanisms(request, design, dry_run: bool):
         from countdp.release.levels import LevelMechanisms
 
         return LevelMechanisms(request.columns, request.mechanism)
-    return CachedMechanisms(request, MechanismCache(request.cache, store=not dry_run))
+    cache = MechanismCache(request.cache)
+    cache.store = not dry_run and keeps_designs(cache.root, notes or _quiet)
+    return CachedMechanisms(request, cache)
+
+
+def keeps_designs(root: Path, notes) -> bool:
+    """Whether a release keeps the mechanisms it designs in the cache folder ``root``: not where the
+    folder cannot be written (a read-only mount shared by several curators, an immutable folder).  What
+    such a cache holds is used; what it lacks is designed for this release alone, and a note says so.
+    Nothing here depends on the data: only on the folder."""
+    problem = folder_problem(root, writable=True)
+    if problem is None:
+        return True
+    notes(f"# the mechanism cache {root}: {problem}; mechanisms it lacks are designed for this release "
+          "and not kept")
+    return False
 
 
 def randomness_note(seed: int | None) -> str:
@@ -128,7 +146,7 @@ def run_release(request, design=None, *, dry_run: bool = False, keep_table: bool
             # a sidecar left alone by a release killed together with its guardian; dead releases' partial
             # files and folders (a release folder is written beside OUT, in the same parent)
             repair(request.out.parent)
-    prepared = prepare(request, mechanisms(request, design, dry_run), dry_run=dry_run)
+    prepared = prepare(request, mechanisms(request, design, dry_run, notes), dry_run=dry_run)
     request = prepared.request  # with a target alpha, it now holds the alpha chosen
     if dry_run:
         try:
