@@ -12,8 +12,10 @@ import json
 import logging
 from types import SimpleNamespace
 
+import highspy
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from countdp.cli import main
 from countdp.design.anytime import best_feasible
@@ -24,6 +26,7 @@ from countdp.design.memory import MemoryBoundError, general_path_bytes, memory_r
 from countdp.design.planner import bound_error
 from countdp.design.request import DesignRequest
 from countdp.design.settings import DEFAULT_SETTINGS, SolverSettings
+from countdp.design.solvers.highs import highs_lp
 from countdp.design.watch import ProgressLines, Watch
 from countdp.mechanisms.closed_forms import geometric
 from countdp.privacy.exact import exact_dp_check
@@ -266,3 +269,25 @@ def test_the_cli_writes_the_stopped_design_with_its_gap(tmp_path, capsys):
     record = json.loads(out.read_text())
     assert record["status"] == "not proven optimal"
     assert record["extra"]["stopped"]["gap"] > 0
+
+
+@pytest.mark.parametrize("rows", [12, 200])
+def test_an_interior_points_objective_is_the_designs_whether_or_not_it_dualized_the_model(caplog, rows):
+    """IPX dualizes a model with many more rows than columns, and its log's objective is then the dual
+    model's, the sign turned: its last progress line must still say the optimum HiGHS reports."""
+    rng = np.random.default_rng(rows)
+    A = sp.random(rows, 20, density=0.3, random_state=rows, format="csc")
+    A.data = rng.random(A.nnz) + 0.1
+    h = highspy.Highs()
+    h.setOptionValue("solver", "ipm")
+    h.setOptionValue("run_crossover", "off")
+    h.passModel(highs_lp(A, rng.random(20) + 0.5, np.zeros(20), np.full(20, np.inf), np.ones(rows),
+                         np.full(rows, np.inf)))
+    watch = Watch(progress_seconds=0.0)
+    with caplog.at_level(logging.INFO, logger="countdp.design.watch"), watch.progress_lines() as lines:
+        watch.attach_highs(h, "HiGHS ipm", False, lines)
+        h.run()
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("HiGHS ipm: iteration")]
+    optimum = h.getInfo().objective_function_value
+    assert optimum > 0 and said
+    assert float(said[-1].rsplit(" ", 1)[-1]) == pytest.approx(optimum, rel=1e-6)

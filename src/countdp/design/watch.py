@@ -37,9 +37,15 @@ from countdp.design.settings import DEFAULT_SETTINGS
 
 LOG = logging.getLogger(__name__)  # stage messages (INFO): countdp.progress.StageLog shows them
 
-HIGHS_ITERATION = re.compile(r"^\s*(\d+)\s+([-+0-9.eE]+|[-+]?inf)\s*(Pr:\s*(\d+)\(([^)]*)\))?;?\s*(Du:\s*(\d+))?")
-"""A line of HiGHS's simplex log: iteration, objective, then the primal (``Pr``) and dual (``Du``)
-infeasibilities when there are any."""
+HIGHS_ITERATION = re.compile(r"^\s*(\d+)\*?\s+([-+0-9.eE]+|[-+]?inf)\s*(Pr:\s*(\d+)\(([^)]*)\))?;?\s*(Du:\s*(\d+))?")
+"""A line of HiGHS's simplex or interior point log (its last iteration starred): iteration, objective,
+then the primal (``Pr``) and dual (``Du``) infeasibilities when there are any."""
+IPX_ITERATION = re.compile(r"^\s*\d+\*?(\s+[-+]?[0-9.]+e[-+]\d+){5}\s+[0-9.]+\s*$")
+"""A line of HiGHS's interior point (IPX) log: iteration, primal and dual objectives, primal and dual
+infeasibilities, gap, time.  Its objectives are the model IPX solves: where it dualized the model
+(``Dualized model: yes``, earlier in the log), they are the design's with the sign turned."""
+DUALIZED = re.compile(r"Dualized model:\s*(\w+)")
+"""Where IPX's log says whether it solves the dual model (within a message of several lines)."""
 
 
 @dataclass
@@ -132,13 +138,16 @@ class Watch:
         """A new solve's :class:`ProgressLines`, one every :attr:`progress_seconds` at most."""
         return ProgressLines(self.progress_seconds, self.clock)
 
-    def highs_line(self, what: str, message: str, lines: ProgressLines | None = None) -> None:
-        """Say a line of HiGHS's simplex log as progress, through ``lines`` (now, without them); other log
-        lines are not said."""
+    def highs_line(self, what: str, message: str, lines: ProgressLines | None = None, dualized: bool = False) -> None:
+        """Say a line of HiGHS's simplex or interior point log as progress, through ``lines`` (now, without
+        them); other log lines are not said.  ``dualized``: the interior point solves the dual model, whose
+        objective is the design's negated (:data:`IPX_ITERATION`)."""
         found = HIGHS_ITERATION.match(message)
         if found is None or not message.strip()[0].isdigit():
             return
         iteration, objective = int(found.group(1)), float(found.group(2))
+        if dualized and IPX_ITERATION.match(message):
+            objective = -objective
         broken = found.group(3) is not None
         dual_feasible = found.group(6) is None or int(found.group(7)) == 0
         bound = " (a lower bound: rows still broken)" if broken and dual_feasible else ""
@@ -151,8 +160,13 @@ class Watch:
         passed.  HiGHS then logs to this callback alone (to the console too when ``verbose``)."""
         h.setOptionValue("output_flag", True)
         h.setOptionValue("log_to_console", bool(verbose))
+        dualized = [False]  # this solve's interior point runs on the dual model (its log says so first)
+
         def log_line(event) -> None:
-            self.highs_line(what, event.message, lines)
+            said = DUALIZED.search(event.message)
+            if said is not None:
+                dualized[0] = said.group(1) == "yes"
+            self.highs_line(what, event.message, lines, dualized[0])
 
         h.cbLogging.subscribe(log_line)
         if self.time_limit is not None or self.interruptible:
