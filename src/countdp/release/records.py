@@ -215,9 +215,39 @@ def text_columns(frame):
     return frame.astype(objects) if objects else frame
 
 
+def declarable(kind: str) -> str:
+    """The type of :data:`TYPES` to declare for an engine's type name (DuckDB's ``DECIMAL(3,1)``, Spark's ``int``):
+    itself if declarable, else the nearest (a decimal or a float as ``DOUBLE``, a small integer as ``INTEGER``)."""
+    name = kind.strip().upper().split("(")[0].strip()
+    spark = {spark: duck for duck, spark in TYPES.items()}
+    if name in TYPES or name in spark:
+        return name if name in TYPES else spark[name]
+    if name in ("DECIMAL", "FLOAT", "REAL", "NUMERIC"):
+        return "DOUBLE"
+    if name in ("HUGEINT", "UBIGINT", "LONG"):
+        return "BIGINT"
+    return "TIMESTAMP" if name.startswith("TIMESTAMP") else "INTEGER"
+
+
+CONVERTS = ("the text column {column!r} is converted to {kind} here, and a value that does not convert would stop "
+            "the release, one person's value deciding whether it runs: declare the column's type instead, {hint} "
+            "(a value that does not convert is then NULL, and not counted)")
+"""Why a predicate that converts a text column (``age < 30``, ``age = 30``, ``CAST(age AS INTEGER)``) is refused,
+by either engine, from the records' schema alone."""
+
+
+def conversion(shown: str, column: str, kind: str, spell: Spelling) -> ValueError:
+    """The refusal of a predicate that converts the text ``column`` to ``kind`` (:data:`CONVERTS`), suggesting the
+    declaration in the caller's spelling."""
+    kind = declarable(kind)
+    hint = (f"--type {column}={kind}" if spell.style == "cli" else f"types={{{column!r}: {kind!r}}}".replace("'", '"'))
+    return ValueError(f"{shown}: " + CONVERTS.format(column=column, kind=kind, hint=hint))
+
+
 def type_hint(line: str, spell: Spelling) -> str:
     """An engine's refusal of a predicate, with the hint to declare a type where it compares text with a
-    number (DuckDB's binder: "Cannot compare values of type VARCHAR and type INTEGER_LITERAL")."""
+    number (DuckDB's binder: "Cannot compare values of type VARCHAR and type INTEGER_LITERAL"), for a binder
+    error that no single column's declaration explains."""
     if "VARCHAR" in line and ("explicit cast" in line or "No function matches" in line):
         hint = "--type COLUMN=INTEGER" if spell.style == "cli" else 'types={"COLUMN": "INTEGER"}'
         return (f"{line} (the column is text: declare its type, e.g. {hint}; a value that does not convert is "
@@ -264,6 +294,7 @@ def runtime_error(label: str, spell: Spelling) -> ValueError:
     return ValueError(f"{label}: " + RUNTIME.format(flag=spell.repeated("type", "types")))
 
 
-__all__ = ["ONE_RECORD", "PUBLIC", "ROW_LOCAL", "RUNTIME", "SEEDED_KEY", "TYPES", "TYPING", "UNIT", "RecordsSettings",
-           "RecordsSpec", "build_spec", "choice_key", "first_line", "missing_column", "parse_counts", "parse_types",
-           "quoted", "runtime_error", "text_columns", "type_hint"]
+__all__ = ["CONVERTS", "ONE_RECORD", "PUBLIC", "ROW_LOCAL", "RUNTIME", "SEEDED_KEY", "TYPES", "TYPING", "UNIT",
+           "RecordsSettings", "RecordsSpec", "build_spec", "choice_key", "conversion", "declarable",
+           "first_line", "missing_column", "parse_counts", "parse_types", "quoted", "runtime_error", "text_columns",
+           "type_hint"]

@@ -6,7 +6,9 @@ a killed release's spill files are removed by the next release there), with the 
 :class:`~countdp.release.records.RecordsSettings`.  It reads the records in place (a CSV or Parquet
 file, a glob, a folder of Parquet or CSV files with Hive partitions, or a pandas or Polars
 DataFrame, an Arrow table or a DuckDB relation), checks every name and predicate before anything
-runs (each predicate is bound by DuckDB, and must be boolean), checks one record per person, and
+runs (each predicate is bound by DuckDB against an empty table of the records' schema, and must be
+boolean, read no other record and convert no text column: :mod:`countdp.release.records_bind`), checks one
+record per person, and
 runs the grouping query once, ordered by the group-by columns, into a temporary table of the
 in-memory database (held in DuckDB's memory, and beyond its limit in DuckDB's own spill files in
 the release's temporary folder).  It returns an :class:`~countdp.release.sources.ArrowSource` whose
@@ -26,8 +28,6 @@ which may quote a record.
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import re
 import shutil
@@ -42,6 +42,7 @@ from countdp.release.records import (
     RecordsSettings,
     RecordsSpec,
     choice_key,
+    conversion,
     first_line,
     missing_column,
     quoted,
@@ -49,9 +50,9 @@ from countdp.release.records import (
     text_columns,
     type_hint,
 )
+from countdp.release.records_bind import VIEW, predicate_finding
 from countdp.release.sources import ArrowSource
 
-VIEW = "countdp_records"
 RAW = "countdp_input"
 CHOSEN = "countdp_chosen"
 GROUPS = "countdp_groups"
@@ -184,46 +185,31 @@ def check_names(spec: RecordsSpec, columns: dict[str, str], label: str, spell) -
     missing_column(spec, columns, label, spell)
 
 
-def check_predicates(run, spec: RecordsSpec, label: str, spell) -> None:
-    """Each predicate bound by DuckDB over the records (nothing run): one boolean expression of the
-    record's own columns, or refused.  A subquery is refused (:func:`has_subquery`): it can read other
-    people's records (``age < (SELECT max(age) FROM ...)``), and then one person changes others'
-    counts, which the guarantee (one person's bit in one group's count) does not cover."""
+def check_predicates(columns: dict[str, str], spec: RecordsSpec, label: str, spell) -> None:
+    """Each predicate bound by DuckDB against the records' schema, ``columns`` with the declared types over
+    them, on an empty table (:func:`countdp.release.records_bind.predicate_finding`: nothing read, nothing
+    run): one boolean expression of the record's own columns, or refused in one line.  A subquery is refused:
+    it can read other people's records (``age < (SELECT max(age) FROM ...)``), and then one person changes
+    others' counts, which the guarantee (one person's bit in one group's count) does not cover; so is a
+    conversion of a text column (``age = 30`` on text, ``CAST(age AS INTEGER)``), which would fail on one
+    person's value."""
     flag = spell.repeated("count", "counts")
+    declared = dict(spec.types)
+    schema = tuple((name, declared.get(name, kind)) for name, kind in columns.items())
     for name, predicate in spec.counts:
         shown = f"{flag} {name}={predicate!r}"
-        try:
-            if len(duckdb.extract_statements(f"SELECT ({predicate}) FROM {VIEW}")) != 1:
-                raise ValueError(f"{shown}: not one expression")
-            if has_subquery(predicate):
-                raise ValueError(f"{shown}: {ROW_LOCAL}")
-            kind = run(f"DESCRIBE SELECT ({predicate}) AS p FROM {VIEW}").fetchall()[0][1]
-            run(f"DESCRIBE SELECT count(*) FILTER (WHERE ({predicate})) FROM {VIEW}").fetchall()
-        except duckdb.Error as exc:
-            raise ValueError(f"{shown}: {type_hint(first_line(exc), spell)}") from None
-        if kind != "BOOLEAN":
-            raise ValueError(f"{shown}: not a true-or-false expression over the records (it gives {kind})")
-
-
-@functools.lru_cache(maxsize=256)
-def has_subquery(predicate: str) -> bool:
-    """Whether ``predicate`` holds a subquery (``(SELECT ...)``, ``IN (SELECT ...)``, ``EXISTS``) anywhere,
-    read off DuckDB's parse tree (``json_serialize_sql`` on a connection of its own: nothing bound, nothing
-    read, nothing run).  A function of the text alone, so kept per text: a study grouping records many
-    times (Figure 10's 950 groupings) parses each predicate once."""
-    with duckdb.connect() as parser:
-        text = parser.execute("SELECT json_serialize_sql(?)", [f"SELECT ({predicate}) FROM {VIEW}"]).fetchone()[0]
-    tree = json.loads(text)
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("class") == "SUBQUERY":
-                return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
+        finding = predicate_finding(schema, predicate)
+        if finding is None:
+            continue
+        why, *detail = finding
+        if why == "converts":
+            raise conversion(shown, detail[0], detail[1], spell)
+        reason = {
+            "statements": "not one expression", "subquery": ROW_LOCAL,
+            "schema": "a column's type cannot be recreated, to bind the predicate against the records' schema",
+            "kind": f"not a true-or-false expression over the records (it gives {detail[0] if detail else ''})",
+        }.get(why)
+        raise ValueError(f"{shown}: {reason or type_hint(detail[0], spell)}")
 
 
 def check_people(run, spec: RecordsSpec, label: str, spell) -> None:
@@ -268,9 +254,10 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
     try:
         con = _connect(spill, settings)
         label, relation = _register(con, source)
-        check_names(spec, _columns(con, relation, label), label, spell)
+        columns = _columns(con, relation, label)
+        check_names(spec, columns, label, spell)
+        check_predicates(columns, spec, label, spell)
         run = _typed(con, relation, spec)
-        check_predicates(run, spec, label, spell)
         table, note = VIEW, None
         if spec.person_id is not None:
             check_people(run, spec, label, spell)

@@ -34,7 +34,6 @@ from contextlib import contextmanager
 import pyarrow as pa
 
 from countdp.release.records import (
-    ROW_LOCAL,
     TYPES,
     RecordsSettings,
     RecordsSpec,
@@ -43,9 +42,9 @@ from countdp.release.records import (
     runtime_error,
     text_columns,
 )
+from countdp.release.records_spark_predicates import VIEW, check_predicates, spark_error
 from countdp.release.sources import ArrowSource
 
-VIEW = "countdp_records"
 MASTER = "local[*]"
 _QUIET = ("py4j", "pyspark", "SQLQueryContextLogger")
 SQL_CONF = {"spark.sql.sources.partitionColumnTypeInference.enabled": "false", "spark.sql.ansi.enabled": "false"}
@@ -77,12 +76,6 @@ def session(master: str | None):
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("OFF")
     return spark
-
-
-def _error(exc: BaseException) -> str:
-    """A Spark error in one line: its first non-blank line, without the stack."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
 
 
 @contextmanager
@@ -153,39 +146,6 @@ def _has_parquet(folder: str) -> bool:
     return any(name.lower().endswith((".parquet", ".pq")) for _, _, names in os.walk(folder) for name in names)
 
 
-def check_predicates(spark, spec: RecordsSpec, spell) -> None:
-    """Each predicate analysed by Spark over the records (nothing run): boolean, without an aggregate,
-    without a subquery (:func:`has_subquery`; as the DuckDB engine refuses one)."""
-    from pyspark.sql.types import BooleanType  # lazy: likewise
-
-    flag = spell.repeated("count", "counts")
-    for name, predicate in spec.counts:
-        shown = f"{flag} {name}={predicate!r}"
-        if ";" in predicate:
-            raise ValueError(f"{shown}: not one expression")
-        try:
-            selected = spark.sql(f"SELECT ({predicate}) AS p FROM {VIEW}")
-            kind = selected.schema["p"].dataType
-            if not isinstance(kind, BooleanType):
-                raise ValueError(f"{shown}: not a true-or-false expression over the records (it gives "
-                                 f"{kind.simpleString().upper()})")
-            if has_subquery(spark, selected):
-                raise ValueError(f"{shown}: {ROW_LOCAL}")
-            _ = spark.sql(f"SELECT count(*) FILTER (WHERE ({predicate})) FROM {VIEW}").schema  # analysed, not run
-        except ValueError:
-            raise
-        except Exception as exc:  # Spark's analysis and parse errors share no base class outside pyspark
-            raise ValueError(f"{shown}: {_error(exc)}") from None
-
-
-def has_subquery(spark, selected) -> bool:
-    """Whether the analysed plan of ``selected`` (``SELECT (predicate) AS p FROM`` the records) holds a
-    subquery in its expressions (Catalyst's ``SubqueryExpression.hasSubquery``: scalar, ``IN``, ``EXISTS``)."""
-    expressions = selected._jdf.queryExecution().analyzed().expressions()
-    subquery = spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression
-    return any(subquery.hasSubquery(expressions.apply(k)) for k in range(expressions.size()))
-
-
 def check_people(spark, spec: RecordsSpec, label: str, spell) -> None:
     """As :func:`countdp.release.records_duckdb.check_people`, counted by Spark."""
     pid = f"`{spec.person_id}`"
@@ -237,7 +197,7 @@ def _read(spark, source: object, spec: RecordsSpec, spell):
     except ValueError:
         raise
     except Exception as exc:
-        raise ValueError(f"{label}: cannot read the records ({_error(exc)})") from None
+        raise ValueError(f"{label}: cannot read the records ({spark_error(exc)})") from None
     missing_column(spec, columns, label, spell)
     frame = typed(frame, spec)
     frame.createOrReplaceTempView(VIEW)

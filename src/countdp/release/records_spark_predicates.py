@@ -1,0 +1,135 @@
+"""Each predicate of a records release analysed by Spark over the records, nothing run: the Spark engine's
+counterpart of :mod:`countdp.release.records_bind`, refusing what it refuses, in the same words.
+
+A predicate must be one boolean expression of the record's own columns: no aggregate, no subquery
+(:func:`has_subquery`: it could read other people's records), and no conversion of a text column to another
+type (:func:`text_conversions`), which Spark's analysed plan shows as a ``Cast``, explicit or inserted by its
+type coercion.  Spark groups with ANSI mode off, so such a cast gives NULL for a value that does not convert;
+DuckDB's would stop the release.  Refusing it on both engines from the schema alone makes the two agree, and
+points to the declaration (``--type age=INTEGER``), which converts with ``try_cast``.
+"""
+
+from __future__ import annotations
+
+from countdp.release.records import ROW_LOCAL, RecordsSpec, conversion
+
+VIEW = "countdp_records"
+
+
+def spark_error(exc: BaseException) -> str:
+    """A Spark error in one line: its first non-blank line, without the stack."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+
+def check_predicates(spark, spec: RecordsSpec, spell) -> None:
+    """Each predicate analysed by Spark over the records (nothing run): boolean, without an aggregate,
+    without a subquery (:func:`has_subquery`), without a conversion of a text column (:func:`text_conversions`),
+    each refused as the DuckDB engine refuses it."""
+    from pyspark.sql.types import BooleanType  # lazy: likewise
+
+    flag = spell.repeated("count", "counts")
+    for name, predicate in spec.counts:
+        shown = f"{flag} {name}={predicate!r}"
+        if ";" in predicate:
+            raise ValueError(f"{shown}: not one expression")
+        try:
+            selected = spark.sql(f"SELECT ({predicate}) AS p FROM {VIEW}")
+            kind = selected.schema["p"].dataType
+            if not isinstance(kind, BooleanType):
+                raise ValueError(f"{shown}: not a true-or-false expression over the records (it gives "
+                                 f"{kind.simpleString().upper()})")
+            if has_subquery(spark, selected):
+                raise ValueError(f"{shown}: {ROW_LOCAL}")
+            converted = text_conversions(selected)
+            if converted:
+                raise conversion(shown, *converted[0], spell)
+            _ = spark.sql(f"SELECT count(*) FILTER (WHERE ({predicate})) FROM {VIEW}").schema  # analysed, not run
+        except ValueError:
+            raise
+        except Exception as exc:  # Spark's analysis and parse errors share no base class outside pyspark
+            raise ValueError(f"{shown}: {spark_error(exc)}") from None
+
+
+def has_subquery(spark, selected) -> bool:
+    """Whether the analysed plan of ``selected`` (``SELECT (predicate) AS p FROM`` the records) holds a
+    subquery in its expressions (Catalyst's ``SubqueryExpression.hasSubquery``: scalar, ``IN``, ``EXISTS``)."""
+    expressions = selected._jdf.queryExecution().analyzed().expressions()
+    subquery = spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression
+    return any(subquery.hasSubquery(expressions.apply(k)) for k in range(expressions.size()))
+
+
+COMPARISONS = ("EqualTo", "EqualNullSafe", "LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual", "In",
+               "InSet")
+"""Catalyst's comparisons, where Spark's coercion may turn a number into text to compare it with a text column."""
+
+
+def text_conversions(selected) -> list[tuple[str, str]]:
+    """``(column, type)`` for each conversion of a text column in the analysed plan of ``selected`` (``SELECT
+    (predicate) AS p FROM`` the records), as :func:`countdp.release.records_bind.text_casts` finds on DuckDB: a
+    ``Cast`` that is not ``try_cast`` of text read from a column to another type (``CAST(age AS INT)``, or the one
+    Spark's coercion inserts for ``age < 30``), and a number cast to text to be compared with a text column
+    (Spark's coercion of ``age IN (30, 40)``, which DuckDB's makes a cast of ``age``)."""
+    expressions = selected._jdf.queryExecution().analyzed().expressions()
+    roots = [expressions.apply(k) for k in range(expressions.size())]
+    shared = {node.id().toString(): node.child() for node in _nodes(roots) if _kind(node) == "CommonExpressionDef"}
+    found = []
+    stack = [(node, None) for node in roots]
+    while stack:
+        node, parent = stack.pop()
+        if _kind(node) == "Cast" and node.evalMode().toString() != "TRY":
+            child = node.child()
+            source, target = _text(child.dataType()), _text(node.dataType())
+            if source and not target:
+                found += [(name, node.dataType().simpleString()) for name in _columns_read(child, shared)]
+            elif target and not source and child.foldable() and parent is not None and _kind(parent) in COMPARISONS:
+                found += [(name, child.dataType().simpleString()) for name in _columns_read(parent, shared)
+                          if name in _text_columns(parent)]
+        children = node.children()
+        stack.extend((children.apply(k), node) for k in range(children.size() - 1, -1, -1))
+    return found
+
+
+def _kind(node) -> str:
+    return node.getClass().getSimpleName()
+
+
+def _nodes(roots) -> list:
+    """Every node of the expression trees ``roots``."""
+    found, stack = [], list(roots)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        children = node.children()
+        stack.extend(children.apply(k) for k in range(children.size()))
+    return found
+
+
+def _columns_read(expression, shared: dict) -> list[str]:
+    """The columns ``expression`` reads, through Spark 4's common expressions (``BETWEEN`` reads its input once,
+    as a ``CommonExpressionRef`` to a definition elsewhere in the plan)."""
+    names, stack = [], [expression]
+    while stack:
+        node = stack.pop()
+        kind = _kind(node)
+        if kind == "AttributeReference":
+            names.append(node.name())
+        elif kind == "CommonExpressionRef" and node.id().toString() in shared:
+            stack.append(shared[node.id().toString()])
+        children = node.children()
+        stack.extend(children.apply(k) for k in range(children.size()))
+    return list(dict.fromkeys(names))
+
+
+def _text(kind) -> bool:
+    return kind.simpleString().lower().startswith(("string", "varchar", "char"))
+
+
+def _text_columns(expression) -> list[str]:
+    """The names of the text columns ``expression`` reads."""
+    read = expression.references().toSeq()
+    return [read.apply(k).name() for k in range(read.size()) if _text(read.apply(k).dataType())]
+
+
+__all__ = ["COMPARISONS", "VIEW", "check_predicates", "has_subquery", "spark_error", "text_conversions"]
