@@ -255,9 +255,15 @@ def type_hint(line: str, spell: Spelling) -> str:
     return line
 
 
-RUNTIME = ("the grouping failed on the records' values (a CAST, a division by zero or an overflow in a "
-           "predicate, say); the engine's message is withheld, as it may quote a record: declare column types "
-           "with {flag}, which converts with TRY_CAST")
+VOLATILE = ("a function that is random or raises an error of its own (random(), error(), raise_error(), "
+            "assert_true(), reflect()) is refused: a predicate is a condition on the record's own columns")
+"""Why a predicate with a volatile or raising function is refused, by either engine: DuckDB evaluates each
+predicate inside ``TRY``, which refuses a volatile function, and Spark's counterpart refuses the same."""
+
+
+RUNTIME = ("the grouping failed while it ran, on a record it read (a malformed line of a CSV, say, or on Spark a "
+           "function that raises on a value, such as a regular expression read from a record); the engine's message "
+           "is withheld, as it may quote a record")
 """A grouping that failed while it ran, in one line that quotes nothing of the records."""
 
 
@@ -295,6 +301,6 @@ def runtime_error(label: str, spell: Spelling) -> ValueError:
 
 
 __all__ = ["CONVERTS", "ONE_RECORD", "PUBLIC", "ROW_LOCAL", "RUNTIME", "SEEDED_KEY", "TYPES", "TYPING", "UNIT",
-           "RecordsSettings", "RecordsSpec", "build_spec", "choice_key", "conversion", "declarable",
+           "VOLATILE", "RecordsSettings", "RecordsSpec", "build_spec", "choice_key", "conversion", "declarable",
            "first_line", "missing_column", "parse_counts", "parse_types", "quoted", "runtime_error", "text_columns",
            "type_hint"]

@@ -12,7 +12,9 @@ expression that is not boolean, an aggregate, and a **conversion of a text colum
 explicit ``CAST(age AS INTEGER)``, or one DuckDB's binder inserts (``age = 30``, ``age IN (30, 40)``), read off
 the bound plan (``json_serialize_plan``).  Such a CAST fails on a value that does not convert, so one person's
 value would decide whether the release runs; the same predicate is refused on Spark
-(:mod:`countdp.release.records_spark`), and ``TRY_CAST`` is not refused.  Where DuckDB's binder itself refuses
+(:mod:`countdp.release.records_spark_predicates`), and ``TRY_CAST`` is not refused.  Any other error on a
+record's value is NULL for that record: the grouping evaluates each predicate inside ``TRY`` (:func:`tried`),
+and a volatile function, which ``TRY`` refuses, is refused here.  Where DuckDB's binder itself refuses
 a text column compared with a number (``age < 30``), the column is found by binding again with each text
 column the predicate reads given a type, so that both engines name it the same way.
 """
@@ -53,8 +55,9 @@ def _create(con, schema: tuple[tuple[str, str], ...]) -> None:
 @functools.lru_cache(maxsize=1024)
 def predicate_finding(schema: tuple[tuple[str, str], ...], predicate: str) -> tuple[str, ...] | None:
     """Why ``predicate`` is refused over records of ``schema`` (``(column, DuckDB type)`` pairs), or ``None``:
-    ``("statements",)``, ``("subquery",)``, ``("error", first line)``, ``("kind", type)`` (not boolean), or
-    ``("converts", column, type)`` (a text column converted to ``type``)."""
+    ``("statements",)``, ``("subquery",)``, ``("error", first line)``, ``("kind", type)`` (not boolean),
+    ``("volatile",)`` (refused inside ``TRY``, :func:`tried`), or ``("converts", column, type)`` (a text column
+    converted to ``type``)."""
     try:
         if len(duckdb.extract_statements(f"SELECT ({predicate}) FROM {VIEW}")) != 1:
             return ("statements",)
@@ -76,9 +79,21 @@ def predicate_finding(schema: tuple[tuple[str, str], ...], predicate: str) -> tu
             return ("converts", *found) if found else ("error", str(exc).strip().splitlines()[0])
         if kind != "BOOLEAN":
             return ("kind", kind)
+        try:
+            con.execute(f"DESCRIBE SELECT count(*) FILTER (WHERE {tried(predicate)}) FROM {VIEW}").fetchall()
+        except duckdb.Error:
+            return ("volatile",)
         plan = con.execute("SELECT json_serialize_plan(?)", [f"SELECT ({predicate}) AS p FROM {VIEW}"]).fetchone()[0]
     found = text_casts(json.loads(plan))
     return ("converts", *found[0]) if found else None
+
+
+def tried(predicate: str) -> str:
+    """``predicate`` as the grouping evaluates it: inside ``TRY``, so that an error on one record's value (an
+    overflow, a CAST between other types, ``strptime`` of a bad date) is NULL for that record alone, which no
+    count counts, instead of a failure of the whole release that one person's value would decide.  ``TRY``
+    refuses a volatile function (``random()``, ``error()``), when the predicate is bound."""
+    return f"TRY(({predicate}))"
 
 
 def _compared_text(con, schema, predicate: str) -> tuple[str, str] | None:
@@ -179,4 +194,4 @@ def column_names(predicate: str) -> list[str]:
     return names
 
 
-__all__ = ["TRIED", "VIEW", "column_names", "has_subquery", "predicate_finding", "text_casts"]
+__all__ = ["TRIED", "VIEW", "column_names", "has_subquery", "predicate_finding", "text_casts", "tried"]

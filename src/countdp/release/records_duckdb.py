@@ -39,6 +39,7 @@ import duckdb
 from countdp.release.partials import SPILL, create_partial
 from countdp.release.records import (
     ROW_LOCAL,
+    VOLATILE,
     RecordsSettings,
     RecordsSpec,
     choice_key,
@@ -50,7 +51,7 @@ from countdp.release.records import (
     text_columns,
     type_hint,
 )
-from countdp.release.records_bind import VIEW, predicate_finding
+from countdp.release.records_bind import VIEW, predicate_finding, tried
 from countdp.release.sources import ArrowSource
 
 RAW = "countdp_input"
@@ -205,7 +206,7 @@ def check_predicates(columns: dict[str, str], spec: RecordsSpec, label: str, spe
         if why == "converts":
             raise conversion(shown, detail[0], detail[1], spell)
         reason = {
-            "statements": "not one expression", "subquery": ROW_LOCAL,
+            "statements": "not one expression", "subquery": ROW_LOCAL, "volatile": VOLATILE,
             "schema": "a column's type cannot be recreated, to bind the predicate against the records' schema",
             "kind": f"not a true-or-false expression over the records (it gives {detail[0] if detail else ''})",
         }.get(why)
@@ -227,10 +228,11 @@ def check_people(run, spec: RecordsSpec, label: str, spell) -> None:
 
 
 def grouped_sql(spec: RecordsSpec, table: str) -> str:
-    """The grouping query over ``table``: the group-by columns, the size, one count per predicate, in order."""
+    """The grouping query over ``table``: the group-by columns, the size, one count per predicate, in order, each
+    predicate inside ``TRY`` (:func:`~countdp.release.records_bind.tried`: an error on a value is NULL)."""
     keys = ", ".join(quoted(k) for k in spec.group_by)
     order = ", ".join(f"{quoted(k)} ASC NULLS LAST" for k in spec.group_by)
-    counts = ", ".join(f"(count(*) FILTER (WHERE ({predicate})))::BIGINT AS {quoted(name)}"
+    counts = ", ".join(f"(count(*) FILTER (WHERE {tried(predicate)}))::BIGINT AS {quoted(name)}"
                        for name, predicate in spec.counts)
     return (f"SELECT {keys}, count(*)::BIGINT AS {quoted(spec.size)}, {counts} FROM {table} "
             f"GROUP BY {keys} ORDER BY {order}")

@@ -11,7 +11,7 @@ points to the declaration (``--type age=INTEGER``), which converts with ``try_ca
 
 from __future__ import annotations
 
-from countdp.release.records import ROW_LOCAL, RecordsSpec, conversion
+from countdp.release.records import ROW_LOCAL, VOLATILE, RecordsSpec, conversion
 
 VIEW = "countdp_records"
 
@@ -42,6 +42,8 @@ def check_predicates(spark, spec: RecordsSpec, spell) -> None:
                                  f"{kind.simpleString().upper()})")
             if has_subquery(spark, selected):
                 raise ValueError(f"{shown}: {ROW_LOCAL}")
+            if raises(selected):
+                raise ValueError(f"{shown}: {VOLATILE}")
             converted = text_conversions(selected)
             if converted:
                 raise conversion(shown, *converted[0], spell)
@@ -58,6 +60,19 @@ def has_subquery(spark, selected) -> bool:
     expressions = selected._jdf.queryExecution().analyzed().expressions()
     subquery = spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression
     return any(subquery.hasSubquery(expressions.apply(k)) for k in range(expressions.size()))
+
+
+RAISING = ("RaiseError", "CallMethodViaReflection")
+"""Catalyst's expressions that raise an error whatever ANSI mode says: ``raise_error`` (and ``assert_true``, made of
+it), and ``reflect``/``java_method``, which run any Java method."""
+
+
+def raises(selected) -> bool:
+    """Whether the analysed predicate of ``selected`` is not deterministic (``rand()``: DuckDB's ``TRY`` refuses a
+    volatile function) or holds an expression of :data:`RAISING`."""
+    expressions = selected._jdf.queryExecution().analyzed().expressions()
+    roots = [expressions.apply(k) for k in range(expressions.size())]
+    return any(not root.deterministic() for root in roots) or any(_kind(node) in RAISING for node in _nodes(roots))
 
 
 COMPARISONS = ("EqualTo", "EqualNullSafe", "LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual", "In",
@@ -132,4 +147,5 @@ def _text_columns(expression) -> list[str]:
     return [read.apply(k).name() for k in range(read.size()) if _text(read.apply(k).dataType())]
 
 
-__all__ = ["COMPARISONS", "VIEW", "check_predicates", "has_subquery", "spark_error", "text_conversions"]
+__all__ = ["COMPARISONS", "RAISING", "VIEW", "check_predicates", "has_subquery", "raises", "spark_error",
+           "text_conversions"]
