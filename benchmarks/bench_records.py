@@ -16,6 +16,11 @@ resident memory of its whole process tree, sampled every 0.1 s, so Spark's JVM c
 4. ``countdp.release_table`` on a pandas DataFrame of ``--api-rows`` groups against the command line
    on the same table as Parquet (target: within 1.2x).
 
+5. many small groupings in one process, as Figure 10's Adult evaluations do (950 a target): ``--groupings K``
+   groupings of 45,222 people (Adult's size) in random groups of 8 to 128 by
+   ``countdp.studies.adult_groups.adult_group_counts``, milliseconds a grouping, on this code and, with
+   ``--old-src``, on the older one in the same sitting (``--groupings-only`` runs this row alone).
+
 Tumult Analytics' group-by counts run only with ``--tumult PYTHON`` (the Python of a venv holding
 ``tmlt.analytics``, which pins an older pyspark than this project); ``--old-src`` runs the Spark row
 on an older countdp too (the baseline of the same sitting); a release into a folder (``--out DIR/``)
@@ -23,6 +28,7 @@ of more groups than ``RecordsSettings.executor_groups`` is drawn in Spark's exec
 
     .venv/bin/python benchmarks/bench_records.py                         # 10^7 records, 10^5 groups
     .venv/bin/python benchmarks/bench_records.py --records 100000000 --groups 1000000 --no-pandas
+    .venv/bin/python benchmarks/bench_records.py --groupings-only --old-src /path/to/old/src
 """
 
 from __future__ import annotations
@@ -155,6 +161,40 @@ spark.sql("SELECT county, count(*) AS n, count(*) FILTER (WHERE age < 30) AS you
 """Spark's grouping alone, no countdp: what any release on Spark must spend at least."""
 
 
+GROUPINGS = """
+import sys, time
+import numpy as np
+from countdp.studies.adult_groups import adult_group_counts
+bits = (np.random.default_rng(0).random(45222) < 0.24).astype(np.int8)
+sizes = [8, 16, 32, 64, 128]
+adult_group_counts(bits, 16, np.random.default_rng(1))  # the imports and the first database, not timed
+count = int(sys.argv[1])
+start = time.perf_counter()
+for k in range(count):
+    adult_group_counts(bits, sizes[k % len(sizes)], np.random.default_rng(k))
+print((time.perf_counter() - start) / count)
+"""
+"""Figure 10's Adult groupings: Adult's 45,222 people grouped ``count`` times in one process."""
+
+
+def groupings(count: int, old_src: Path | None) -> None:
+    """Milliseconds a grouping of :data:`GROUPINGS`, on this code and on ``old_src``, in turn, twice each."""
+    codes = [("this code", Path(__file__).resolve().parents[1] / "src")] + ([("old code", old_src)] if old_src else [])
+    found: dict[str, list[float]] = {name: [] for name, _ in codes}
+    for _ in range(2):
+        for name, src in codes:
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            done = subprocess.run([sys.executable, "-c", GROUPINGS, str(count)], env=env, capture_output=True,
+                                  text=True, check=True)
+            found[name].append(float(done.stdout.strip().splitlines()[-1]) * 1e3)
+    print(f"# {count} groupings of 45,222 records (Figure 10's Adult groupings), one process; best of 2; "
+          f"load={os.getloadavg()[0]:.1f}")
+    best = {name: min(times) for name, times in found.items()}
+    for name, ms in best.items():
+        ratio = f"   {best['old code'] / ms:.2f}x faster than the old code" if old_src and name != "old code" else ""
+        print(f"{name + ', ms a grouping':<36} {ms:>8.2f}{ratio}")
+
+
 def tumult(source: Path, python: Path) -> tuple[str, float, float]:
     """Tumult Analytics' group-by counts of the three predicates (Laplace/geometric noise, its own Spark
     local[2]), run by the Python of its own venv (it pins an older pyspark than this project)."""
@@ -174,10 +214,16 @@ def main() -> None:
     parser.add_argument("--no-pandas", action="store_true")
     parser.add_argument("--no-api", action="store_true")
     parser.add_argument("--old-src", type=Path, default=None,
-                        help="the src folder of an older countdp (a git worktree): its Spark run is the baseline")
+                        help="the src folder of an older countdp (a git worktree): its Spark run and its groupings are "
+                             "the baseline")
     parser.add_argument("--tumult", type=Path, default=None,
                         help="the python of a venv with tmlt.analytics: time its group-by count on the same records")
+    parser.add_argument("--groupings", type=int, default=200, help="small groupings in one process (0: none)")
+    parser.add_argument("--groupings-only", action="store_true", help="run the groupings row alone")
     args = parser.parse_args()
+    if args.groupings_only:
+        groupings(args.groupings, args.old_src)
+        return
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-records-"))
     work.mkdir(parents=True, exist_ok=True)
     source, cache = work / f"people-{args.records}-{args.groups}.parquet", work / "cache"
@@ -220,6 +266,8 @@ def main() -> None:
         print(f"{name:<36} {seconds:>8.1f} {peak:>8.0f} {seconds / rows[0][1]:>8.2f}x")
     if not args.no_api:
         api_table(work, cache, args.api_rows)
+    if args.groupings:
+        groupings(args.groupings, args.old_src)
 
 
 def api_table(work: Path, cache: Path, rows: int) -> None:

@@ -3,7 +3,9 @@
 :func:`duckdb_records` opens an in-memory DuckDB database whose ``temp_directory`` is the release's
 own temporary folder (a locked partial folder beside ``out``, :mod:`countdp.release.partials`, so
 a killed release's spill files are removed by the next release there), with the memory limit of
-:class:`~countdp.release.records.RecordsSettings`.  It reads the records in place (a CSV or Parquet
+:class:`~countdp.release.records.RecordsSettings`; a grouping kept in memory (no ``out``) borrows a
+connection to its process's shared database instead (:mod:`countdp.release.records_databases`), its views
+and group table temporary, the connection's own.  It reads the records in place (a CSV or Parquet
 file, a glob, a folder of Parquet or CSV files with Hive partitions, or a pandas or Polars
 DataFrame, an Arrow table or a DuckDB relation), checks every name and predicate before anything
 runs (each predicate is bound by DuckDB against an empty table of the records' schema, and must be
@@ -30,8 +32,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 import duckdb
@@ -52,6 +52,7 @@ from countdp.release.records import (
     type_hint,
 )
 from countdp.release.records_bind import VIEW, predicate_finding, tried
+from countdp.release.records_databases import borrow, open_database
 from countdp.release.sources import ArrowSource
 
 RAW = "countdp_input"
@@ -89,44 +90,25 @@ def _reader(pattern: str, csv: bool) -> str:
 
 
 class _Spill:
-    """The release's temporary folder for DuckDB's spill files: a locked partial folder beside ``out``, or a
-    private temporary folder for a release kept in memory."""
+    """A release's folder for DuckDB's spill files: a locked partial folder beside ``out``, removed when the
+    release ends (a release kept in memory borrows a shared database instead:
+    :mod:`countdp.release.records_databases`)."""
 
-    def __init__(self, out: Path | None) -> None:
-        self.fd = None
-        if out is None:
-            self.path = Path(tempfile.mkdtemp(prefix="countdp-spill-"))
-        else:
-            self.path, self.fd, _ = create_partial(out.parent, out.name, folder=True)
+    def __init__(self, out: Path) -> None:
+        self.path, self.fd, _ = create_partial(out.parent, out.name, folder=True)
 
     def remove(self) -> None:
         try:
             for entry in os.listdir(self.path):
                 if SPILL.match(entry):
                     os.unlink(self.path / entry)
-            if self.fd is None:
-                shutil.rmtree(self.path, ignore_errors=True)
-            else:
-                os.rmdir(self.path)
+            os.rmdir(self.path)
         except OSError:
             pass  # a stray file: the folder is a dead partial for the next release to remove
         finally:
             if self.fd is not None:
                 os.close(self.fd)
                 self.fd = None
-
-
-def _connect(spill: _Spill, settings: RecordsSettings):
-    config = {"temp_directory": str(spill.path), "memory_limit": f"{settings.memory_limit_mb}MB"}
-    if settings.threads is not None:
-        config["threads"] = settings.threads
-    con = duckdb.connect(":memory:", config=config)
-    con.execute("SET enable_progress_bar = false")  # the release draws its own progress, on stderr
-    # DuckDB's type_pushdown turns a TRY_CAST over read_csv into the reader's column type, which fails on a value
-    # that does not convert (quoting it) where TRY_CAST gives NULL: one person's value would stop the release
-    if con.execute("SELECT count(*) FROM duckdb_optimizers() WHERE name = 'type_pushdown'").fetchone()[0]:
-        con.execute("SET disabled_optimizers = 'type_pushdown'")
-    return con
 
 
 _KINDS = {"pandas": "pandas DataFrame", "pyarrow": "Arrow table", "polars": "Polars DataFrame",
@@ -140,7 +122,7 @@ def _register(con, source: object) -> tuple[str, object]:
     memory limit and spill folder are that connection's."""
     kind = type(source).__module__.split(".")[0]
     if isinstance(source, str | os.PathLike):
-        con.execute(f"CREATE VIEW {RAW} AS SELECT * FROM {reader_sql(os.fspath(source))}")
+        con.execute(f"CREATE TEMP VIEW {RAW} AS SELECT * FROM {reader_sql(os.fspath(source))}")
         return os.fspath(source), None
     if kind == "duckdb" and hasattr(source, "query"):
         return _KINDS[kind], source
@@ -169,7 +151,7 @@ def _typed(con, relation, spec: RecordsSpec):
     if relation is not None:
         projected = relation.project(typed_select(spec))
         return lambda sql: projected.query(VIEW, sql)
-    con.execute(f"CREATE VIEW {VIEW} AS SELECT {typed_select(spec)} FROM {RAW}")
+    con.execute(f"CREATE TEMP VIEW {VIEW} AS SELECT {typed_select(spec)} FROM {RAW}")
     return con.sql
 
 
@@ -250,11 +232,14 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
                    settings: RecordsSettings | None = None) -> ArrowSource:
     """The grouped records as an :class:`~countdp.release.sources.ArrowSource` (see the module docstring)."""
     settings = settings or RecordsSettings()
-    spill = _Spill(out)
-    con = None
+    spill = _Spill(out) if out is not None else None
+    con = give_back = None
     label = os.fspath(source) if isinstance(source, str | os.PathLike) else type(source).__name__  # never its repr
     try:
-        con = _connect(spill, settings)
+        if spill is not None:
+            con = open_database(spill.path, settings)
+        else:  # kept in memory: a connection to this process's shared database, given back at close
+            con, give_back = borrow(settings)
         label, relation = _register(con, source)
         columns = _columns(con, relation, label)
         check_names(spec, columns, label, spell)
@@ -272,10 +257,10 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
             query = f"SELECT * FROM {GROUPS}"
         schema = run(f"SELECT * FROM ({query}) LIMIT 0").arrow().schema
     except duckdb.Error as exc:
-        _close(con, spill)
+        _close(con, spill, give_back)
         raise ValueError(f"{label}: {first_line(exc)}") from None
     except BaseException:
-        _close(con, spill)
+        _close(con, spill, give_back)
         raise
 
     def batches():
@@ -287,7 +272,7 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
             raise runtime_error(label, spell) from None
 
     description = spec.describe(label, "duckdb", note)
-    return ArrowSource(label, schema, batches, description, close=lambda: _close(con, spill))
+    return ArrowSource(label, schema, batches, description, close=lambda: _close(con, spill, give_back))
 
 
 def _group(con, query: str, label: str, spell) -> None:
@@ -298,10 +283,13 @@ def _group(con, query: str, label: str, spell) -> None:
         raise runtime_error(label, spell) from None
 
 
-def _close(con, spill: _Spill) -> None:
-    if con is not None:
+def _close(con, spill: _Spill | None, give_back) -> None:
+    if give_back is not None:
+        give_back()
+    elif con is not None:
         con.close()
-    spill.remove()
+    if spill is not None:
+        spill.remove()
 
 
 __all__ = ["CHOSEN", "GROUPS", "RAW", "VIEW", "check_names", "check_people", "check_predicates", "chosen_sql",
