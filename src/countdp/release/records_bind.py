@@ -14,7 +14,10 @@ the bound plan (``json_serialize_plan``).  Such a CAST fails on a value that doe
 value would decide whether the release runs; the same predicate is refused on Spark
 (:mod:`countdp.release.records_spark_predicates`), and ``TRY_CAST`` is not refused.  Any other error on a
 record's value is NULL for that record: the grouping evaluates each predicate inside ``TRY`` (:func:`tried`),
-and a volatile function, which ``TRY`` refuses, is refused here.  Where DuckDB's binder itself refuses
+and a volatile function, which ``TRY`` refuses, is refused here.  A plan DuckDB cannot serialize shows no
+conversion: the predicate is then not refused for one, and a conversion in it that fails is NULL for its
+record inside ``TRY``, as on Spark; the refusal is for one message and one behaviour on both engines, ``TRY``
+is what keeps one person's value from stopping the release.  Where DuckDB's binder itself refuses
 a text column compared with a number (``age < 30``), the column is found by binding again with each text
 column the predicate reads given a type, so that both engines name it the same way.
 """
