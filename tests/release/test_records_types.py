@@ -201,16 +201,23 @@ def test_a_regular_expression_from_a_record_is_null_on_duckdb(tmp_path):
 
 
 @pytest.mark.spark
-def test_what_remains_on_spark_a_failure_while_grouping_quotes_no_value(spark, tmp_path):
-    """What TRY does not reach, and the release cannot rule out before it runs: on Spark, which has no TRY, a
-    regular expression read from a record (``(`` fails to compile while the grouping runs); on DuckDB, a malformed
-    CSV line past what its sniffer reads.  The release then fails on those records and not on their neighbour's,
-    which is one bit about one person outside the guarantee (docs/threat-model.md); it fails in one fixed line,
-    quoting nothing."""
-    argv = ["--count", "y='1' RLIKE code", *TINY, *SPARK]
+@pytest.mark.parametrize("predicate", ["'1' RLIKE code", "regexp_extract('1', code, 0) = '1'",
+                                       "'1' LIKE code", "to_date('2020-01-01', code) IS NULL"])
+def test_a_pattern_read_from_the_records_is_refused_on_spark_before_it_runs(spark, tmp_path, predicate):
+    """Spark has no TRY: a regular expression, LIKE pattern or date format read from a record (one person's
+    ``code`` is ``(``) would stop the grouping on those records and not on their neighbour's, one bit about one
+    person.  Both neighbours are refused alike, before any record is read."""
+    argv = ["--count", f"y={predicate}", *TINY, *SPARK]
     base, other = _publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", CODES[:-1] + ["("], argv)
-    assert base.status == 0 and other.status == 2 and other.files == {}, other.stderr
-    assert other.stderr == f"countdp: error: people.csv: {RUNTIME}\n"
+    assert base.status == other.status == 2 and base.files == other.files == {}, (base.stderr, other.stderr)
+    assert base.stderr == other.stderr and base.stderr.count("\n") == 1
+    assert "a pattern read from the records" in base.stderr, base.stderr
+
+
+@pytest.mark.spark
+def test_a_literal_pattern_publishes_on_spark(spark, tmp_path):
+    argv = ["--count", "y=code RLIKE '^1'", *TINY, *SPARK]
+    _assert_neighbours(_publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", NEIGHBOUR, argv))
 
 
 def test_what_remains_on_duckdb_a_malformed_line_quotes_no_value(tmp_path):

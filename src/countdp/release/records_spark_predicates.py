@@ -44,6 +44,8 @@ def check_predicates(spark, spec: RecordsSpec, spell) -> None:
                 raise ValueError(f"{shown}: {ROW_LOCAL}")
             if raises(selected):
                 raise ValueError(f"{shown}: {VOLATILE}")
+            if reads_pattern(selected):
+                raise ValueError(f"{shown}: {PATTERN_READ}")
             converted = text_conversions(selected)
             if converted:
                 raise conversion(shown, *converted[0], spell)
@@ -73,6 +75,31 @@ def raises(selected) -> bool:
     expressions = selected._jdf.queryExecution().analyzed().expressions()
     roots = [expressions.apply(k) for k in range(expressions.size())]
     return any(not root.deterministic() for root in roots) or any(_kind(node) in RAISING for node in _nodes(roots))
+
+
+PATTERNED = ("Like", "ILike", "RLike", "RegExpReplace", "RegExpExtract", "RegExpExtractAll", "RegExpCount",
+             "RegExpInStr", "RegExpSubStr", "StringSplit", "ParseToDate", "ParseToTimestamp", "GetTimestamp",
+             "UnixTimestamp", "ToUnixTimestamp", "DateFormatClass")
+"""Catalyst's expressions whose second argument is a pattern (a regular expression, a ``LIKE`` pattern, a date
+format) that Spark compiles as it evaluates a row, and which raises, ANSI mode or not, where it does not compile."""
+
+PATTERN_READ = ("a pattern read from the records (a regular expression, LIKE pattern or date format that is not a "
+                "literal) is refused on Spark, where one person's value that does not compile would stop the "
+                "grouping; give the pattern as a literal, or group on DuckDB (--engine duckdb), where such a "
+                "value is NULL for that record")
+"""Why Spark refuses a predicate whose pattern is read from the records (:func:`reads_pattern`)."""
+
+
+def reads_pattern(selected) -> bool:
+    """Whether the analysed predicate of ``selected`` holds an expression of :data:`PATTERNED` whose pattern is not
+    a constant (``'1' RLIKE code``): Spark has no ``TRY``, so a person whose value is not a pattern would decide
+    whether the grouping runs.  A constant pattern is the same for every neighbour."""
+    expressions = selected._jdf.queryExecution().analyzed().expressions()
+    roots = [expressions.apply(k) for k in range(expressions.size())]
+    for node in _nodes(roots):
+        if _kind(node) in PATTERNED and node.children().size() > 1 and not node.children().apply(1).foldable():
+            return True
+    return False
 
 
 COMPARISONS = ("EqualTo", "EqualNullSafe", "LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual", "In",
@@ -147,5 +174,5 @@ def _text_columns(expression) -> list[str]:
     return [read.apply(k).name() for k in range(read.size()) if _text(read.apply(k).dataType())]
 
 
-__all__ = ["COMPARISONS", "RAISING", "VIEW", "check_predicates", "has_subquery", "raises", "spark_error",
-           "text_conversions"]
+__all__ = ["COMPARISONS", "PATTERNED", "PATTERN_READ", "RAISING", "VIEW", "check_predicates", "has_subquery",
+           "raises", "reads_pattern", "spark_error", "text_conversions"]
