@@ -47,6 +47,8 @@ rule design_sweep:
         solver=sweep_solver,
         alpha_exact=sweep_alpha_exact,
         code=DESIGN_CODE_VERSION,
+        config_keys=lambda wildcards: config_fit.sweep_keys(config, wildcards.mechanism, wildcards.objective,
+                                                            wildcards.alpha),
     threads: 1
     group:
         "designs"  # used only by cluster executors (profiles/slurm); local runs ignore groups
@@ -57,5 +59,4 @@ rule design_sweep:
         from jobs_design import sweep
 
         in_worker(sweep, wildcards.mechanism, wildcards.objective, wildcards.alpha, params.ns, params.solver,
-                         params.artifacts, log[0], params.alpha_exact, output[0], params.code,
-                         config_fit.sweep_keys(config, wildcards.mechanism, wildcards.objective, wildcards.alpha))
+                         params.artifacts, log[0], params.alpha_exact, output[0], params.code, params.config_keys)
