@@ -57,8 +57,7 @@ def table_source(source: object, kind: str) -> ArrowSource:
         schema = source.limit(0).arrow().schema
 
         def batches():
-            reader = getattr(source, "to_arrow_reader", None) or source.fetch_record_batch
-            yield from reader(1 << 16)
+            yield from source.to_arrow_reader(1 << 16)
 
         return ArrowSource(label, schema, batches)
     return ArrowSource.of_table(_arrow(source, kind), label)

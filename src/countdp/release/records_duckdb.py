@@ -265,9 +265,7 @@ def duckdb_records(source: object, spec: RecordsSpec, out: Path | None, spell, s
 
     def batches():
         try:
-            relation = run(query)
-            reader = getattr(relation, "to_arrow_reader", None) or relation.fetch_record_batch
-            yield from reader(settings.batch_rows)
+            yield from run(query).to_arrow_reader(settings.batch_rows)
         except duckdb.Error:
             raise runtime_error(label, spell) from None
 
