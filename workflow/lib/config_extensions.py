@@ -32,7 +32,7 @@ from countdp.design.memory import memory_refusal
 from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.studies.naming import parse_alpha
 
-__all__ = ["EXTENSION_SOURCES", "extension_errors"]
+__all__ = ["EXTENSION_SOURCES", "extension_errors", "study_keys"]
 
 EXTENSION_SOURCES = (__file__, full_model.__file__)
 """The sources this check reads beyond config_fit's (config_cache fingerprints them)."""
@@ -43,6 +43,12 @@ FULL_MODEL_STUDIES = (("minimax", "the minimax study's lexicographic designs", L
 """``(study, what it solves, bytes an entry)`` of each study that solves the whole LP itself."""
 OBJECTIVES = ("L0", "L1", "L2")
 """The objectives the objectives study designs (countdp.studies.objectives.objective_study)."""
+
+
+def study_keys(config: Mapping, study: str) -> list[tuple[str, object]]:
+    """``(key, n spec)`` of extension study ``study``'s group sizes: the key its job names when the engine
+    refuses one of its designs (:mod:`engine_refusal`), as :func:`config_fit.sweep_keys` for a sweep."""
+    return [(f"extensions.{study}.n", config["extensions"][study]["n"])]
 
 
 def _largest_n(spec) -> int:

@@ -14,32 +14,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from config_fit import asks_for
+from engine_refusal import DesignRefused, in_config_words
 
-from countdp.design.memory import MemoryBoundError
 from countdp.progress import StageLog
 from countdp.services.arrays import arrays_path
 from countdp.services.atomic import write_text_atomic
 from countdp.studies.sweeps import design_sweep
 
 
-class SweepRefused(RuntimeError):
-    """A design of the sweep the engine refused, in the config's words (module docstring)."""
-
-
-def refusal(refused: MemoryBoundError, mechanism: str, objective: str, alpha: str,
-            keys: Sequence[tuple[str, object]]) -> str:
-    """The one line of a design the engine refused: the design, why, the keys asking for it (``keys``:
-    ``(key, n spec)`` pairs, :func:`config_fit.sweep_keys`) and what they allow."""
-    n = refused.n
-    named = [f"'{key}'" for key, spec in keys if asks_for(spec, n)]
-    tried = f"its fast paths did not answer ({'; '.join(refused.failed)})" if refused.failed else "no fast path answers"
-    asked = (f"config key {', '.join(named)} asks for it" if named
-             else "no study key of the config names this n for it (the claims' designs?)")
-    return (f"design {mechanism} {objective} n={n} alpha={alpha} is refused by the design engine: {tried}, and "
-            f"{refused.reason}; {asked}; allowed: that key's largest n lowered, or an alpha or objective a fast "
-            f"path answers (docs/design.md); the workflow gives the engine no time limit and keeps its memory bound "
-            f"(each design it saves is a proven optimum)")
+class SweepRefused(DesignRefused):
+    """A design of the sweep the engine refused, in the config's words (:mod:`engine_refusal`)."""
 
 
 def sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], solver: str, artifacts: Sequence[str],
@@ -51,12 +35,11 @@ def sweep(mechanism: str, objective: str, alpha: str, ns: Sequence[int], solver:
     A design past a second also shows its stages on stderr, each line labelled with the design
     (:class:`countdp.progress.StageLog`, as ``countdp design`` shows them); a quicker one nothing.
     ``keys``: the config keys asking for the sweep's designs, named if the engine refuses one
-    (:class:`SweepRefused`)."""
-    try:
+    (:class:`SweepRefused`, :func:`engine_refusal.in_config_words`)."""
+    with in_config_words(keys, lambda refused: f"{mechanism} {objective} n={refused.n} alpha={alpha}",
+                         error=SweepRefused):
         design_sweep(mechanism, objective, alpha, ns, solver, artifacts, log, alpha_exact, code_version=code_version,
                      progress=sys.stderr, stages=lambda label: StageLog("countdp", sys.stderr, label=label))
-    except MemoryBoundError as refused:
-        raise SweepRefused(refusal(refused, mechanism, objective, alpha, keys)) from None
     write_sweep_manifest(manifest, mechanism, objective, alpha, alpha_exact, solver, ns, artifacts)
 
 

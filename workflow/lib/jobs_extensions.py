@@ -1,7 +1,10 @@
 """Jobs of the extension rules (beyond the paper): run a study, write its tables, draw its figures.
 
 Each function takes plain paths and values.  Wall-clock timings go to the job's log, never
-into a table, so the tables are byte-identical from run to run.
+into a table, so the tables are byte-identical from run to run.  The studies that design through the
+engine (objectives, derivability, and prior's WH and WM) take ``keys``, the config keys asking for
+their designs (:func:`config_extensions.study_keys`): a design the engine refuses fails the job in
+one line naming them (:func:`engine_refusal.in_config_words`), not the engine's own options.
 """
 
 from __future__ import annotations
@@ -11,8 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from engine_refusal import in_config_words
 
 from countdp.services.artifact import write_csv_atomic, write_text_atomic
+
+STUDY_CHOICES = "an alpha"
+"""What else of an extension study's engine designs the config sets (their objectives are the study's own)."""
 
 
 def _timing_lines(timings: Sequence[dict]) -> list[str]:
@@ -24,6 +31,11 @@ def _timing_lines(timings: Sequence[dict]) -> list[str]:
         totals.setdefault((t["n"], t["alpha"]), []).append(t["solve_time"])
     lines += [f"total n={n} alpha={a}: {len(v)} solves, solve_time={sum(v):.3f}s" for (n, a), v in totals.items()]
     return lines
+
+
+def _named_by(keys: Sequence[tuple[str, object]], study: str):
+    """The block's designs refused by the engine fail in one line naming ``keys`` (module docstring)."""
+    return in_config_words(keys, lambda refused: f"of the {study} study ({refused.label})", STUDY_CHOICES)
 
 
 def _finish(name: str, start: float, tables: Sequence[tuple[pd.DataFrame, str]], plot: Callable[[], None],
@@ -95,8 +107,9 @@ def minimax(ns: Sequence[int], alphas: Sequence[float], table_csv: str, checks_c
 
 
 def prior(cfg: Mapping, seed: int, solver: str, adult: Sequence[str], table_csv: str, gains_csv: str,
-          checks_csv: str, figure: Sequence[str], log: str) -> None:
-    """``cfg``: the config's ``extensions.prior`` block; ``adult``: [table, sidecar] when it names targets."""
+          checks_csv: str, figure: Sequence[str], log: str, keys: Sequence[tuple[str, object]] = ()) -> None:
+    """``cfg``: the config's ``extensions.prior`` block; ``adult``: [table, sidecar] when it names targets;
+    ``keys``: named if the engine refuses its WH or WM design (module docstring)."""
     from countdp.plots.extensions import plot_prior
     from countdp.studies.naming import parse_alpha
     from countdp.studies.prior import binomial_distributions, prior_checks, prior_study
@@ -114,22 +127,26 @@ def prior(cfg: Mapping, seed: int, solver: str, adult: Sequence[str], table_csv:
             bits = table[target].to_numpy()
             counts = np.concatenate([group_counts(bits, n, rng) for _ in range(int(cfg.get("adult_permutations", 20)))])
             dists[f"Adult {target}"] = empirical_distribution(counts, n)
-    table, gains = prior_study(n, alpha, dists, cfg.get("objectives", ["L0", "L0d:1"]), solver=solver)
+    with _named_by(keys, "prior"):
+        table, gains = prior_study(n, alpha, dists, cfg.get("objectives", ["L0", "L0d:1"]), solver=solver)
     _finish("prior", start, [(table, table_csv), (gains, gains_csv), (prior_checks(gains), checks_csv)],
             lambda: plot_prior(table, figure), log)
 
 
 def objectives(cfg: Mapping, solver: Mapping, table_csv: str, matrices_csv: str, checks_csv: str,
-               rmse_figure: Sequence[str], heatmaps_figure: Sequence[str], log: str) -> None:
-    """``cfg``: the config's ``extensions.objectives`` block; ``solver``: ``extensions.solver``."""
+               rmse_figure: Sequence[str], heatmaps_figure: Sequence[str], log: str,
+               keys: Sequence[tuple[str, object]] = ()) -> None:
+    """``cfg``: the config's ``extensions.objectives`` block; ``solver``: ``extensions.solver``; ``keys``:
+    named if the engine refuses a design (module docstring)."""
     from countdp.plots.extensions import plot_objective_heatmaps, plot_objectives
     from countdp.studies.naming import parse_alpha
     from countdp.studies.objectives import matrices_frame, objective_checks, objective_study
 
     start = time.perf_counter()
     n, alpha = int(cfg["n"]), parse_alpha(cfg["alpha"])
-    table, mats = objective_study(n, alpha, cfg["p"], solver=solver.get("name", "HIGHS"), method=solver.get("method"),
-                                  shortcuts=not solver.get("plain", False))
+    with _named_by(keys, "objectives"):
+        table, mats = objective_study(n, alpha, cfg["p"], solver=solver.get("name", "HIGHS"),
+                                      method=solver.get("method"), shortcuts=not solver.get("plain", False))
     frame = matrices_frame(mats, n, alpha)
 
     def plot() -> None:
@@ -141,12 +158,14 @@ def objectives(cfg: Mapping, solver: Mapping, table_csv: str, matrices_csv: str,
 
 
 def derivability(ns: Sequence[int], alphas: Sequence[float], table_csv: str, summary_csv: str, checks_csv: str,
-                 figure: Sequence[str], log: str) -> None:
+                 figure: Sequence[str], log: str, keys: Sequence[tuple[str, object]] = ()) -> None:
+    """``keys``: named if the engine refuses its WH or WM design (module docstring)."""
     from countdp.plots.extensions import plot_derivability
     from countdp.studies.derivability import derivability_checks, derivability_summary, derivability_table
 
     start = time.perf_counter()
-    table = derivability_table(ns, alphas)
+    with _named_by(keys, "derivability"):
+        table = derivability_table(ns, alphas)
     summary = derivability_summary(table)
     _finish("derivability", start, [(table, table_csv), (summary, summary_csv),
                                     (derivability_checks(summary), checks_csv)],

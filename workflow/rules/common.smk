@@ -33,6 +33,7 @@ from config_cache import checked as checked_config
 from config_overrides import replace_override_ranges
 from config_check import FIGURE_MECHANISMS, L0_ONLY, ConfigError
 import config_check
+import config_extensions
 import config_fit
 import countdp
 from countdp.claims.designs import theory_designs

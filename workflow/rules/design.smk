@@ -27,7 +27,7 @@
 # onstart), given one more n, or whose manifest was removed for a deleted artifact, redoes only
 # the missing designs; a changed design code or solver setting redoes them all.  A design the engine
 # refuses (no fast path answered, its general LP above the engine's memory bound) fails the job in one
-# line naming the config keys that ask for it (jobs_design.refusal), not the engine's own options.
+# line naming the config keys that ask for it (engine_refusal.refusal), not the engine's own options.
 
 INCOMPLETE_SWEEPS = remove_incomplete_manifests()
 

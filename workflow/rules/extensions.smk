@@ -8,7 +8,10 @@
 # results/figures/ext_*.{pdf,png}, and each job's log (row counts, wall-clock and solver
 # times: tables carry no timings, so they are byte-identical across runs) to
 # results/logs/extensions/.  The jobs run in the run's worker processes (in_worker); their
-# work is in workflow/lib/jobs_extensions.py.  Helpers (EXT, ext_figure, extensions_targets, ...): targets.smk.
+# work is in workflow/lib/jobs_extensions.py.  A design of the objectives, derivability or prior
+# study that the engine refuses fails its job in one line naming the config key that asks for it
+# (config_extensions.study_keys, engine_refusal.refusal), not the engine's own options.
+# Helpers (EXT, ext_figure, extensions_targets, ...): targets.smk.
 
 
 rule ext_baselines:
@@ -123,6 +126,7 @@ rule ext_prior:
         cfg=EXT["prior"],
         seed=EXT.get("seed", 0),
         solver=EXT.get("solver", {}).get("name", "HIGHS"),
+        config_keys=config_extensions.study_keys(config, "prior"),  # named if the engine refuses a design
     threads: 1
     resources:
         mem_mb=2000,
@@ -132,7 +136,8 @@ rule ext_prior:
     run:
         from jobs_extensions import prior
 
-        in_worker(prior, params.cfg, params.seed, params.solver, input.adult, *output[:3], output.figure, log[0])
+        in_worker(prior, params.cfg, params.seed, params.solver, input.adult, *output[:3], output.figure, log[0],
+                  params.config_keys)
 
 
 rule ext_objectives:
@@ -146,6 +151,7 @@ rule ext_objectives:
         code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         cfg=EXT["objectives"],
         solver=EXT.get("solver", {}),
+        config_keys=config_extensions.study_keys(config, "objectives"),  # named if the engine refuses a design
     threads: 1
     resources:
         mem_mb=2000,
@@ -155,7 +161,8 @@ rule ext_objectives:
     run:
         from jobs_extensions import objectives
 
-        in_worker(objectives, params.cfg, params.solver, *output[:3], output.rmse, output.heatmaps, log[0])
+        in_worker(objectives, params.cfg, params.solver, *output[:3], output.rmse, output.heatmaps, log[0],
+                  params.config_keys)
 
 
 rule ext_derivability:
@@ -168,6 +175,7 @@ rule ext_derivability:
         code=CODE_VERSION,  # the study solves LPs: rerun when the library changes
         ns=n_values(EXT["derivability"]["n"]),
         alphas=ext_alphas(EXT["derivability"]["alpha"]),
+        config_keys=config_extensions.study_keys(config, "derivability"),  # named if the engine refuses a design
     threads: 1
     resources:
         mem_mb=2000,
@@ -178,7 +186,7 @@ rule ext_derivability:
         from jobs_extensions import derivability
 
         in_worker(derivability, params.ns, params.alphas, output.table, output.summary, output.checks, list(output.figure),
-                                log[0])
+                                log[0], params.config_keys)
 
 
 rule ext_checks:

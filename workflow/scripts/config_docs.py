@@ -107,7 +107,10 @@ begins as shown here (`tests/workflow/test_config_overrides.py` runs `snakemake 
   `config key 'extensions.minimax.n': n = 1000 does not fit in memory for the minimax study's lexicographic designs`
   (the largest n of each of those keys: minimax and prior up to about n = 420, subsets up to about
   n = 170); the objectives and derivability studies design through the engine and are checked as
-  the sweeps' designs are.
+  the sweeps' designs are. A design of theirs (or of the prior study's WH and WM) that the engine
+  refuses when the job runs fails the job in one line naming the key, as a sweep's
+  (`design of the objectives study (n=1024, alpha=0.99, properties=WH+S, objective=L1) is refused by
+  the design engine: ...; config key 'extensions.objectives.n' asks for it; allowed: ...`).
 
 ## Large group sizes (`config/large_n.yaml`)
 
