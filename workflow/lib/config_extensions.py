@@ -10,7 +10,7 @@ prior studies' lexicographic solves, the subsets study's 128 models and their QP
 seven properties the largest it builds; one that needs more than the limit is one line naming the
 key, the model's size, the estimate and the limit.  The limit there is also at most the engine's
 own memory bound for a whole LP (``settings.solver.memory_bound``, 2 GiB by default, which the
-workflow does not raise, and the extension rules' ``mem_mb``): the engine does not run its general
+workflow does not raise): the engine does not run its general
 LP above it without a time limit, and these studies solve the same LP, larger, with none.  The
 objectives and derivability studies (``extensions.objectives``, ``extensions.derivability``) do go
 through the engine (``design_lp`` with ``extensions.solver``'s options, and ``design_named`` for WM
@@ -19,6 +19,9 @@ need above the limit, or a design the engine would refuse at once, is one line n
 The limit is config_fit's (:func:`config_fit.memory_limit`).  The estimate is arithmetic; the
 engine's designs are estimated only where their bound (:func:`countdp.design.estimate.bound_bytes`)
 does not fit.
+
+The same estimate sizes each extension job's request (its rule's ``mem_mb``, what a cluster job asks
+for: :func:`study_mem_mb`): :func:`study_bytes`, at least :data:`MEM_FLOOR_MB` and at most the limit.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from countdp.design.memory import memory_refusal
 from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.studies.naming import parse_alpha
 
-__all__ = ["EXTENSION_SOURCES", "extension_errors", "study_keys"]
+__all__ = ["EXTENSION_SOURCES", "MEM_FLOOR_MB", "extension_errors", "study_bytes", "study_keys", "study_mem_mb"]
 
 EXTENSION_SOURCES = (__file__, full_model.__file__)
 """The sources this check reads beyond config_fit's (config_cache fingerprints them)."""
@@ -43,6 +46,11 @@ FULL_MODEL_STUDIES = (("minimax", "the minimax study's lexicographic designs", L
 """``(study, what it solves, bytes an entry)`` of each study that solves the whole LP itself."""
 OBJECTIVES = ("L0", "L1", "L2")
 """The objectives the objectives study designs (countdp.studies.objectives.objective_study)."""
+ENGINE_STUDIES = ("objectives", "derivability")
+"""The studies whose designs go through the design engine (:func:`_engine_designs`)."""
+MEM_FLOOR_MB = 1000
+"""The least an extension job asks for (MB), whatever its estimate: a Snakemake with the library, pandas
+and matplotlib (what the figure rules ask); the estimates of small studies are below it."""
 
 
 def study_keys(config: Mapping, study: str) -> list[tuple[str, object]]:
@@ -69,11 +77,10 @@ def _full_model_errors(block: Mapping, limit: int | None, limit_text: str) -> li
         limit, limit_text = bound, (f"above the memory bound of {bound / 2**30:,.2f} GiB the design engine keeps "
                                     "for a whole LP (settings.solver.memory_bound)")
     lines = []
-    for study, what, per_entry in FULL_MODEL_STUDIES:
+    for study, what, _ in FULL_MODEL_STUDIES:
         if not isinstance(spec := (block.get(study) or {}).get("n"), Mapping | list | int):
             continue
-        n = _largest_n(spec)
-        need = full_model.full_model_bytes(n, per_entry)
+        n, need = _largest_n(spec), study_bytes(block, study)
         if need > limit:
             lines.append(full_model_line(f"extensions.{study}.n", n, what, need, limit_text))
     return lines
@@ -111,6 +118,37 @@ def _engine_errors(block: Mapping, limit: int | None, limit_text: str) -> list[s
             refused.setdefault(key, (found, alpha))
     return [fit_line(key, found, alpha, limit_text) for key, (found, alpha) in worst.items()] + \
         [refused_line(key, found, alpha) for key, (found, alpha) in refused.items() if key not in worst]
+
+
+def study_bytes(block: Mapping, study: str) -> int:
+    """What extension study ``study``'s job needs at its largest n (``block``: the config's ``extensions``),
+    by the estimates the check holds it to: the whole LP of the minimax, prior and subsets studies
+    (:func:`countdp.design.full_model.full_model_bytes`; the prior study's WH and WM designs need less);
+    the dearest engine design of the objectives and derivability studies
+    (:func:`countdp.design.estimate.estimate_named`, asked only where their bound is above
+    :data:`MEM_FLOOR_MB`: below it the bound, so a small study imports nothing); 0 for the baselines
+    study, which designs nothing (closed forms and baselines of a few hundred entries)."""
+    for name, _, per_entry in FULL_MODEL_STUDIES:
+        if name == study:
+            return full_model.full_model_bytes(_largest_n(block[study]["n"]), per_entry)
+    if study not in ENGINE_STUDIES:
+        return 0
+    bound = estimate.bound_bytes(_largest_n(block[study]["n"]))
+    if bound <= MEM_FLOOR_MB * 2**20:
+        return bound
+    designs = _engine_designs({"solver": block.get("solver"), study: block[study]})
+    return max(estimate.estimate_named(m, n, parse_alpha(alpha), objective, props, **options).required_bytes
+               for _, m, props, objective, alpha, n, options in designs)
+
+
+def study_mem_mb(config: Mapping, study: str) -> int:
+    """The memory (MB of 2^20 bytes, as ``design_memory_mb`` and SLURM's ``--mem`` count them) extension
+    study ``study``'s job asks for (its rule's ``mem_mb``): :func:`study_bytes` rounded up, at least
+    :data:`MEM_FLOOR_MB`, and at most the limit the check holds the study to (:func:`config_fit.memory_limit`:
+    ``design_memory_mb``, else what is available), which a config that passed the check needs no more than."""
+    need_mb = max(MEM_FLOOR_MB, -(-study_bytes(config["extensions"], study) // 2**20))
+    limit, _ = memory_limit(config)
+    return need_mb if limit is None else min(need_mb, limit // 2**20)
 
 
 def extension_errors(config: Mapping) -> list[str]:

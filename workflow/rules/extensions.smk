@@ -10,7 +10,10 @@
 # results/logs/extensions/.  The jobs run in the run's worker processes (in_worker); their
 # work is in workflow/lib/jobs_extensions.py.  A design of the objectives, derivability or prior
 # study that the engine refuses fails its job in one line naming the config key that asks for it
-# (config_extensions.study_keys, engine_refusal.refusal), not the engine's own options.
+# (config_extensions.study_keys, engine_refusal.refusal), not the engine's own options.  Each job
+# asks for the memory the config check estimates for its study (ext_mem_mb: the largest n's whole
+# LP or dearest design, at least 1,000 MB, at most design_memory_mb), so a cluster job requests
+# what it needs.
 # Helpers (EXT, ext_figure, extensions_targets, ...): targets.smk.
 
 
@@ -25,7 +28,7 @@ rule ext_baselines:
         alphas=ext_alphas(EXT["baselines"]["alpha"]),
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=ext_mem_mb("baselines"),
         runtime=30,
     log:
         ext_log("ext_baselines"),
@@ -50,7 +53,7 @@ rule ext_subsets:
     threads: 1
     priority: 10  # the longest single job: start it first (see profiles/default/config.yaml)
     resources:
-        mem_mb=2000,
+        mem_mb=ext_mem_mb("subsets"),
         runtime=60,
     log:
         ext_log("ext_subsets"),
@@ -72,7 +75,7 @@ rule ext_minimax:
         alphas=ext_alphas(EXT["minimax"]["alpha"]),
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=ext_mem_mb("minimax"),
         runtime=30,
     log:
         ext_log("ext_minimax"),
@@ -102,7 +105,7 @@ for _study in EXT_OBJECTIVE_STUDIES:
                 objective=_objective,
             threads: 1
             resources:
-                mem_mb=2000,
+                mem_mb=ext_mem_mb(_study),
                 runtime=30,
             log:
                 ext_log(f"ext_{ext_objective_study(_study, _objective)}"),
@@ -129,7 +132,7 @@ rule ext_prior:
         config_keys=config_extensions.study_keys(config, "prior"),  # named if the engine refuses a design
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=ext_mem_mb("prior"),
         runtime=30,
     log:
         ext_log("ext_prior"),
@@ -154,7 +157,7 @@ rule ext_objectives:
         config_keys=config_extensions.study_keys(config, "objectives"),  # named if the engine refuses a design
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=ext_mem_mb("objectives"),
         runtime=30,
     log:
         ext_log("ext_objectives"),
@@ -178,7 +181,7 @@ rule ext_derivability:
         config_keys=config_extensions.study_keys(config, "derivability"),  # named if the engine refuses a design
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=ext_mem_mb("derivability"),
         runtime=30,
     log:
         ext_log("ext_derivability"),

@@ -321,6 +321,14 @@ def ext_log(name):
     return f"results/logs/extensions/{name}.log"
 
 
+def ext_mem_mb(study):
+    """Memory (MB) of an extension study's job, what a cluster job asks for: the estimate the config
+    check holds the study to at its largest n (the whole LP of the minimax, prior and subsets studies,
+    the dearest engine design of the objectives and derivability studies), at least 1,000 MB and at
+    most design_memory_mb, else what is available (config_extensions.study_mem_mb)."""
+    return config_extensions.study_mem_mb(config, study)
+
+
 def extensions_targets():
     """Every artifact of the extension studies (for rule all), with their other objectives when asked
     (ext_objective_targets: targets_objectives.smk)."""
