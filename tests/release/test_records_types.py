@@ -215,6 +215,27 @@ def test_a_pattern_read_from_the_records_is_refused_on_spark_before_it_runs(spar
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("predicate", ["url_decode(code) = '1'", "to_binary(code, 'hex') IS NULL",
+                                       "unbase64(code) IS NULL", "to_number(code, '99') = 1",
+                                       "xpath_string(code, 'a') = ''"])
+def test_a_function_that_raises_on_a_value_is_refused_on_spark_before_it_runs(spark, tmp_path, predicate):
+    """Each raises on one person's ``%zz`` even with ANSI mode off (the grouping would stop on those records and
+    not on their neighbour's, whose values convert): both neighbours are refused alike, before anything runs."""
+    argv = ["--count", f"y={predicate}", *TINY, *SPARK]
+    base, other = _publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", CODES[:-1] + ["%zz"], argv)
+    assert base.status == other.status == 2 and base.files == other.files == {}, (base.stderr, other.stderr)
+    assert base.stderr == other.stderr and base.stderr.count("\n") == 1
+    assert "raises on a value it cannot convert" in base.stderr, base.stderr
+
+
+@pytest.mark.spark
+def test_a_functions_try_form_publishes_on_spark(spark, tmp_path):
+    argv = ["--count", "y=try_url_decode(code) = '1'", *TINY, *SPARK]
+    _assert_neighbours(_publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", CODES[:-1] + ["%zz"], argv),
+                       shown="%zz")
+
+
+@pytest.mark.spark
 def test_a_literal_pattern_publishes_on_spark(spark, tmp_path):
     argv = ["--count", "y=code RLIKE '^1'", *TINY, *SPARK]
     _assert_neighbours(_publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", NEIGHBOUR, argv))

@@ -46,6 +46,8 @@ def check_predicates(spark, spec: RecordsSpec, spell) -> None:
                 raise ValueError(f"{shown}: {VOLATILE}")
             if reads_pattern(selected):
                 raise ValueError(f"{shown}: {PATTERN_READ}")
+            if raises_on_a_value(selected):
+                raise ValueError(f"{shown}: {VALUE_RAISING_TEXT}")
             converted = text_conversions(selected)
             if converted:
                 raise conversion(shown, *converted[0], spell)
@@ -99,6 +101,36 @@ def reads_pattern(selected) -> bool:
     for node in _nodes(roots):
         if _kind(node) in PATTERNED and node.children().size() > 1 and not node.children().apply(1).foldable():
             return True
+    return False
+
+
+VALUE_RAISING = ("UrlDecode", "ToBinary", "UnBase64", "ToNumber", "AesDecrypt", "XPathBoolean", "XPathShort",
+                 "XPathInt", "XPathLong", "XPathFloat", "XPathDouble", "XPathString", "XPathList")
+"""Catalyst's functions that raise on a value they cannot convert, ANSI mode or not (``url_decode('%zz')``,
+``to_binary('zz', 'hex')``, ``unbase64``, ``to_number``, ``aes_decrypt`` of a bad ciphertext, ``xpath`` of
+text that is not XML); their ``try_`` forms give NULL."""
+
+VALUE_RAISING_TEXT = ("a function that raises on a value it cannot convert (url_decode, to_binary, unbase64, "
+                      "to_number, aes_decrypt, xpath) is refused on Spark, where one person's value would stop the "
+                      "grouping; use its try_ form (try_url_decode, try_to_binary, try_to_number, try_aes_decrypt), "
+                      "or group on DuckDB (--engine duckdb)")
+"""Why Spark refuses a predicate with a function of :data:`VALUE_RAISING` (:func:`raises_on_a_value`)."""
+
+
+def raises_on_a_value(selected) -> bool:
+    """Whether the analysed predicate of ``selected`` holds a function of :data:`VALUE_RAISING` outside a ``try_``
+    form (Spark's ``try_url_decode`` is a ``TryUrlDecode`` over a ``UrlDecode``; ``try_to_binary`` a ``TryEval``)."""
+    expressions = selected._jdf.queryExecution().analyzed().expressions()
+    stack = [expressions.apply(k) for k in range(expressions.size())]
+    while stack:
+        node = stack.pop()
+        kind = _kind(node)
+        if kind.startswith("Try"):
+            continue  # what a try_ form holds gives NULL where it would raise
+        if kind in VALUE_RAISING:
+            return True
+        children = node.children()
+        stack.extend(children.apply(k) for k in range(children.size()))
     return False
 
 
@@ -175,4 +207,5 @@ def _text_columns(expression) -> list[str]:
 
 
 __all__ = ["COMPARISONS", "PATTERNED", "PATTERN_READ", "RAISING", "VIEW", "check_predicates", "has_subquery",
-           "raises", "reads_pattern", "spark_error", "text_conversions"]
+           "raises", "raises_on_a_value", "reads_pattern", "spark_error", "text_conversions", "VALUE_RAISING",
+           "VALUE_RAISING_TEXT"]
