@@ -200,32 +200,29 @@ def test_a_regular_expression_from_a_record_is_null_on_duckdb(tmp_path):
                        shown="(")
 
 
-@pytest.mark.spark
-@pytest.mark.parametrize("predicate", ["'1' RLIKE code", "regexp_extract('1', code, 0) = '1'",
-                                       "'1' LIKE code", "to_date('2020-01-01', code) IS NULL"])
-def test_a_pattern_read_from_the_records_is_refused_on_spark_before_it_runs(spark, tmp_path, predicate):
-    """Spark has no TRY: a regular expression, LIKE pattern or date format read from a record (one person's
-    ``code`` is ``(``) would stop the grouping on those records and not on their neighbour's, one bit about one
-    person.  Both neighbours are refused alike, before any record is read."""
-    argv = ["--count", f"y={predicate}", *TINY, *SPARK]
-    base, other = _publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", CODES[:-1] + ["("], argv)
-    assert base.status == other.status == 2 and base.files == other.files == {}, (base.stderr, other.stderr)
-    assert base.stderr == other.stderr and base.stderr.count("\n") == 1
-    assert "a pattern read from the records" in base.stderr, base.stderr
+PATTERN, RAISER = "a pattern read from the records", "raises on a value it cannot convert"
+SPARK_RAISERS = {
+    "'1' RLIKE code": ("(", PATTERN), "regexp_extract('1', code, 0) = '1'": ("(", PATTERN),
+    "'1' LIKE code": ("(", PATTERN), "to_date('2020-01-01', code) IS NULL": ("(", PATTERN),
+    "url_decode(code) = '1'": ("%zz", RAISER), "to_binary(code, 'hex') IS NULL": ("%zz", RAISER),
+    "unbase64(code) IS NULL": ("%zz", RAISER), "to_number(code, '99') = 1": ("%zz", RAISER),
+    "xpath_string(code, 'a') = ''": ("%zz", RAISER)}
+"""Predicates Spark evaluates with no TRY, each with one person's value that makes it raise even with ANSI mode
+off (a pattern read from the records that does not compile, a value a function cannot convert), and the words
+of the refusal."""
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("predicate", ["url_decode(code) = '1'", "to_binary(code, 'hex') IS NULL",
-                                       "unbase64(code) IS NULL", "to_number(code, '99') = 1",
-                                       "xpath_string(code, 'a') = ''"])
-def test_a_function_that_raises_on_a_value_is_refused_on_spark_before_it_runs(spark, tmp_path, predicate):
-    """Each raises on one person's ``%zz`` even with ANSI mode off (the grouping would stop on those records and
-    not on their neighbour's, whose values convert): both neighbours are refused alike, before anything runs."""
+@pytest.mark.parametrize("predicate", sorted(SPARK_RAISERS))
+def test_a_predicate_that_could_raise_on_a_value_is_refused_on_spark_before_it_runs(spark, tmp_path, predicate):
+    """Spark has no TRY: the grouping would stop on the records holding the value of :data:`SPARK_RAISERS` and not
+    on their neighbour's, one bit about one person.  Both neighbours are refused alike, before any record is read."""
+    value, why = SPARK_RAISERS[predicate]
     argv = ["--count", f"y={predicate}", *TINY, *SPARK]
-    base, other = _publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", CODES[:-1] + ["%zz"], argv)
+    base, other = _publish(tmp_path / "base", CODES, argv), _publish(tmp_path / "n", CODES[:-1] + [value], argv)
     assert base.status == other.status == 2 and base.files == other.files == {}, (base.stderr, other.stderr)
     assert base.stderr == other.stderr and base.stderr.count("\n") == 1
-    assert "raises on a value it cannot convert" in base.stderr, base.stderr
+    assert why in base.stderr, base.stderr
 
 
 @pytest.mark.spark
