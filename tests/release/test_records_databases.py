@@ -11,7 +11,11 @@ folder removed) when its grouping ends; and a release into a file keeps its own 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,7 +23,7 @@ import pyarrow as pa
 
 import countdp
 from countdp.release.records import RecordsSettings
-from countdp.release.records_databases import borrow, shared_folders
+from countdp.release.records_databases import SPILL_PREFIX, borrow, shared_folders, sweep_dead_spills
 from countdp.release.records_run import group_records
 
 
@@ -97,3 +101,36 @@ def test_a_release_into_a_file_keeps_its_own_database(tmp_path):
                                        settings=RecordsSettings(memory_limit_mb=64))
     assert shared_folders() == before  # no shared database opened for its settings
     assert table["noisy_y"].tolist() == _expected(frame)
+
+
+CHILD = """
+import sys, time
+from countdp.release.records import RecordsSettings
+from countdp.release.records_databases import borrow, shared_folders
+con, give_back = borrow(RecordsSettings(memory_limit_mb=96))
+(folder,) = shared_folders()
+(folder / "duckdb_temp_storage-0.tmp").write_bytes(b"records spilled")  # as a spill would leave it
+print(folder, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_processs_spill_folder_is_removed_by_the_next_shared_database():
+    """SIGKILL skips ``atexit``: the killed study's spill folder, which may hold spilled records, stays in the
+    temporary folder until the next shared database opened removes it; a live process's folder is kept."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+    try:
+        folder = Path(child.stdout.readline().strip())
+        assert folder.name.startswith(f"{SPILL_PREFIX}{child.pid}-") and folder.is_dir()
+        assert sweep_dead_spills() == []  # alive: kept
+        child.kill()
+        child.wait()
+        assert folder.is_dir()  # nothing of the child's removed it
+        con, give_back = borrow(RecordsSettings(memory_limit_mb=97))  # a new shared database
+        give_back()
+        assert not folder.exists()
+        mine = [f for f in shared_folders() if f.exists()]
+        assert all(f.name.startswith(f"{SPILL_PREFIX}{os.getpid()}-") for f in mine)
+    finally:
+        child.kill()
+        child.wait()

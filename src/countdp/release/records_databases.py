@@ -16,7 +16,9 @@ removes them.
 No spill file outlives the grouping that wrote it: a shared database whose spill folder holds a file when a
 grouping gives its connection back is retired (closed, and its folder removed, once no grouping uses it),
 and the next grouping opens a new one.  A child process (a fork) opens its own.  Every database is
-configured as a release's is (:func:`configure`).
+configured as a release's is (:func:`configure`).  A process killed with SIGKILL leaves its spill folder,
+which is named by its process id: the next shared database opened on the machine removes the folders of
+processes that are gone (:func:`sweep_dead_spills`).
 """
 
 from __future__ import annotations
@@ -66,6 +68,35 @@ def _has_type_pushdown(con) -> bool:
     return found
 
 
+SPILL_PREFIX = "countdp-spill-"
+"""A shared database's spill folder, in the system's temporary folder: this prefix, the owner's process id, ``-``."""
+
+
+def sweep_dead_spills(root: Path | None = None) -> list[Path]:
+    """Remove the spill folders (under ``root``, the system's temporary folder by default) of processes that
+    are gone: a study killed with SIGKILL skips its ``atexit``, and its folder may hold records DuckDB spilled.
+    A folder whose process id is alive (or reused) is left alone; the removed folders are returned.  (A temporary
+    folder shared with another PID namespace, such as a container's, would need a folder of its own.)"""
+    root = Path(tempfile.gettempdir()) if root is None else root
+    removed = []
+    for folder in root.glob(f"{SPILL_PREFIX}*-*"):
+        pid = folder.name[len(SPILL_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and folder.is_dir() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 @dataclass
 class _Shared:
     con: object
@@ -87,7 +118,8 @@ def borrow(settings: RecordsSettings) -> tuple[object, Callable[[], None]]:
             _SHARED.clear()  # a forked child: its parent's databases are not its own
         shared = _SHARED.get(key)
         if shared is None:
-            folder = Path(tempfile.mkdtemp(prefix="countdp-spill-"))
+            sweep_dead_spills()
+            folder = Path(tempfile.mkdtemp(prefix=f"{SPILL_PREFIX}{os.getpid()}-"))
             shared = _SHARED[key] = _Shared(open_database(folder, settings), folder)
         shared.users += 1
         con = shared.con.cursor()
@@ -139,4 +171,4 @@ def shared_folders() -> list[Path]:
         return [shared.folder for key, shared in _SHARED.items() if key[0] == os.getpid()]
 
 
-__all__ = ["borrow", "configure", "open_database", "shared_folders"]
+__all__ = ["SPILL_PREFIX", "borrow", "configure", "open_database", "shared_folders", "sweep_dead_spills"]
