@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from config_fit import candidate_ns, fit_line, memory_limit, refused_line
+from config_fit import candidate_ns, design_lines, memory_limit
 
 from countdp.design import estimate, full_model
-from countdp.design.memory import memory_refusal
 from countdp.design.settings import DEFAULT_SETTINGS
 from countdp.studies.naming import parse_alpha
 
@@ -106,18 +105,7 @@ def _engine_designs(block: Mapping) -> Iterator[tuple[str, str, tuple, str, obje
 
 
 def _engine_errors(block: Mapping, limit: int | None, limit_text: str) -> list[str]:
-    worst, refused = {}, {}
-    for key, m, props, objective, alpha, n, options in _engine_designs(block):
-        if (limit is None or estimate.bound_bytes(n) <= limit) and memory_refusal(n, DEFAULT_SETTINGS) is None:
-            continue
-        found = estimate.estimate_named(m, n, parse_alpha(alpha), objective, props, **options)
-        if limit is not None and not found.fits(limit) and \
-                (key not in worst or found.required_bytes > worst[key][0].required_bytes):
-            worst[key] = (found, alpha)
-        elif found.refusal is not None:
-            refused.setdefault(key, (found, alpha))
-    return [fit_line(key, found, alpha, limit_text) for key, (found, alpha) in worst.items()] + \
-        [refused_line(key, found, alpha) for key, (found, alpha) in refused.items() if key not in worst]
+    return design_lines(_engine_designs(block), limit, limit_text, parse_alpha)
 
 
 def study_bytes(block: Mapping, study: str) -> int:

@@ -24,7 +24,7 @@ bound): such a design is refused when no fast path is predicted to answer it
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from config_routing import FIGURE_MECHANISMS, L0_ONLY, fig09_groups
 
@@ -181,15 +181,26 @@ def fit_errors(config: Mapping) -> list[str]:
         options, groups = solver_options(config.get("solver")), list(design_groups(config))
     except (KeyError, TypeError, ValueError, AttributeError, ZeroDivisionError):
         return []  # a malformed block or solver: the schema's messages say so
+    designs = ((key, m, props, objective, alpha, n, {} if m in CLOSED_FORM_MECHANISMS else options)
+               for key, m, props, objective, alpha, n in groups)
+    return design_lines(designs, limit, what)
+
+
+def design_lines(designs: Iterable[tuple], limit: int | None, what: str,
+                 parse: Callable[[object], object] = lambda alpha: alpha) -> list[str]:
+    """One line per config key of ``designs`` (``(key, mechanism, properties, objective, alpha, n, options)``,
+    ``options`` those of ``design_named``) whose largest design is predicted not to fit ``limit`` bytes
+    (:func:`fit_line`, ``what`` naming the limit), else whose design the engine refuses (:func:`refused_line`);
+    ``parse`` turns a config's alpha into the estimate's.  Only the sizes the quick bound does not clear are
+    estimated; a bad alpha or objective is left to its own message."""
     worst, refused = {}, {}
-    for key, m, props, objective, alpha, n in groups:
+    for key, m, props, objective, alpha, n, options in designs:
         if (limit is None or estimate.bound_bytes(n) <= limit) and memory_refusal(n, DEFAULT_SETTINGS) is None:
             continue
         try:
-            found = estimate.estimate_named(m, n, alpha, objective, props,
-                                            **({} if m in CLOSED_FORM_MECHANISMS else options))
+            found = estimate.estimate_named(m, n, parse(alpha), objective, props, **options)
         except (TypeError, ValueError, ZeroDivisionError):
-            continue  # a bad alpha or objective: its own message says so
+            continue
         if limit is not None and not found.fits(limit) and \
                 (key not in worst or found.required_bytes > worst[key][0].required_bytes):
             worst[key] = (found, alpha)
