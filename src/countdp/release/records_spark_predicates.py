@@ -61,9 +61,8 @@ def check_predicates(spark, spec: RecordsSpec, spell) -> None:
 def has_subquery(spark, selected) -> bool:
     """Whether the analysed plan of ``selected`` (``SELECT (predicate) AS p FROM`` the records) holds a
     subquery in its expressions (Catalyst's ``SubqueryExpression.hasSubquery``: scalar, ``IN``, ``EXISTS``)."""
-    expressions = selected._jdf.queryExecution().analyzed().expressions()
     subquery = spark._jvm.org.apache.spark.sql.catalyst.expressions.SubqueryExpression
-    return any(subquery.hasSubquery(expressions.apply(k)) for k in range(expressions.size()))
+    return any(subquery.hasSubquery(root) for root in _roots(selected))
 
 
 RAISING = ("RaiseError", "CallMethodViaReflection")
@@ -74,8 +73,7 @@ it), and ``reflect``/``java_method``, which run any Java method."""
 def raises(selected) -> bool:
     """Whether the analysed predicate of ``selected`` is not deterministic (``rand()``: DuckDB's ``TRY`` refuses a
     volatile function) or holds an expression of :data:`RAISING`."""
-    expressions = selected._jdf.queryExecution().analyzed().expressions()
-    roots = [expressions.apply(k) for k in range(expressions.size())]
+    roots = _roots(selected)
     return any(not root.deterministic() for root in roots) or any(_kind(node) in RAISING for node in _nodes(roots))
 
 
@@ -96,8 +94,7 @@ def reads_pattern(selected) -> bool:
     """Whether the analysed predicate of ``selected`` holds an expression of :data:`PATTERNED` whose pattern is not
     a constant (``'1' RLIKE code``): Spark has no ``TRY``, so a person whose value is not a pattern would decide
     whether the grouping runs.  A constant pattern is the same for every neighbour."""
-    expressions = selected._jdf.queryExecution().analyzed().expressions()
-    roots = [expressions.apply(k) for k in range(expressions.size())]
+    roots = _roots(selected)
     for node in _nodes(roots):
         if _kind(node) in PATTERNED and node.children().size() > 1 and not node.children().apply(1).foldable():
             return True
@@ -120,8 +117,7 @@ VALUE_RAISING_TEXT = ("a function that raises on a value it cannot convert (url_
 def raises_on_a_value(selected) -> bool:
     """Whether the analysed predicate of ``selected`` holds a function of :data:`VALUE_RAISING` outside a ``try_``
     form (Spark's ``try_url_decode`` is a ``TryUrlDecode`` over a ``UrlDecode``; ``try_to_binary`` a ``TryEval``)."""
-    expressions = selected._jdf.queryExecution().analyzed().expressions()
-    stack = [expressions.apply(k) for k in range(expressions.size())]
+    stack = _roots(selected)
     while stack:
         node = stack.pop()
         kind = _kind(node)
@@ -145,8 +141,7 @@ def text_conversions(selected) -> list[tuple[str, str]]:
     ``Cast`` that is not ``try_cast`` of text read from a column to another type (``CAST(age AS INT)``, or the one
     Spark's coercion inserts for ``age < 30``), and a number cast to text to be compared with a text column
     (Spark's coercion of ``age IN (30, 40)``, which DuckDB's makes a cast of ``age``)."""
-    expressions = selected._jdf.queryExecution().analyzed().expressions()
-    roots = [expressions.apply(k) for k in range(expressions.size())]
+    roots = _roots(selected)
     shared = {node.id().toString(): node.child() for node in _nodes(roots) if _kind(node) == "CommonExpressionDef"}
     found = []
     stack = [(node, None) for node in roots]
@@ -163,6 +158,12 @@ def text_conversions(selected) -> list[tuple[str, str]]:
         children = node.children()
         stack.extend((children.apply(k), node) for k in range(children.size() - 1, -1, -1))
     return found
+
+
+def _roots(selected) -> list:
+    """The expressions of the analysed plan of ``selected`` (``SELECT (predicate) AS p FROM`` the records)."""
+    expressions = selected._jdf.queryExecution().analyzed().expressions()
+    return [expressions.apply(k) for k in range(expressions.size())]
 
 
 def _kind(node) -> str:
